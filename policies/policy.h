@@ -1,0 +1,86 @@
+// The policy interface: the one contract that the simulator (and, later, the live backend)
+// executes. A policy observes memory and kernel events and answers with actions.
+//
+// Contract:
+//  - A policy never touches simulator state. It sees only the event structs below and
+//    answers by appending Actions; the backend decides how and when they take effect
+//    (copies queue on links, evictions free chunks) and keeps all statistics.
+//  - Hooks are called in simulated-time order, once per event; `now` never goes back.
+//  - Actions name address ranges; ranges outside live managed allocations are ignored by the
+//    backend page by page (a policy may work at 2 MB granularity without clipping).
+//  - The same inputs must give the same actions: no wall clock, no unseeded randomness.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/types.h"
+
+namespace faultline::policies {
+
+struct Range {
+  Addr start = 0;
+  Bytes bytes = 0;
+};
+
+enum class ActionKind : uint8_t {
+  kPrefetch,  // migrate the range to `target` (a GPU), copies queued behind others on the link
+  kEvict,     // migrate the range's GPU pages to the host
+  kDiscard,   // drop the range's pages everywhere without a copy (contents are dead)
+};
+
+struct Action {
+  ActionKind kind = ActionKind::kPrefetch;
+  Range range;
+  ProcessorId target = kHost;
+};
+
+using Actions = std::vector<Action>;
+
+struct AllocEvent {
+  Time now = 0;
+  uint64_t id = 0;
+  bool managed = true;     // false for device memory (cudaMalloc), which never migrates
+  bool block = false;      // an allocator-level block inside a segment
+  uint64_t segment = 0;    // for blocks: the segment's id
+  Range range;
+};
+
+struct FreeEvent {
+  Time now = 0;
+  uint64_t id = 0;
+  bool managed = true;
+  bool block = false;
+  Range range;
+};
+
+struct LaunchEvent {
+  Time now = 0;
+  uint64_t kernel = 0;  // index of the kernel in the trace
+  const std::string* name = nullptr;
+  std::vector<Range> args;  // the allocations named by its pointer arguments
+};
+
+struct FaultBatchEvent {
+  Time now = 0;
+  unsigned gpu = 0;
+  std::vector<Addr> faults;  // distinct faulted 64 KB big pages (addresses), ascending
+};
+
+struct KernelEndEvent {
+  Time now = 0;
+  uint64_t kernel = 0;
+};
+
+class IPolicy {
+ public:
+  virtual ~IPolicy() = default;
+  virtual void on_alloc(const AllocEvent&, Actions&) {}
+  virtual void on_free(const FreeEvent&, Actions&) {}
+  virtual void on_kernel_launch(const LaunchEvent&, Actions&) {}
+  virtual void on_fault_batch(const FaultBatchEvent&, Actions&) {}
+  virtual void on_kernel_end(const KernelEndEvent&, Actions&) {}
+};
+
+}  // namespace faultline::policies

@@ -1,0 +1,207 @@
+// The faultline command line: one binary, one subcommand per job.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+#include "sim/synth/synth.h"
+#include "sim/trace/inspect.h"
+
+namespace faultline {
+namespace {
+
+const char* kUsage =
+    "faultline: a trace-driven simulator of GPU unified memory\n"
+    "\n"
+    "usage: faultline <command> [options]\n"
+    "  sim         simulate a trace under a run config\n"
+    "  synth       write a synthetic trace (tests and benchmarks only)\n"
+    "  trace dump  print a trace as JSON lines\n"
+    "  trace stats print a trace's footprint, kernels, accesses, blocks and reuse\n"
+    "\n"
+    "'faultline <command> --help' describes a command.\n";
+
+const char* kSimUsage =
+    "usage: faultline sim --config C --trace T [--out results.json] [--timeline t.json]\n"
+    "                     [--progress | --no-progress] [--check-invariants]\n"
+    "Replays trace T under run config C and writes the results as JSON (stdout by default),\n"
+    "with the resolved config and the git revision. --timeline writes Chrome trace-event JSON\n"
+    "(open it in the Perfetto UI). A progress line goes to stderr when it is a terminal.\n"
+    "--check-invariants verifies the memory model after every record (slow).\n";
+
+const char* kSynthUsage =
+    "usage: faultline synth --pattern stream|random|dnn --out T [--footprint SIZE]\n"
+    "                       [--iterations N] [--seed S] [--kernels K] [--layers L]\n"
+    "                       [--touches N] [--ns-per-access NS]\n"
+    "Writes a synthetic trace. stream: K kernels sweep K slices in turn; random: K kernels\n"
+    "touch random 64 KB pages; dnn: L layers forward then backward then an optimizer step,\n"
+    "weights reused every iteration, activations freed in reverse order. SIZE takes K, M, G\n"
+    "(powers of 1024). Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12,\n"
+    "touches 1, ns-per-access 100.\n";
+
+const char* kTraceUsage =
+    "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
+    "       faultline trace stats T    footprint, kernels, accesses, distinct 2 MB blocks, reuse\n";
+
+// Options as --name value pairs and --flag switches; anything else is a usage error.
+class Args {
+ public:
+  Args(int argc, char** argv, int first, const std::vector<std::string>& flags) {
+    for (int i = first; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        help = true;
+      } else if (a.rfind("--", 0) == 0 && std::count(flags.begin(), flags.end(), a.substr(2))) {
+        values_[a.substr(2)] = "";
+      } else if (a.rfind("--", 0) == 0) {
+        if (i + 1 >= argc) throw UsageError(a + " needs a value");
+        values_[a.substr(2)] = argv[++i];
+      } else {
+        positional.push_back(a);
+      }
+    }
+  }
+  std::string take(const std::string& name, const std::string& fallback = "") {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    std::string v = it->second;
+    values_.erase(it);
+    return v;
+  }
+  std::string need(const std::string& name) {
+    if (!values_.count(name)) throw UsageError("--" + name + " is required");
+    return take(name);
+  }
+  bool flag(const std::string& name) { return values_.count(name) && (take(name), true); }
+  void done() {
+    if (!values_.empty()) throw UsageError("unknown option --" + values_.begin()->first);
+  }
+  bool help = false;
+  std::vector<std::string> positional;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+uint64_t parse_number(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || text[0] == '-') throw UsageError(what + ": expected a number, got \"" + text + "\"");
+  const std::string unit = text.substr(used);
+  const std::map<std::string, uint64_t> units = {
+      {"", 1}, {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"M", 1ull << 20}, {"MiB", 1ull << 20},
+      {"G", 1ull << 30}, {"GiB", 1ull << 30}};
+  auto it = units.find(unit);
+  if (it == units.end()) throw UsageError(what + ": unknown unit \"" + unit + "\" (use K, M or G)");
+  return v * it->second;
+}
+
+void write_output(const nlohmann::json& doc, const std::string& path) {
+  const std::string text = doc.dump(2) + "\n";
+  if (path.empty()) {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw Error(path + ": cannot write results");
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string s = "faultline";
+  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
+  return s;
+}
+
+int cmd_sim(int argc, char** argv) {
+  Args args(argc, argv, 2, {"progress", "no-progress", "check-invariants"});
+  if (args.help) return std::cout << kSimUsage, 0;
+  SimJob job;
+  job.config_path = args.need("config");
+  job.trace_path = args.need("trace");
+  const std::string out = args.take("out");
+  job.timeline_path = args.take("timeline");
+  job.progress = isatty(STDERR_FILENO) != 0;
+  if (args.flag("progress")) job.progress = true;
+  if (args.flag("no-progress")) job.progress = false;
+  job.check_invariants = args.flag("check-invariants");
+  args.done();
+  if (!args.positional.empty()) throw UsageError("unexpected argument " + args.positional[0]);
+  write_output(run_job(job), out);
+  return 0;
+}
+
+int cmd_synth(int argc, char** argv) {
+  Args args(argc, argv, 2, {});
+  if (args.help) return std::cout << kSynthUsage, 0;
+  nlohmann::json p = {{"pattern", args.need("pattern")}};
+  const std::string out = args.need("out");
+  const std::map<std::string, std::string> numeric = {
+      {"footprint", "footprint"}, {"iterations", "iterations"}, {"seed", "seed"},
+      {"kernels", "kernels_per_iteration"}, {"layers", "layers"}, {"touches", "touches"},
+      {"ns-per-access", "ns_per_access"}};
+  for (const auto& [option, key] : numeric) {
+    const std::string v = args.take(option);
+    if (!v.empty()) p[key] = parse_number(v, "--" + option);
+  }
+  args.done();
+  const synth::Params params = synth::params_from_json(p, "synth options");
+  const uint64_t n = synth::write_trace(params, out, command_line(argc, argv));
+  std::cerr << "wrote " << out << ": " << n << " accesses\n";
+  return 0;
+}
+
+int cmd_trace(int argc, char** argv) {
+  Args args(argc, argv, 2, {});
+  if (args.help || args.positional.size() != 2) {
+    std::cout << kTraceUsage;
+    return args.help ? 0 : 2;
+  }
+  args.done();
+  if (args.positional[0] == "dump") {
+    trace::dump(args.positional[1], std::cout);
+  } else if (args.positional[0] == "stats") {
+    nlohmann::json doc = trace::compute_stats(args.positional[1]).to_json();
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    throw UsageError("unknown trace command \"" + args.positional[0] + "\"; known: dump, stats");
+  }
+  return 0;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "sim") return cmd_sim(argc, argv);
+  if (cmd == "synth") return cmd_synth(argc, argv);
+  if (cmd == "trace") return cmd_trace(argc, argv);
+  throw UsageError("unknown command \"" + cmd + "\"; known: sim, synth, trace");
+}
+
+}  // namespace
+}  // namespace faultline
+
+int main(int argc, char** argv) {
+  try {
+    return faultline::dispatch(argc, argv);
+  } catch (const faultline::UsageError& e) {
+    std::cerr << "faultline: " << e.what() << "\n(see 'faultline --help')\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "faultline: error: " << e.what() << "\n";
+    return 1;
+  }
+}

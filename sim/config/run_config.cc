@@ -1,0 +1,265 @@
+#include "sim/config/run_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "policies/registry.h"
+#include "sim/config/reader.h"
+
+#ifndef FAULTLINE_SOURCE_CONFIGS
+#define FAULTLINE_SOURCE_CONFIGS "configs"
+#endif
+
+namespace faultline::config {
+namespace fs = std::filesystem;
+namespace {
+
+struct Profile {
+  json doc;
+  std::string label;  // for messages: which file(s) the values came from
+};
+
+std::string known_profiles(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none in " + dir.string() + ")" : out;
+}
+
+// Checks that every override names a key the profile has, so a typo is never silently ignored.
+void check_overrides(const json& base, const json& overrides, const std::string& file,
+                     const std::string& path) {
+  for (auto& [key, value] : overrides.items()) {
+    if (!base.contains(key)) {
+      std::string known;
+      for (auto& [k, v] : base.items()) known += (known.empty() ? "" : ", ") + k;
+      throw ConfigError(file + ": " + path + "." + key +
+                        ": overrides no value of the profile; it has: " + known);
+    }
+    if (value.is_object() && base[key].is_object()) {
+      check_overrides(base[key], value, file, path + "." + key);
+    }
+  }
+}
+
+Profile resolve_profile(const std::string& kind, const json& spec, const std::string& file,
+                        const std::string& path) {
+  std::string name;
+  json overrides = json::object();
+  if (spec.is_string()) {
+    name = spec.get<std::string>();
+  } else if (spec.is_object() && spec.contains("profile") && spec["profile"].is_string()) {
+    name = spec["profile"].get<std::string>();
+    overrides = spec;
+    overrides.erase("profile");
+  } else {
+    throw ConfigError(file + ": " + path + ": expected a profile name (string) or an object " +
+                      "{\"profile\": name, overrides...}, got " + type_name(spec));
+  }
+  fs::path location;
+  const fs::path dir = fs::path(configs_dir()) / kind;
+  if (name.find('/') != std::string::npos || fs::path(name).extension() == ".json") {
+    location = fs::path(file).parent_path() / name;
+  } else {
+    location = dir / (name + ".json");
+    if (!fs::exists(location)) {
+      throw ConfigError(file + ": " + path + ": unknown " + kind + " profile \"" + name +
+                        "\"; known: " + known_profiles(dir));
+    }
+  }
+  json doc = load_json_file(location.string());
+  check_overrides(doc, overrides, file, path);
+  doc.merge_patch(overrides);
+  std::string label = location.string();
+  if (!overrides.empty()) label += " with overrides from " + file;
+  return {doc, label};
+}
+
+LinkCurve read_curve(Reader r) {
+  LinkCurve curve;
+  curve.overhead_ns = r.get<int64_t>("overhead_ns");
+  if (curve.overhead_ns < 0) r.fail("overhead_ns", "must be >= 0");
+  const json points = r.raw("bandwidth_gbps", nullptr);
+  if (!points.is_array() || points.empty()) {
+    r.fail("bandwidth_gbps", "expected a non-empty array of [transfer_bytes, GB/s] pairs");
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const json& p = points[i];
+    const std::string at = "bandwidth_gbps[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number() ||
+        p[1].get<double>() <= 0) {
+      r.fail(at, "expected [transfer_bytes (unsigned integer), GB/s (positive number)]");
+    }
+    const Bytes size = p[0].get<Bytes>();
+    if (!curve.points.empty() && size <= curve.points.back().first) {
+      r.fail(at, "transfer sizes must be strictly ascending");
+    }
+    curve.points.emplace_back(size, p[1].get<double>());
+  }
+  r.finish();
+  return curve;
+}
+
+EvictionOrder read_eviction(Reader& r) {
+  const std::string order = r.get<std::string>("eviction", "fifo");
+  if (order == "fifo") return EvictionOrder::kFifo;
+  if (order == "lru") return EvictionOrder::kLru;
+  r.fail("eviction", "expected \"fifo\" or \"lru\", got \"" + order + "\"");
+}
+
+DriverConfig read_driver(Reader r) {
+  DriverConfig d;
+  d.batch_size = r.get<uint32_t>("batch_size", d.batch_size);
+  if (d.batch_size == 0) r.fail("batch_size", "must be at least 1");
+  d.prefetch = r.get<bool>("prefetch", d.prefetch);
+  d.prefetch_threshold = r.get<uint32_t>("prefetch_threshold", d.prefetch_threshold);
+  if (d.prefetch_threshold < 1 || d.prefetch_threshold > 100) {
+    r.fail("prefetch_threshold", "expected a percentage from 1 to 100");
+  }
+  d.eviction = read_eviction(r);
+  d.thrashing_detection = r.get<bool>("thrashing_detection", d.thrashing_detection);
+  d.thrashing_threshold = r.get<uint32_t>("thrashing_threshold", d.thrashing_threshold);
+  if (d.thrashing_threshold < 2) r.fail("thrashing_threshold", "must be at least 2");
+  d.thrashing_lapse_ns = r.get<int64_t>("thrashing_lapse_ns", d.thrashing_lapse_ns);
+  d.thrashing_pin_ns = r.get<int64_t>("thrashing_pin_ns", d.thrashing_pin_ns);
+  if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
+  if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
+  r.finish();
+  return d;
+}
+
+void read_capacity(Reader r, RunConfig& c) {
+  if (r.has("bytes") == r.has("fraction_of_footprint")) {
+    r.fail("bytes", "give exactly one of \"bytes\" and \"fraction_of_footprint\"");
+  }
+  if (r.has("bytes")) {
+    c.capacity_bytes = r.get<uint64_t>("bytes");
+    if (c.capacity_bytes < kBlockSize) r.fail("bytes", "must be at least one 2 MB chunk");
+  } else {
+    c.capacity_fraction = r.get<double>("fraction_of_footprint");
+    if (!(c.capacity_fraction > 0) || c.capacity_fraction > 1e6) {
+      r.fail("fraction_of_footprint", "must be a positive number");
+    }
+  }
+  r.finish();
+}
+
+void read_policy(Reader r, RunConfig& c) {
+  c.policy = r.get<std::string>("name");
+  if (!policies::Registry::instance().has(c.policy)) {
+    r.fail("name", "unknown policy \"" + c.policy + "\"; known policies: " +
+                       policies::Registry::instance().known());
+  }
+  c.policy_params = r.raw("params", json::object());
+  if (!c.policy_params.is_object()) r.fail("params", "expected object");
+  r.finish();
+}
+
+}  // namespace
+
+Time LinkCurve::transfer_ns(Bytes bytes) const {
+  if (bytes == 0) return 0;
+  double gbps = points.front().second;
+  if (bytes >= points.back().first) {
+    gbps = points.back().second;
+  } else if (bytes > points.front().first) {
+    auto hi = std::upper_bound(points.begin(), points.end(), bytes,
+                               [](Bytes b, const auto& p) { return b < p.first; });
+    auto lo = hi - 1;
+    const double x = std::log2(static_cast<double>(bytes));
+    const double x0 = std::log2(static_cast<double>(lo->first));
+    const double x1 = std::log2(static_cast<double>(hi->first));
+    gbps = lo->second + (hi->second - lo->second) * (x - x0) / (x1 - x0);
+  }
+  // GB/s is bytes per ns; round up so that every transfer takes time.
+  return overhead_ns + static_cast<Time>(std::ceil(static_cast<double>(bytes) / gbps));
+}
+
+std::string configs_dir() {
+  if (const char* env = std::getenv("FAULTLINE_CONFIGS")) return env;
+  return FAULTLINE_SOURCE_CONFIGS;
+}
+
+LinkProfile load_link_profile(const json& spec, const std::string& file, const std::string& path,
+                              json& resolved) {
+  Profile p = resolve_profile("links", spec, file, path);
+  Reader r(p.doc, p.label, path);
+  LinkProfile link;
+  link.name = r.get<std::string>("name");
+  r.raw("sources", json::array());
+  link.kind = r.get<std::string>("kind");
+  if (link.kind != "pcie" && link.kind != "nvlink") r.fail("kind", "expected \"pcie\" or \"nvlink\"");
+  link.forward = read_curve(r.child("forward"));
+  link.reverse = read_curve(r.child("reverse"));
+  r.finish();
+  resolved = r.resolved();
+  return link;
+}
+
+GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std::string& path,
+                            json& resolved) {
+  Profile p = resolve_profile("gpus", spec, file, path);
+  Reader r(p.doc, p.label, path);
+  GpuProfile g;
+  g.name = r.get<std::string>("name");
+  r.raw("sources", json::array());
+  g.memory_bytes = r.get<uint64_t>("memory_bytes");
+  g.host_link = r.get<std::string>("host_link");
+  g.peer_link = r.get<std::string>("peer_link");
+  g.batch_fixed_ns = r.get<int64_t>("batch_fixed_ns");
+  g.per_vablock_ns = r.get<int64_t>("per_vablock_ns");
+  g.per_fault_ns = r.get<int64_t>("per_fault_ns");
+  g.page_table_update_ns = r.get<int64_t>("page_table_update_ns");
+  g.eviction_ns = r.get<int64_t>("eviction_ns");
+  g.host_fault_ns = r.get<int64_t>("host_fault_ns");
+  g.fault_parallelism = r.get<uint32_t>("fault_parallelism");
+  for (const char* key : {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns",
+                          "page_table_update_ns", "eviction_ns", "host_fault_ns"}) {
+    if (p.doc[key].get<int64_t>() < 0) r.fail(key, "must be >= 0");
+  }
+  if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");
+  if (g.memory_bytes < kBlockSize) r.fail("memory_bytes", "must be at least 2 MB");
+  r.finish();
+  resolved = r.resolved();
+  return g;
+}
+
+RunConfig parse_run_config(const json& doc, const std::string& file) {
+  Reader r(doc, file);
+  RunConfig c;
+  r.get<std::string>("description", "");
+  json gpu_resolved, host_resolved, peer_resolved;
+  c.gpu = load_gpu_profile(r.raw("gpu", "h200"), file, "$.gpu", gpu_resolved);
+  c.host_link = load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link",
+                                  host_resolved);
+  c.peer_link = load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link",
+                                  peer_resolved);
+  c.gpus = r.get<uint32_t>("gpus", 1);
+  if (c.gpus != 1) r.fail("gpus", "this build simulates one GPU; multi-GPU runs come later");
+  read_capacity(r.child("capacity"), c);
+  c.driver = read_driver(r.optional_child("driver"));
+  read_policy(r.child("policy"), c);
+  c.per_kernel = r.get<bool>("per_kernel", false);
+  c.progress_every = r.get<uint32_t>("progress_every", 0);
+  c.watchdog_ns = r.get<int64_t>("watchdog_ns", c.watchdog_ns);
+  if (c.watchdog_ns <= 0) r.fail("watchdog_ns", "must be positive");
+  r.finish();
+  c.resolved = r.resolved();
+  c.resolved["gpu"] = gpu_resolved;
+  c.resolved["host_link"] = host_resolved;
+  c.resolved["peer_link"] = peer_resolved;
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  return parse_run_config(load_json_file(path), path);
+}
+
+}  // namespace faultline::config

@@ -1,0 +1,75 @@
+// Runs one kernel at a time on a GPU: its accesses happen at their recorded offsets (shifted
+// by the time it has stalled so far); a miss enters the fault buffer and the kernel keeps
+// running until `fault_parallelism` faults are outstanding, then stalls until a replay.
+#pragma once
+
+#include <functional>
+#include <map>
+
+#include "sim/core/engine.h"
+#include "sim/trace/format.h"
+#include "sim/uvm/fault_servicer.h"
+
+namespace faultline {
+
+class KernelObserver {
+ public:
+  virtual ~KernelObserver() = default;
+  virtual void on_kernel(unsigned gpu, const KernelRow& row) = 0;
+};
+
+class KernelRunner : public EventHandler {
+ public:
+  using DoneCallback = std::function<void(Time)>;
+
+  KernelRunner(Engine& engine, MemoryModel& memory, FaultServicer& servicer, Migrator& migrator,
+               LinkDirection& to_gpu, unsigned gpu, const config::RunConfig& config, Stats& stats)
+      : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator),
+        to_gpu_(to_gpu), gpu_(gpu), config_(config), stats_(stats) {}
+
+  // `device_ranges` are live cudaMalloc ranges: always resident, never fault.
+  void start(trace::KernelRecord& kernel, uint64_t index, Time now, DoneCallback done);
+  void on_replay(Time now, uint64_t resolved);
+  void set_device_ranges(const std::map<Addr, Bytes>* ranges) { device_ranges_ = ranges; }
+  void set_observer(KernelObserver* observer) { observer_ = observer; }
+  bool running() const { return running_; }
+
+  void handle(uint32_t kind, Time now) override;
+  std::string describe_in_flight() const override;
+
+ private:
+  enum Event : uint32_t { kResume, kEnd };
+  void advance(Time now);
+  // Returns false when the kernel must stop here (stall or a new fault changed the horizon).
+  bool access(const trace::Access& a, Time t);
+  VaBlock* lookup(uint64_t block_index);
+  bool in_device_memory(Addr address) const;
+  void try_finish(Time now);
+
+  Engine& engine_;
+  MemoryModel& memory_;
+  FaultServicer& servicer_;
+  Migrator& migrator_;
+  LinkDirection& to_gpu_;
+  unsigned gpu_;
+  const config::RunConfig& config_;
+  Stats& stats_;
+  const std::map<Addr, Bytes>* device_ranges_ = nullptr;
+  KernelObserver* observer_ = nullptr;
+
+  trace::KernelRecord kernel_;
+  uint64_t index_ = 0;
+  DoneCallback done_;
+  bool running_ = false;
+  size_t next_ = 0;
+  Time start_ = 0;
+  Time shift_ = 0;  // stall so far: later accesses happen this much later
+  uint64_t outstanding_ = 0;
+  Time stalled_since_ = -1;
+  bool end_scheduled_ = false;
+  uint64_t faults_ = 0;
+  uint64_t cached_index_ = UINT64_MAX;
+  VaBlock* cached_block_ = nullptr;
+};
+
+}  // namespace faultline

@@ -1,0 +1,115 @@
+// Where every managed page lives: per processor (host, GPU i), tracked at 4 KB pages inside
+// 64 KB big pages inside 2 MB VA blocks. GPU capacity is counted in 2 MB root chunks: a VA block
+// with any page on a GPU holds one of that GPU's chunks.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/memory/page_mask.h"
+
+namespace faultline {
+
+constexpr unsigned kMaxGpus = 8;
+
+struct VaBlock {
+  uint64_t index = 0;     // base address / 2 MB
+  PageMask allocated;     // pages inside a live managed allocation
+  PageMask resident[1 + kMaxGpus];  // [kHost], [gpu_processor(i)]; disjoint sets
+  PageMask remote[kMaxGpus];        // host-resident pages that GPU i maps over its link
+  PageMask prefetched_unused[kMaxGpus];  // brought by a prefetch, not yet touched
+  bool chunk[kMaxGpus] = {};
+  Time ready_at[kMaxGpus] = {};  // GPU i may use its pages from this time (copies in flight)
+  Time first_resident[kMaxGpus] = {};
+  // Thrashing detection: migrations to a GPU within the current lapse window.
+  Time thrash_window_start = 0;
+  uint32_t thrash_count = 0;
+  Time pinned_until = 0;
+  // Eviction order, one intrusive list per GPU.
+  VaBlock* prev[kMaxGpus] = {};
+  VaBlock* next[kMaxGpus] = {};
+
+  Addr base() const { return index * kBlockSize; }
+  // Allocated pages that no processor holds: the next touch populates them without a copy.
+  PageMask unpopulated() const;
+};
+
+// Contract: every mutation keeps the invariants that check_invariants() verifies: a page is
+// resident in at most one place and only if allocated; remote mappings point at host-resident
+// pages; a GPU holds a chunk exactly for the blocks with pages on it, and never more chunks than
+// its capacity. The model never chooses victims itself; the eviction order is exposed so that
+// the driver (or a policy) picks.
+class MemoryModel {
+ public:
+  MemoryModel(unsigned gpus, uint64_t capacity_chunks);
+
+  unsigned gpus() const { return gpus_; }
+  uint64_t capacity_chunks() const { return capacity_chunks_; }
+  uint64_t chunks_used(unsigned gpu) const { return chunks_used_[gpu]; }
+  uint64_t chunks_free(unsigned gpu) const { return capacity_chunks_ - chunks_used_[gpu]; }
+
+  void add_managed(Addr address, Bytes size);
+  // Drops the range's pages everywhere (no write-back) and returns chunks that become empty.
+  void remove_managed(Addr address, Bytes size);
+  // cudaMalloc memory: pinned on the GPU, takes chunks until released.
+  void reserve_device(unsigned gpu, uint64_t chunks);
+  void release_device(unsigned gpu, uint64_t chunks);
+
+  VaBlock* find(uint64_t index) {
+    auto it = blocks_.find(index);
+    return it == blocks_.end() ? nullptr : &it->second;
+  }
+  // Calls f(block, pages) for every block overlapping [address, address + size).
+  template <class F>
+  void for_each_block(Addr address, Bytes size, F&& f);
+
+  // Moves `pages` to `to`. Returns the pages that came from elsewhere, per source processor
+  // (index = processor), so the caller can charge the copies; unpopulated pages need none.
+  // Moving to a GPU requires its chunk (take_chunk first).
+  struct Moved {
+    PageMask from[1 + kMaxGpus];
+  };
+  Moved move(VaBlock& block, ProcessorId to, const PageMask& pages, Time now);
+  // Drops pages without a copy anywhere (discard).
+  void drop(VaBlock& block, const PageMask& pages);
+  void take_chunk(VaBlock& block, unsigned gpu, Time now);
+
+  // Eviction order: the head is the next victim. FIFO order appends when a block takes a
+  // chunk; LRU additionally moves a block to the tail when touched.
+  VaBlock* oldest(unsigned gpu) const { return head_[gpu]; }
+  void touch(VaBlock& block, unsigned gpu);
+
+  // Throws SimulationError describing the first violated invariant.
+  void check_invariants() const;
+  size_t blocks() const { return blocks_.size(); }
+  uint64_t resident_pages(ProcessorId p) const;
+
+ private:
+  void release_chunk_if_empty(VaBlock& block, unsigned gpu);
+  void unlink(VaBlock& block, unsigned gpu);
+  void append(VaBlock& block, unsigned gpu);
+
+  unsigned gpus_;
+  uint64_t capacity_chunks_;
+  std::vector<uint64_t> chunks_used_;
+  std::unordered_map<uint64_t, VaBlock> blocks_;
+  VaBlock* head_[kMaxGpus] = {};
+  VaBlock* tail_[kMaxGpus] = {};
+};
+
+template <class F>
+void MemoryModel::for_each_block(Addr address, Bytes size, F&& f) {
+  const Addr end = address + size;
+  for (uint64_t index = address / kBlockSize; index * kBlockSize < end; ++index) {
+    const Addr lo = std::max(address, index * kBlockSize);
+    const Addr hi = std::min(end, (index + 1) * kBlockSize);
+    const unsigned first = static_cast<unsigned>((lo - index * kBlockSize) / kPageSize);
+    const unsigned last = static_cast<unsigned>((hi - index * kBlockSize + kPageSize - 1) / kPageSize);
+    VaBlock* block = find(index);
+    if (block) f(*block, PageMask::range(first, last - first));
+  }
+}
+
+}  // namespace faultline

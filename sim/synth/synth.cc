@@ -1,0 +1,184 @@
+#include "sim/synth/synth.h"
+
+#include <random>
+
+#include "sim/config/reader.h"
+#include "sim/core/error.h"
+#include "sim/trace/writer.h"
+
+namespace faultline::synth {
+namespace {
+
+constexpr Addr kBase = Addr{0x7f00} << 32;
+
+Bytes round_up(Bytes v, Bytes unit) { return (v + unit - 1) / unit * unit; }
+
+struct Tensor {
+  uint64_t id;
+  Addr address;
+  Bytes size;
+  uint64_t pages() const { return size / kBigPageSize; }
+};
+
+// Emits records in time order; every kernel runs back to back after the previous one.
+class Builder {
+ public:
+  Builder(const Params& p, trace::TraceWriter& w) : p_(p), w_(w), rng_(p.seed) {}
+
+  Tensor alloc(Bytes size) {
+    Tensor t{next_id_++, next_addr_, round_up(std::max(size, kBigPageSize), kBigPageSize)};
+    next_addr_ += round_up(t.size, kBlockSize);  // cudaMallocManaged aligns to 2 MB
+    w_.write(trace::AllocRecord{t.id, trace::MemoryKind::kManaged, t.address, t.size, now_, 0});
+    return t;
+  }
+  void free(const Tensor& t) { w_.write(trace::FreeRecord{t.id, now_}); }
+
+  // A kernel that sweeps `reads` then `writes`, each page `touches` times.
+  void kernel(const std::string& name, const std::vector<Tensor>& reads,
+              const std::vector<Tensor>& writes) {
+    trace::KernelRecord k;
+    k.name = name;
+    k.start = now_;
+    k.grid = {1024, 1, 1};
+    k.block = {256, 1, 1};
+    auto sweep = [&](const Tensor& t, AccessType type) {
+      k.args.push_back(t.id);
+      for (uint64_t i = 0; i < t.pages(); ++i) {
+        for (uint32_t r = 0; r < p_.touches; ++r) add(k, t.address / kBigPageSize + i, type);
+      }
+    };
+    for (const Tensor& t : reads) sweep(t, AccessType::kRead);
+    for (const Tensor& t : writes) sweep(t, AccessType::kWrite);
+    emit(k);
+  }
+
+  void random_kernel(const std::string& name, const Tensor& t, uint64_t count) {
+    trace::KernelRecord k;
+    k.name = name;
+    k.start = now_;
+    k.args.push_back(t.id);
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t page = rng_() % t.pages();
+      add(k, t.address / kBigPageSize + page, (rng_() & 3) == 0 ? AccessType::kWrite : AccessType::kRead);
+    }
+    emit(k);
+  }
+  uint64_t accesses() const { return accesses_; }
+
+ private:
+  void add(trace::KernelRecord& k, uint64_t page, AccessType type) {
+    k.accesses.push_back({page, static_cast<Time>(k.accesses.size()) * p_.ns_per_access, type});
+  }
+  void emit(trace::KernelRecord& k) {
+    k.duration = static_cast<Time>(k.accesses.size()) * p_.ns_per_access + p_.ns_per_access;
+    accesses_ += k.accesses.size();
+    w_.write(k);
+    now_ += k.duration;
+  }
+
+  const Params& p_;
+  trace::TraceWriter& w_;
+  std::mt19937_64 rng_;
+  uint64_t next_id_ = 1;
+  Addr next_addr_ = kBase;
+  Time now_ = 0;
+  uint64_t accesses_ = 0;
+};
+
+void stream(const Params& p, Builder& b) {
+  const uint32_t k = p.kernels_per_iteration;
+  std::vector<Tensor> slices;
+  for (uint32_t i = 0; i < k; ++i) slices.push_back(b.alloc(p.footprint / k));
+  for (uint32_t it = 0; it < p.iterations; ++it) {
+    for (uint32_t i = 0; i < k; ++i) b.kernel("stream_" + std::to_string(i), {slices[i]}, {});
+  }
+  for (const Tensor& t : slices) b.free(t);
+}
+
+void random(const Params& p, Builder& b) {
+  const Tensor t = b.alloc(p.footprint);
+  const uint64_t per_kernel = std::max<uint64_t>(1, t.pages() * p.touches / p.kernels_per_iteration);
+  for (uint32_t it = 0; it < p.iterations; ++it) {
+    for (uint32_t i = 0; i < p.kernels_per_iteration; ++i) {
+      b.random_kernel("random_" + std::to_string(i), t, per_kernel);
+    }
+  }
+  b.free(t);
+}
+
+// Layers forward then backward: weights and their gradients live throughout and are reused
+// every iteration; activations are allocated in the forward pass and freed in reverse order.
+void dnn(const Params& p, Builder& b) {
+  const Bytes weight = p.footprint / 5 / p.layers;   // 20% weights, 20% gradients
+  const Bytes activation = p.footprint * 3 / 5 / p.layers;  // 60% activations at peak
+  std::vector<Tensor> w, g;
+  for (uint32_t l = 0; l < p.layers; ++l) {
+    w.push_back(b.alloc(weight));
+    g.push_back(b.alloc(weight));
+  }
+  for (uint32_t it = 0; it < p.iterations; ++it) {
+    std::vector<Tensor> a;
+    for (uint32_t l = 0; l < p.layers; ++l) {
+      a.push_back(b.alloc(activation));
+      std::vector<Tensor> in = {w[l]};
+      if (l > 0) in.push_back(a[l - 1]);
+      b.kernel("forward_" + std::to_string(l), in, {a[l]});
+    }
+    for (uint32_t l = p.layers; l-- > 0;) {
+      b.kernel("backward_" + std::to_string(l), {a[l], w[l]}, {g[l]});
+      b.free(a[l]);
+    }
+    for (uint32_t l = 0; l < p.layers; ++l) b.kernel("optimizer_step", {g[l]}, {w[l]});
+  }
+  for (uint32_t l = 0; l < p.layers; ++l) {
+    b.free(w[l]);
+    b.free(g[l]);
+  }
+}
+
+}  // namespace
+
+Params params_from_json(const nlohmann::json& j, const std::string& where) {
+  config::Reader r(j, where);
+  Params p;
+  p.pattern = r.get<std::string>("pattern", p.pattern);
+  if (p.pattern != "stream" && p.pattern != "random" && p.pattern != "dnn") {
+    r.fail("pattern", "expected \"stream\", \"random\" or \"dnn\", got \"" + p.pattern + "\"");
+  }
+  p.footprint = r.get<uint64_t>("footprint", p.footprint);
+  p.iterations = r.get<uint32_t>("iterations", p.iterations);
+  p.seed = r.get<uint64_t>("seed", p.seed);
+  p.kernels_per_iteration = r.get<uint32_t>("kernels_per_iteration", p.kernels_per_iteration);
+  p.layers = r.get<uint32_t>("layers", p.layers);
+  p.touches = r.get<uint32_t>("touches", p.touches);
+  p.ns_per_access = r.get<int64_t>("ns_per_access", p.ns_per_access);
+  r.finish();
+  if (p.footprint < kBlockSize) r.fail("footprint", "must be at least 2 MB");
+  if (p.iterations == 0) r.fail("iterations", "must be at least 1");
+  if (p.kernels_per_iteration == 0) r.fail("kernels_per_iteration", "must be at least 1");
+  if (p.layers == 0) r.fail("layers", "must be at least 1");
+  if (p.touches == 0) r.fail("touches", "must be at least 1");
+  if (p.ns_per_access <= 0) r.fail("ns_per_access", "must be positive");
+  return p;
+}
+
+nlohmann::json to_json(const Params& p) {
+  return {{"pattern", p.pattern}, {"footprint", p.footprint}, {"iterations", p.iterations},
+          {"seed", p.seed}, {"kernels_per_iteration", p.kernels_per_iteration},
+          {"layers", p.layers}, {"touches", p.touches}, {"ns_per_access", p.ns_per_access}};
+}
+
+uint64_t write_trace(const Params& p, const std::string& path, const std::string& command) {
+  nlohmann::json meta = {{"source", "synthetic"}, {"gpu", "none (synthetic)"},
+                         {"driver", "none"}, {"cuda", "none"}, {"command", command},
+                         {"workload", to_json(p)}};
+  trace::TraceWriter writer(path, meta);
+  Builder builder(p, writer);
+  if (p.pattern == "stream") stream(p, builder);
+  else if (p.pattern == "random") random(p, builder);
+  else dnn(p, builder);
+  writer.close();
+  return builder.accesses();
+}
+
+}  // namespace faultline::synth

@@ -1,0 +1,165 @@
+#include "sim/trace/inspect.h"
+
+#include <filesystem>
+#include <ostream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "sim/trace/reader.h"
+
+namespace faultline::trace {
+namespace {
+
+// Live 2 MB chunks spanned by allocations (several small ones may share a chunk).
+class ChunkCounter {
+ public:
+  void add(Addr a, Bytes size, int delta) {
+    for (uint64_t b = a / kBlockSize; b * kBlockSize < a + size; ++b) {
+      int& n = refs_[b];
+      if (n == 0 && delta > 0) ++live_;
+      n += delta;
+      if (n == 0) {
+        refs_.erase(b);
+        --live_;
+      }
+    }
+  }
+  uint64_t live() const { return live_; }
+
+ private:
+  std::unordered_map<uint64_t, int> refs_;
+  uint64_t live_ = 0;
+};
+
+class StatsPass {
+ public:
+  void add(const Record& r) {
+    switch (r.type) {
+      case RecordType::kAlloc: return alloc(r.alloc);
+      case RecordType::kFree: return free(r.free);
+      case RecordType::kKernel: return kernel(r.kernel);
+      case RecordType::kHostAccess: ++s.host_accesses; return;
+      default: ++s.syncs; return;
+    }
+  }
+  TraceStats s;
+
+ private:
+  void alloc(const AllocRecord& a) {
+    ++s.allocations;
+    live_[a.id] = a;
+    if (a.kind == MemoryKind::kAllocatorBlock) return;
+    (a.kind == MemoryKind::kManaged ? managed_ : device_) += a.size;
+    chunks_.add(a.address, a.size, +1);
+    s.peak_managed_bytes = std::max(s.peak_managed_bytes, managed_);
+    s.peak_device_bytes = std::max(s.peak_device_bytes, device_);
+    s.footprint_chunks = std::max(s.footprint_chunks, chunks_.live());
+  }
+  void free(const FreeRecord& f) {
+    const AllocRecord a = live_.at(f.id);
+    live_.erase(f.id);
+    if (a.kind == MemoryKind::kAllocatorBlock) return;
+    (a.kind == MemoryKind::kManaged ? managed_ : device_) -= a.size;
+    chunks_.add(a.address, a.size, -1);
+  }
+  void kernel(const KernelRecord& k) {
+    ++s.kernels;
+    names_.insert(k.name);
+    s.distinct_kernel_names = names_.size();
+    s.compute_ns += k.duration;
+    s.accesses += k.accesses.size();
+    for (const Access& a : k.accesses) {
+      auto [it, fresh] = last_kernel_.emplace(a.big_page, s.kernels);
+      if (!fresh && it->second != s.kernels) ++reused_;
+      it->second = s.kernels;
+      blocks_.insert(a.big_page / kBigPagesPerBlock);
+    }
+    s.distinct_big_pages = last_kernel_.size();
+    s.distinct_blocks = blocks_.size();
+    s.reuse_fraction = s.accesses ? static_cast<double>(reused_) / s.accesses : 0;
+  }
+
+  std::unordered_map<uint64_t, AllocRecord> live_;
+  std::unordered_set<std::string> names_;
+  std::unordered_map<uint64_t, uint64_t> last_kernel_;  // big page -> last kernel touching it
+  std::unordered_set<uint64_t> blocks_;
+  ChunkCounter chunks_;
+  Bytes managed_ = 0, device_ = 0;
+  uint64_t reused_ = 0;
+};
+
+nlohmann::json record_json(const Record& r) {
+  using nlohmann::json;
+  switch (r.type) {
+    case RecordType::kAlloc:
+      return {{"type", "alloc"}, {"time", r.alloc.time}, {"id", r.alloc.id},
+              {"kind", to_string(r.alloc.kind)}, {"address", r.alloc.address},
+              {"size", r.alloc.size}, {"segment", r.alloc.segment}};
+    case RecordType::kFree: return {{"type", "free"}, {"time", r.free.time}, {"id", r.free.id}};
+    case RecordType::kHostAccess:
+      return {{"type", "host_access"}, {"time", r.host.time}, {"address", r.host.address},
+              {"size", r.host.size}, {"access", faultline::to_string(r.host.type)}};
+    case RecordType::kSync:
+      return {{"type", "sync"}, {"time", r.sync.time}, {"kind", to_string(r.sync.kind)},
+              {"stream", r.sync.stream}};
+    default: break;
+  }
+  const KernelRecord& k = r.kernel;
+  json accesses = json::array();
+  for (const Access& a : k.accesses) {
+    accesses.push_back({a.big_page * kBigPageSize, a.offset, faultline::to_string(a.type)});
+  }
+  return {{"type", "kernel"}, {"time", k.start}, {"name", k.name}, {"stream", k.stream},
+          {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
+          {"duration", k.duration}, {"args", k.args},
+          {"accesses", accesses}};
+}
+
+}  // namespace
+
+nlohmann::json TraceStats::to_json() const {
+  return {{"records", records},
+          {"kernels", kernels},
+          {"distinct_kernel_names", distinct_kernel_names},
+          {"accesses", accesses},
+          {"allocations", allocations},
+          {"host_accesses", host_accesses},
+          {"syncs", syncs},
+          {"peak_managed_bytes", peak_managed_bytes},
+          {"peak_device_bytes", peak_device_bytes},
+          {"footprint_bytes", footprint_bytes()},
+          {"distinct_2mb_blocks", distinct_blocks},
+          {"distinct_64kb_pages", distinct_big_pages},
+          {"compute_ns", compute_ns},
+          {"span_ns", span_ns},
+          {"reuse_fraction", reuse_fraction},
+          {"compressed_bytes", compressed_bytes},
+          {"compressed_bytes_per_access",
+           accesses ? static_cast<double>(compressed_bytes) / accesses : 0.0}};
+}
+
+TraceStats compute_stats(const std::string& path) {
+  TraceReader reader(path);
+  StatsPass pass;
+  Record r;
+  Time first = -1, last = 0;
+  while (reader.next(r)) {
+    if (first < 0) first = r.time();
+    last = std::max(last, r.type == RecordType::kKernel ? r.kernel.start + r.kernel.duration : r.time());
+    pass.add(r);
+  }
+  pass.s.records = reader.records();
+  pass.s.span_ns = first < 0 ? 0 : last - first;
+  pass.s.compressed_bytes = std::filesystem::file_size(path);
+  return pass.s;
+}
+
+void dump(const std::string& path, std::ostream& out) {
+  TraceReader reader(path);
+  out << nlohmann::json{{"type", "header"}, {"version", kVersion}, {"metadata", reader.metadata()}}.dump()
+      << '\n';
+  Record r;
+  while (reader.next(r)) out << record_json(r).dump() << '\n';
+}
+
+}  // namespace faultline::trace

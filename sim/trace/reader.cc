@@ -1,0 +1,307 @@
+#include "sim/trace/reader.h"
+
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sim/core/error.h"
+#include "sim/trace/varint.h"
+
+namespace faultline::trace {
+namespace {
+
+constexpr size_t kBufferSize = 1 << 18;
+constexpr uint64_t kMaxHeaderBytes = 1 << 24;
+constexpr uint64_t kMaxStringBytes = 1 << 16;
+
+}  // namespace
+
+TraceReader::TraceReader(const std::string& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw TraceError(path + ": cannot open trace: " + std::strerror(errno));
+  dctx_ = ZSTD_createDCtx();
+  in_.resize(ZSTD_DStreamInSize());
+  buf_.resize(kBufferSize);
+  read_header();
+}
+
+TraceReader::~TraceReader() {
+  if (file_) std::fclose(file_);
+  ZSTD_freeDCtx(dctx_);
+}
+
+std::string TraceReader::where() const {
+  return path_ + ": record #" + std::to_string(record_index_) + " (" + record_kind_ +
+         ") at byte " + std::to_string(record_start_);
+}
+
+void TraceReader::fail(const std::string& what) const { throw TraceError(where() + ": " + what); }
+
+// Makes at least `need` decoded bytes available at pos_; false if the stream ends first.
+bool TraceReader::fill(size_t need) {
+  if (end_ - pos_ >= need) return true;
+  std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+  base_ += pos_;
+  end_ -= pos_;
+  pos_ = 0;
+  if (buf_.size() < need) buf_.resize(need);
+  while (end_ < need) {
+    if (in_pos_ == in_end_) {
+      if (file_eof_) return false;
+      in_end_ = std::fread(in_.data(), 1, in_.size(), file_);
+      in_pos_ = 0;
+      if (in_end_ == 0) {
+        file_eof_ = true;
+        if (frame_remaining_ != 0 && !done_) {
+          throw TraceError(path_ + ": truncated: the compressed stream ends at byte " +
+                           std::to_string(compressed_offset_) + " inside a zstd frame (" +
+                           std::string(record_kind_) + " record #" +
+                           std::to_string(record_index_) + ")");
+        }
+        return false;
+      }
+    }
+    ZSTD_inBuffer in{in_.data(), in_end_, in_pos_};
+    ZSTD_outBuffer out{buf_.data(), buf_.size(), end_};
+    const size_t ret = ZSTD_decompressStream(dctx_, &out, &in);
+    if (ZSTD_isError(ret)) {
+      throw TraceError(path_ + ": corrupt compressed data near compressed byte " +
+                       std::to_string(compressed_offset_ + in.pos) + " (zstd: " +
+                       ZSTD_getErrorName(ret) + "); expected a zstd-compressed faultline trace");
+    }
+    compressed_offset_ += in.pos - in_pos_;
+    in_pos_ = in.pos;
+    end_ = out.pos;
+    frame_remaining_ = ret;
+  }
+  return true;
+}
+
+uint8_t TraceReader::byte() {
+  if (pos_ == end_ && !fill(1)) fail("truncated: the trace ends inside this record");
+  return buf_[pos_++];
+}
+
+uint64_t TraceReader::varint() {
+  if (end_ - pos_ >= 10) {  // fast path: no bounds checks per byte
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+      const uint8_t b = buf_[pos_++];
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    fail("corrupt varint (more than 10 bytes) at byte " + std::to_string(base_ + pos_));
+  }
+  return varint_slow();
+}
+
+uint64_t TraceReader::varint_slow() {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 70; shift += 7) {
+    const uint8_t b = byte();
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  fail("corrupt varint (more than 10 bytes) at byte " + std::to_string(base_ + pos_));
+}
+
+uint32_t TraceReader::u32() {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(byte()) << (8 * i);
+  return v;
+}
+
+void TraceReader::read_header() {
+  if (!fill(kMagic.size())) {
+    throw TraceError(path_ + ": byte 0: not a faultline trace (shorter than the 8-byte magic)");
+  }
+  if (std::memcmp(buf_.data(), kMagic.data(), kMagic.size()) != 0) {
+    throw TraceError(path_ + ": byte 0: not a faultline trace (bad magic)");
+  }
+  pos_ += kMagic.size();
+  const uint32_t version = u32();
+  if (version != kVersion) {
+    throw TraceError(path_ + ": byte 8: trace format version " + std::to_string(version) +
+                     ", this build reads version " + std::to_string(kVersion));
+  }
+  const uint32_t length = u32();
+  if (length > kMaxHeaderBytes || !fill(length)) {
+    throw TraceError(path_ + ": byte 12: header of " + std::to_string(length) +
+                     " bytes is larger than the trace or the 16 MiB limit");
+  }
+  const char* text = reinterpret_cast<const char*>(buf_.data() + pos_);
+  metadata_ = nlohmann::json::parse(text, text + length, nullptr, false);
+  if (metadata_.is_discarded() || !metadata_.is_object()) {
+    throw TraceError(path_ + ": byte 16: header is not a JSON object");
+  }
+  pos_ += length;
+  auto check = [&](const char* key, uint64_t expected) {
+    if (!metadata_.contains(key) || metadata_[key] != expected) {
+      throw TraceError(path_ + ": header: \"" + key + "\" must be " + std::to_string(expected));
+    }
+  };
+  check("page_size", kPageSize);
+  check("access_granularity", kBigPageSize);
+}
+
+bool TraceReader::next(Record& record) {
+  while (!done_) {
+    record_start_ = base_ + pos_;
+    record_kind_ = "start";
+    if (pos_ == end_ && !fill(1)) {
+      fail("truncated: the trace ends without its end record (" +
+           std::to_string(timed_records_) + " records read)");
+    }
+    const auto type = static_cast<RecordType>(buf_[pos_++]);
+    record.type = type;
+    record_kind_ = to_string(type);
+    if (type == RecordType::kString) {
+      read_string();
+      ++record_index_;
+      continue;
+    }
+    if (type == RecordType::kEnd) {
+      read_end();
+      return false;
+    }
+    if (type < RecordType::kAlloc || type > RecordType::kSync) {
+      record_kind_ = "unknown";
+      fail("unknown record type " + std::to_string(static_cast<int>(type)) +
+           "; expected 1 to 6 or 127");
+    }
+    const uint64_t dt = varint();
+    if (dt > (uint64_t{1} << 62)) fail("time step of " + std::to_string(dt) + " ns is implausible");
+    time_ += static_cast<Time>(dt);
+    switch (type) {
+      case RecordType::kAlloc: read_alloc(record.alloc); break;
+      case RecordType::kFree: read_free(record.free); break;
+      case RecordType::kKernel: read_kernel(record.kernel); break;
+      case RecordType::kHostAccess: read_host(record.host); break;
+      default: read_sync(record.sync); break;
+    }
+    ++record_index_;
+    ++timed_records_;
+    return true;
+  }
+  return false;
+}
+
+void TraceReader::read_string() {
+  const uint64_t id = varint();
+  if (id != strings_.size()) {
+    fail("string id " + std::to_string(id) + " out of sequence; expected " +
+         std::to_string(strings_.size()));
+  }
+  const uint64_t length = varint();
+  if (length > kMaxStringBytes) fail("string of " + std::to_string(length) + " bytes; max 65536");
+  if (!fill(length)) fail("truncated: the trace ends inside this string");
+  strings_.emplace_back(reinterpret_cast<const char*>(buf_.data() + pos_), length);
+  pos_ += length;
+}
+
+void TraceReader::read_alloc(AllocRecord& r) {
+  r.time = time_;
+  r.id = varint();
+  const uint8_t kind = byte();
+  if (kind > static_cast<uint8_t>(MemoryKind::kAllocatorBlock)) {
+    fail("memory kind " + std::to_string(kind) + "; expected 0 (managed), 1 (device) or 2 (block)");
+  }
+  r.kind = static_cast<MemoryKind>(kind);
+  r.address = varint();
+  r.size = varint();
+  r.segment = varint();
+  if (r.id == 0) fail("allocation id 0 is reserved");
+  if (r.size == 0) fail("allocation " + std::to_string(r.id) + " has size 0");
+  if (r.address + r.size < r.address) fail("allocation range wraps around the address space");
+  if (r.kind == MemoryKind::kAllocatorBlock) {
+    auto it = live_.find(r.segment);
+    if (it == live_.end() || it->second == MemoryKind::kAllocatorBlock) {
+      fail("block " + std::to_string(r.id) + " names segment " + std::to_string(r.segment) +
+           ", which is not a live segment");
+    }
+  } else if (r.segment != 0) {
+    fail("segment " + std::to_string(r.id) + " names a parent segment; only blocks may");
+  }
+  if (!live_.emplace(r.id, r.kind).second) {
+    fail("allocation id " + std::to_string(r.id) + " is already live");
+  }
+}
+
+void TraceReader::read_free(FreeRecord& r) {
+  r.time = time_;
+  r.id = varint();
+  if (live_.erase(r.id) == 0) fail("free of allocation " + std::to_string(r.id) + ", which is not live");
+}
+
+const std::string& TraceReader::name(uint64_t id) {
+  if (id >= strings_.size()) fail("kernel name string " + std::to_string(id) + " is not defined");
+  return strings_[id];
+}
+
+void TraceReader::read_kernel(KernelRecord& r) {
+  r.start = time_;
+  r.name = name(varint());
+  r.stream = static_cast<uint32_t>(varint());
+  for (uint32_t* v : {&r.grid.x, &r.grid.y, &r.grid.z, &r.block.x, &r.block.y, &r.block.z}) {
+    *v = static_cast<uint32_t>(varint());
+  }
+  r.duration = static_cast<Time>(varint());
+  if (r.duration < 0) fail("kernel duration is negative");
+  const uint64_t nargs = varint();
+  r.args.clear();
+  for (uint64_t i = 0; i < nargs; ++i) {
+    const uint64_t id = varint();
+    if (!live_.count(id)) fail("argument " + std::to_string(i) + " names allocation " +
+                               std::to_string(id) + ", which is not live");
+    r.args.push_back(id);
+  }
+  const uint64_t count = varint();
+  r.accesses.clear();
+  uint64_t page = 0;
+  Time offset = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t packed = varint();
+    page += static_cast<uint64_t>(unzigzag(packed >> 2));
+    offset += static_cast<Time>(varint());
+    if (offset > r.duration || offset < 0) {
+      fail("access " + std::to_string(i) + " at offset " + std::to_string(offset) +
+           " ns lies beyond the kernel's duration of " + std::to_string(r.duration) + " ns");
+    }
+    r.accesses.push_back(Access{page, offset, static_cast<AccessType>(packed & 3)});
+  }
+}
+
+void TraceReader::read_host(HostAccessRecord& r) {
+  r.time = time_;
+  r.address = varint();
+  r.size = varint();
+  const uint8_t type = byte();
+  if (type > static_cast<uint8_t>(AccessType::kAtomic)) {
+    fail("host access type " + std::to_string(type) + "; expected 0 (read), 1 (write), 2 (atomic)");
+  }
+  r.type = static_cast<AccessType>(type);
+  if (r.size == 0) fail("host access of size 0");
+}
+
+void TraceReader::read_sync(SyncRecord& r) {
+  r.time = time_;
+  const uint8_t kind = byte();
+  if (kind > static_cast<uint8_t>(SyncKind::kEvent)) {
+    fail("sync kind " + std::to_string(kind) + "; expected 0 (device), 1 (stream), 2 (event)");
+  }
+  r.kind = static_cast<SyncKind>(kind);
+  r.stream = static_cast<uint32_t>(varint());
+}
+
+void TraceReader::read_end() {
+  const uint64_t count = varint();
+  if (count != timed_records_) {
+    fail("end record counts " + std::to_string(count) + " records but " +
+         std::to_string(timed_records_) + " were read");
+  }
+  done_ = true;
+  if (pos_ != end_ || fill(1)) fail("unexpected data after the end record");
+}
+
+}  // namespace faultline::trace

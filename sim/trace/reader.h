@@ -1,0 +1,76 @@
+// Streaming trace reader: decompresses and decodes one record at a time, so a trace of any
+// length is read in bounded memory (one kernel's accesses at most).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/trace/format.h"
+
+typedef struct ZSTD_DCtx_s ZSTD_DCtx;
+
+namespace faultline::trace {
+
+// Contract: next() returns records in file order and false once the trailer has been read and
+// checked. Any defect (bad magic, wrong version, corrupt or truncated data, a record that
+// refers to an unknown allocation) throws TraceError naming the file, the record number and
+// the byte offset in the decompressed stream (or the compressed offset for zstd errors).
+class TraceReader {
+ public:
+  explicit TraceReader(const std::string& path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const nlohmann::json& metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
+  bool next(Record& record);
+  // Number of records returned so far.
+  uint64_t records() const { return timed_records_; }
+  // Where the last returned record started, for messages from the record's consumer.
+  std::string where() const;
+
+ private:
+  bool fill(size_t need);
+  uint8_t byte();
+  uint64_t varint();
+  uint64_t varint_slow();
+  uint32_t u32();
+  void read_header();
+  void read_string();
+  void read_alloc(AllocRecord& r);
+  void read_free(FreeRecord& r);
+  void read_kernel(KernelRecord& r);
+  void read_host(HostAccessRecord& r);
+  void read_sync(SyncRecord& r);
+  void read_end();
+  const std::string& name(uint64_t id);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  ZSTD_DCtx* dctx_ = nullptr;
+  std::vector<uint8_t> in_;
+  size_t in_pos_ = 0, in_end_ = 0;
+  uint64_t compressed_offset_ = 0;
+  size_t frame_remaining_ = 1;  // last ZSTD_decompressStream hint; 0 = frame complete
+  bool file_eof_ = false;
+  std::vector<uint8_t> buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t base_ = 0;  // decompressed offset of buf_[0]
+  uint64_t record_start_ = 0;
+  uint64_t record_index_ = 0;  // all records, strings included
+  uint64_t timed_records_ = 0;
+  const char* record_kind_ = "header";
+  Time time_ = 0;
+  bool done_ = false;
+  nlohmann::json metadata_;
+  std::vector<std::string> strings_;
+  std::unordered_map<uint64_t, MemoryKind> live_;
+};
+
+}  // namespace faultline::trace

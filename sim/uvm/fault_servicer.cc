@@ -1,0 +1,109 @@
+#include "sim/uvm/fault_servicer.h"
+
+#include <algorithm>
+
+#include "sim/uvm/density_prefetcher.h"
+
+namespace faultline {
+
+void FaultServicer::raise(uint64_t big_page, Time now) {
+  buffer_.push_back(big_page);
+  ++stats_.faults;
+  if (!busy_ && !fetch_scheduled_) {
+    fetch_scheduled_ = true;
+    engine_.schedule(now, Priority::kDriver, this, kFetch);
+  }
+}
+
+void FaultServicer::handle(uint32_t kind, Time now) {
+  if (kind == kFetch) {
+    fetch_scheduled_ = false;
+    fetch(now);
+  } else {
+    replay(now);
+  }
+}
+
+// Takes up to batch_size entries, coalesces duplicates, and services each VA block in address
+// order. The CPU-side costs run in sequence; copies overlap with them on the link and the batch
+// ends when both are done.
+void FaultServicer::fetch(Time now) {
+  const size_t n = std::min<size_t>(driver_.batch_size, buffer_.size());
+  batch_.assign(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+  buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(batch_.begin(), batch_.end());
+  batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+  stats_.duplicate_faults += n - batch_.size();
+  ++stats_.batches;
+  busy_ = true;
+  in_service_ = n;
+  batch_start_ = now;
+
+  blocks_.clear();
+  for (uint64_t big_page : batch_) {
+    const uint64_t index = big_page / kBigPagesPerBlock;
+    if (blocks_.empty() || blocks_.back().index != index) blocks_.push_back({index, {}});
+    blocks_.back().faulted |= PageMask::big_page(big_page % kBigPagesPerBlock);
+  }
+  Time cpu = now + profile_.batch_fixed_ns + profile_.per_fault_ns * static_cast<Time>(n);
+  Time copies_done = cpu;
+  serviced_.clear();
+  for (const BlockFaults& b : blocks_) cpu = service_block(b, cpu, copies_done);
+  const Time end = std::max(cpu, copies_done);
+  for (VaBlock* block : serviced_) block->ready_at[gpu_] = std::max(block->ready_at[gpu_], end);
+  stats_.blocks_serviced += blocks_.size();
+  stats_.batch_ns += end - now;
+  if (observer_) observer_->on_fault_batch(gpu_, now, end, n, blocks_.size());
+  engine_.schedule(end, Priority::kDriver, this, kReplay);
+  if (listener_) listener_->on_batch(now, batch_);
+}
+
+Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& copies_done) {
+  cpu += profile_.per_vablock_ns;
+  VaBlock* block = memory_.find(faults.index);
+  if (!block) return cpu;  // freed since the fault was raised: nothing to do
+  const ProcessorId dest = gpu_processor(gpu_);
+  const PageMask grown = grow_to_big_pages(faults.faulted) & block->allocated;
+  if (migrator_.pinned(*block, cpu)) {
+    // Thrashing pin: keep the pages on the host and map them remotely instead of migrating.
+    const PageMask host_pages = grown.minus(block->resident[dest]);
+    migrator_.to_host(*block, gpu_, host_pages, cpu, "pin");
+    block->remote[gpu_] |= host_pages;
+    return cpu + profile_.page_table_update_ns;
+  }
+  const PageMask resident = block->resident[dest];
+  PageMask extra;
+  if (driver_.prefetch) {
+    extra = density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold);
+  }
+  const PageMask pages = grown.minus(resident) | extra;
+  if (pages.none()) {  // already resident: wait for copies in flight, if any
+    copies_done = std::max(copies_done, block->ready_at[gpu_]);
+    return cpu + profile_.page_table_update_ns;
+  }
+  if (!block->chunk[gpu_]) cpu = migrator_.make_room(gpu_, cpu, block);
+  copies_done = std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault"));
+  serviced_.push_back(block);
+  return cpu + profile_.page_table_update_ns;
+}
+
+void FaultServicer::replay(Time now) {
+  busy_ = false;
+  const uint64_t resolved = in_service_;
+  in_service_ = 0;
+  if (listener_) listener_->on_replay(now, resolved);
+  if (!buffer_.empty() && !fetch_scheduled_) {
+    fetch_scheduled_ = true;
+    engine_.schedule(now, Priority::kDriver, this, kFetch);
+  }
+}
+
+std::string FaultServicer::describe_in_flight() const {
+  return "fault servicer GPU " + std::to_string(gpu_) + ": " +
+         (busy_ ? "servicing a batch of " + std::to_string(in_service_) + " faults since " +
+                      std::to_string(batch_start_) + " ns"
+                : std::string("idle")) +
+         ", " + std::to_string(buffer_.size()) + " faults waiting in the buffer";
+}
+
+}  // namespace faultline
