@@ -7,18 +7,20 @@
 namespace faultline::config {
 namespace {
 
+bool non_negative(const json& v) { return is_non_negative_integer(v); }
+
 template <class T>
 struct Expect;
 
 template <>
 struct Expect<uint64_t> {
   static constexpr const char* name = "unsigned integer";
-  static bool ok(const json& v) { return v.is_number_unsigned(); }
+  static bool ok(const json& v) { return non_negative(v); }
 };
 template <>
 struct Expect<uint32_t> {
   static constexpr const char* name = "unsigned 32-bit integer";
-  static bool ok(const json& v) { return v.is_number_unsigned() && v.get<uint64_t>() <= UINT32_MAX; }
+  static bool ok(const json& v) { return non_negative(v) && v.get<uint64_t>() <= UINT32_MAX; }
 };
 template <>
 struct Expect<int64_t> {
@@ -43,9 +45,13 @@ struct Expect<std::string> {
 
 }  // namespace
 
+bool is_non_negative_integer(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
 const char* type_name(const json& value) {
   if (value.is_number_unsigned()) return "unsigned integer";
-  if (value.is_number_integer()) return "negative integer";
+  if (value.is_number_integer()) return value.get<int64_t>() < 0 ? "negative integer" : "integer";
   if (value.is_number_float()) return "number with a fraction";
   if (value.is_boolean()) return "boolean";
   if (value.is_string()) return "string";

@@ -51,6 +51,8 @@ class Reader {
 };
 
 const char* type_name(const json& value);
+// Parsed JSON holds positive integers as unsigned, but JSON built in code may hold them signed.
+bool is_non_negative_integer(const json& value);
 
 // Reads a JSON file; a syntax error names the file, line and column.
 json load_json_file(const std::string& path);

@@ -93,7 +93,7 @@ LinkCurve read_curve(Reader r) {
   for (size_t i = 0; i < points.size(); ++i) {
     const json& p = points[i];
     const std::string at = "bandwidth_gbps[" + std::to_string(i) + "]";
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number() ||
+    if (!p.is_array() || p.size() != 2 || !is_non_negative_integer(p[0]) || !p[1].is_number() ||
         p[1].get<double>() <= 0) {
       r.fail(at, "expected [transfer_bytes (unsigned integer), GB/s (positive number)]");
     }

@@ -61,7 +61,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
     moved.from[p] = block.resident[p] & wanted;
     block.resident[p] = block.resident[p].minus(wanted);
   }
-  if (to != kHost) {
+  if (to != kHost && wanted.any()) {
     const unsigned gpu = to - 1;
     if (!block.chunk[gpu]) take_chunk(block, gpu, now);
   }

@@ -53,7 +53,7 @@ bool TraceReader::fill(size_t need) {
       in_pos_ = 0;
       if (in_end_ == 0) {
         file_eof_ = true;
-        if (frame_remaining_ != 0 && !done_) {
+        if (frame_remaining_ != 0) {
           throw TraceError(path_ + ": truncated: the compressed stream ends at byte " +
                            std::to_string(compressed_offset_) + " inside a zstd frame (" +
                            std::string(record_kind_) + " record #" +

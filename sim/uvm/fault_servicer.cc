@@ -71,6 +71,9 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     block->remote[gpu_] |= host_pages;
     return cpu + profile_.page_table_update_ns;
   }
+  PageMask& unused = block->prefetched_unused[gpu_];
+  stats_.prefetch_used += (unused & grown).count();  // prefetched, still in flight, needed now
+  unused = unused.minus(grown);
   const PageMask resident = block->resident[dest];
   PageMask extra;
   if (driver_.prefetch) {

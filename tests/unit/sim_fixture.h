@@ -1,0 +1,68 @@
+// Shared by the simulator-level tests: profiles with round numbers, so expected times can be
+// computed by hand, and synthetic traces in a temporary directory.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/run_config.h"
+#include "sim/run/simulator.h"
+
+namespace simtest {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp dir, removed with the object.
+class Scratch {
+ public:
+  Scratch() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("faultline-sim-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_ / "gpus");
+    fs::create_directories(path_ / "links");
+    write("gpus/simgpu.json", gpu_profile());
+    write("links/simlink.json", link_profile());
+    setenv("FAULTLINE_CONFIGS", path_.c_str(), 1);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  void write(const std::string& name, const nlohmann::json& doc) const {
+    std::ofstream(path_ / name) << doc.dump(2);
+  }
+
+  // Batch = 10 us + 1 us per fault + 2 us per VA block (+1 us page tables) + copies.
+  static nlohmann::json gpu_profile() {
+    return {{"name", "sim test GPU"}, {"sources", {"round numbers for tests"}},
+            {"memory_bytes", 1ull << 34}, {"host_link", "simlink"}, {"peer_link", "simlink"},
+            {"batch_fixed_ns", 10000}, {"per_vablock_ns", 2000}, {"per_fault_ns", 1000},
+            {"page_table_update_ns", 1000}, {"eviction_ns", 5000}, {"host_fault_ns", 3000},
+            {"fault_parallelism", 64}};
+  }
+  // 1 GB/s flat with 1 us per transfer: a 64 KB copy takes 1000 + 65536 ns.
+  static nlohmann::json link_profile() {
+    const nlohmann::json curve = {{"overhead_ns", 1000}, {"bandwidth_gbps", {{4096, 1.0}}}};
+    return {{"name", "sim test link"}, {"kind", "pcie"}, {"forward", curve}, {"reverse", curve}};
+  }
+  static nlohmann::json run_config(const nlohmann::json& driver = nlohmann::json::object(),
+                                   const std::string& policy = "ondemand") {
+    return {{"gpu", "simgpu"}, {"capacity", {{"fraction_of_footprint", 1.0}}},
+            {"driver", driver}, {"policy", {{"name", policy}}}, {"per_kernel", true}};
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline faultline::config::RunConfig parse(const nlohmann::json& doc) {
+  return faultline::config::parse_run_config(doc, "test config");
+}
+
+}  // namespace simtest

@@ -1,0 +1,149 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "sim/core/error.h"
+#include "sim/uvm/migrator.h"
+
+using namespace faultline;
+
+namespace {
+
+config::LinkCurve flat_curve() {
+  config::LinkCurve c;
+  c.overhead_ns = 100;
+  c.points = {{4096, 2.0}};
+  return c;
+}
+
+struct Rig {
+  explicit Rig(uint64_t chunks) : memory(1, chunks) {}
+  MemoryModel memory;
+  LinkDirection up{"up", flat_curve()};
+  LinkDirection down{"down", flat_curve()};
+  config::GpuProfile gpu;
+  config::DriverConfig driver;
+  Stats stats;
+  Migrator migrator{memory, up, down, gpu, driver, stats};
+};
+
+PageMask random_pages(std::mt19937_64& rng) {
+  PageMask m;
+  const unsigned first = rng() % kPagesPerBlock;
+  const unsigned count = 1 + rng() % (kPagesPerBlock - first);
+  for (unsigned p = first; p < first + count; ++p) if (rng() % 4) m.set(p);
+  return m;
+}
+
+uint64_t allocated_pages(MemoryModel& m, Addr base, Bytes size) {
+  uint64_t n = 0;
+  m.for_each_block(base, size, [&](VaBlock& b, const PageMask&) { n += b.allocated.count(); });
+  return n;
+}
+
+uint64_t accounted_pages(MemoryModel& m, Addr base, Bytes size) {
+  uint64_t n = 0;
+  m.for_each_block(base, size, [&](VaBlock& b, const PageMask&) {
+    n += b.unpopulated().count() + b.resident[kHost].count() + b.resident[1].count();
+  });
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("moving pages keeps each page in one place and counts the copies", "[memory]") {
+  Rig rig(4);
+  rig.memory.add_managed(0, kBlockSize);
+  VaBlock& b = *rig.memory.find(0);
+  CHECK(b.unpopulated().count() == kPagesPerBlock);
+  rig.memory.move(b, kHost, PageMask::range(0, 100), 0);  // host first touch
+  const Time end = rig.migrator.to_gpu(b, 0, PageMask::range(50, 100), {}, 1000, "test");
+  CHECK(rig.stats.pages_h2d == 50);        // pages 50..99 came from the host
+  CHECK(rig.stats.pages_populated == 50);  // pages 100..149 were never touched
+  CHECK(rig.up.bytes() == 50 * kPageSize);
+  CHECK(end == 1000 + 100 + 50 * 4096 / 2);
+  CHECK(b.resident[1] == PageMask::range(50, 100));
+  CHECK(b.resident[kHost] == PageMask::range(0, 50));
+  CHECK(rig.memory.chunks_used(0) == 1);
+  rig.memory.check_invariants();
+  rig.migrator.to_host(b, 0, PageMask::range(0, kPagesPerBlock), end, "test");
+  CHECK(rig.memory.chunks_used(0) == 0);
+  CHECK(rig.stats.pages_d2h == 100);
+  rig.memory.check_invariants();
+}
+
+TEST_CASE("make_room evicts in first-residency order and skips the block being served", "[memory]") {
+  Rig rig(2);
+  rig.memory.add_managed(0, 4 * kBlockSize);
+  for (uint64_t i = 0; i < 2; ++i) {
+    rig.migrator.to_gpu(*rig.memory.find(i), 0, PageMask::big_page(0), {}, 0, "test");
+  }
+  VaBlock& third = *rig.memory.find(2);
+  rig.migrator.make_room(0, 0, &third);
+  CHECK(!rig.memory.find(0)->chunk[0]);  // the oldest went first
+  CHECK(rig.memory.find(1)->chunk[0]);
+  CHECK(rig.stats.evictions == 1);
+  rig.migrator.to_gpu(third, 0, PageMask::big_page(0), {}, 0, "test");
+  // Block 1 is now the oldest; keeping it makes block 2 the victim.
+  rig.migrator.make_room(0, 0, rig.memory.find(1));
+  CHECK(rig.memory.find(1)->chunk[0]);
+  CHECK(!third.chunk[0]);
+}
+
+TEST_CASE("LRU order moves a touched block to the back", "[memory]") {
+  Rig rig(2);
+  rig.memory.add_managed(0, 3 * kBlockSize);
+  rig.migrator.to_gpu(*rig.memory.find(0), 0, PageMask::big_page(0), {}, 0, "test");
+  rig.migrator.to_gpu(*rig.memory.find(1), 0, PageMask::big_page(0), {}, 0, "test");
+  rig.memory.touch(*rig.memory.find(0), 0);
+  rig.migrator.make_room(0, 0, nullptr);
+  CHECK(rig.memory.find(0)->chunk[0]);
+  CHECK(!rig.memory.find(1)->chunk[0]);
+}
+
+TEST_CASE("device memory takes chunks and never fits beyond capacity", "[memory]") {
+  MemoryModel m(1, 4);
+  m.reserve_device(0, 3);
+  CHECK(m.chunks_free(0) == 1);
+  REQUIRE_THROWS_AS(m.reserve_device(0, 2), SimulationError);
+  m.release_device(0, 3);
+  CHECK(m.chunks_free(0) == 4);
+}
+
+TEST_CASE("randomized operations keep the memory model's invariants", "[memory][invariants]") {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    Rig rig(1 + rng() % 6);
+    const Addr base = 64 * kBlockSize;
+    const Bytes size = (4 + rng() % 12) * kBlockSize - (rng() % 64) * kPageSize;
+    rig.memory.add_managed(base, size);
+    const uint64_t pages = allocated_pages(rig.memory, base, size);
+    Time now = 0;
+    for (int step = 0; step < 400; ++step) {
+      VaBlock* b = rig.memory.find(base / kBlockSize + rng() % (size / kBlockSize + 1));
+      if (!b) continue;
+      const PageMask pages_here = random_pages(rng);
+      Time done = now;
+      switch (rng() % 4) {
+        case 0:
+        case 1:
+          if (!b->chunk[0]) done = rig.migrator.make_room(0, now, b);
+          done = rig.migrator.to_gpu(*b, 0, pages_here, pages_here, done, "test");
+          break;
+        case 2: done = rig.migrator.to_host(*b, 0, pages_here, now, "test"); break;
+        default: rig.memory.drop(*b, pages_here); break;
+      }
+      REQUIRE(done >= now);  // time never goes back
+      now = done;
+      rig.memory.check_invariants();
+      REQUIRE(rig.memory.chunks_used(0) <= rig.memory.capacity_chunks());
+      // Bytes are conserved: every page is in exactly one state, and link bytes are pages moved.
+      REQUIRE(accounted_pages(rig.memory, base, size) == pages);
+      REQUIRE(rig.up.bytes() == rig.stats.pages_h2d * kPageSize);
+      REQUIRE(rig.down.bytes() == rig.stats.pages_d2h * kPageSize);
+    }
+    rig.memory.remove_managed(base, size);
+    CHECK(rig.memory.blocks() == 0);
+    CHECK(rig.memory.chunks_used(0) == 0);
+  }
+}

@@ -1,0 +1,279 @@
+#include <catch2/catch.hpp>
+
+#include "policies/registry.h"
+#include "sim/config/reader.h"
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+#include "sim/synth/synth.h"
+#include "sim/trace/inspect.h"
+#include "sim/trace/writer.h"
+#include "sim_fixture.h"
+
+using namespace faultline;
+using simtest::Scratch;
+
+namespace {
+
+constexpr Addr kBase = 0x10000000;
+
+trace::KernelRecord kernel(Time start, Time duration, std::vector<std::pair<uint64_t, Time>> pages) {
+  trace::KernelRecord k;
+  k.name = "k";
+  k.start = start;
+  k.duration = duration;
+  for (auto [page, offset] : pages) k.accesses.push_back({kBase / kBigPageSize + page, offset, AccessType::kRead});
+  return k;
+}
+
+// Writes a trace with one managed allocation of `blocks` VA blocks and the given kernels.
+std::string write_trace(const Scratch& s, unsigned blocks, const std::vector<trace::KernelRecord>& kernels,
+                        bool host_first = false) {
+  const std::string path = s.file("t.fltrace");
+  trace::TraceWriter w(path, {{"source", "test"}});
+  w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, blocks * kBlockSize, 0, 0});
+  if (host_first) w.write(trace::HostAccessRecord{0, kBase, blocks * kBlockSize, AccessType::kWrite});
+  for (const auto& k : kernels) w.write(k);
+  w.close();
+  return path;
+}
+
+struct Outcome {
+  Stats stats;
+  Time end;
+};
+
+Outcome simulate(const nlohmann::json& cfg, const std::string& trace, uint64_t chunks) {
+  const config::RunConfig config = simtest::parse(cfg);
+  Simulator sim(config, trace, chunks);
+  sim.set_check_invariants(true);
+  Outcome o{sim.run(), 0};
+  o.end = sim.end_time();
+  return o;
+}
+
+// Sums bytes per link direction, to check them against the counters.
+struct LinkBytes : TransferObserver {
+  std::map<std::string, Bytes> bytes;
+  Time last_start = 0;
+  void on_transfer(const std::string& link, Bytes b, Transfer t, const char*) override {
+    bytes[link] += b;
+    CHECK(t.end > t.start);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a first touch on the GPU costs one batch and no copy", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {{0, 0}})});
+  const Outcome o = simulate(Scratch::run_config(), trace, 4);
+  // batch: 10 us fixed + 1 us x 1 fault + 2 us for the block + 1 us page tables
+  CHECK(o.end == 14000);
+  CHECK(o.stats.faults == 1);
+  CHECK(o.stats.batches == 1);
+  CHECK(o.stats.pages_h2d == 0);
+  CHECK(o.stats.pages_populated == kPagesPerBigPage);
+  CHECK(o.stats.stall_ns == 13000);
+  CHECK(o.stats.kernel_rows.at(0).stall_ns == 13000);
+}
+
+TEST_CASE("host-resident data is copied over the link inside the batch", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {{0, 0}})}, true);
+  const Outcome o = simulate(Scratch::run_config(), trace, 4);
+  // the copy starts after the block's 2 us share (t = 13 us) and takes 1 us + 65536 ns
+  CHECK(o.end == 13000 + 1000 + 65536);
+  CHECK(o.stats.pages_h2d == kPagesPerBigPage);
+}
+
+TEST_CASE("eviction follows first residency and writes pages back", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(
+      s, 2, {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{0, 0}})});
+  const Outcome o = simulate(Scratch::run_config(), trace, 1);
+  CHECK(o.stats.evictions == 2);
+  CHECK(o.stats.pages_d2h == 2 * kPagesPerBigPage);  // each victim held one big page
+  CHECK(o.stats.pages_h2d == kPagesPerBigPage);      // block 0 comes back from the host
+  CHECK(o.stats.faults == 3);
+}
+
+TEST_CASE("LRU keeps the recently used block that FIFO would evict", "[sim]") {
+  Scratch s;
+  // Block 0 resident first, block 1 second, block 0 touched again, then block 2 needs room.
+  const auto trace = write_trace(s, 3,
+                                 {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}),
+                                  kernel(2000, 1000, {{0, 0}}), kernel(3000, 1000, {{64, 0}}),
+                                  kernel(4000, 1000, {{0, 0}})});
+  const Outcome fifo = simulate(Scratch::run_config({{"eviction", "fifo"}}), trace, 2);
+  const Outcome lru = simulate(Scratch::run_config({{"eviction", "lru"}}), trace, 2);
+  CHECK(fifo.stats.faults == 4);  // block 0 was evicted and faults again
+  CHECK(lru.stats.faults == 3);
+}
+
+TEST_CASE("a kernel stalls once its outstanding faults reach the fault parallelism", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(s, 2, {kernel(0, 1000, {{0, 0}, {32, 500}})});
+  nlohmann::json one = Scratch::run_config();
+  one["gpu"] = {{"profile", "simgpu"}, {"fault_parallelism", 1}};
+  const Outcome serial = simulate(one, trace, 4);
+  const Outcome overlapped = simulate(Scratch::run_config(), trace, 4);
+  // parallelism 1: the second access waits for the first replay, then takes its own batch;
+  // the kernel's last 500 ns of compute come after it
+  CHECK(serial.end == 14000 + 500 + 14000 + 500);
+  // parallelism 64: the second fault waits in the buffer and is fetched at the first replay
+  CHECK(overlapped.end == 14000 + 14000);
+  CHECK(serial.stats.batches == 2);
+  CHECK(overlapped.stats.batches == 2);
+}
+
+TEST_CASE("batches hold at most batch_size entries and coalesce duplicates", "[sim]") {
+  Scratch s;
+  // Five faults raised before the first batch is fetched: same time, same kernel.
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {{0, 0}, {0, 0}, {1, 0}, {2, 0}, {3, 0}})});
+  const Outcome o = simulate(Scratch::run_config({{"batch_size", 2}, {"prefetch", false}}), trace, 4);
+  CHECK(o.stats.faults == 5);
+  CHECK(o.stats.batches == 3);
+  CHECK(o.stats.duplicate_faults == 1);
+}
+
+TEST_CASE("the density prefetcher brings the rest of a mostly-touched region", "[sim]") {
+  Scratch s;
+  std::vector<std::pair<uint64_t, Time>> pages;
+  for (uint64_t p = 0; p < 12; ++p) pages.push_back({p, static_cast<Time>(p) * 100000});
+  const auto trace = write_trace(s, 1, {kernel(0, 2000000, pages)});
+  const Outcome on = simulate(Scratch::run_config({{"prefetch", true}}), trace, 4);
+  const Outcome off = simulate(Scratch::run_config({{"prefetch", false}}), trace, 4);
+  CHECK(off.stats.faults == 12);
+  CHECK(off.stats.prefetch_issued == 0);
+  CHECK(on.stats.faults < 12);
+  CHECK(on.stats.prefetch_issued > 0);
+  CHECK(on.stats.prefetch_used + on.stats.prefetch_wasted == on.stats.prefetch_issued);
+}
+
+TEST_CASE("an access outside every allocation is an error naming the kernel", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {{40, 0}})});
+  REQUIRE_THROWS_WITH(simulate(Scratch::run_config(), trace, 4),
+                      Catch::Contains("kernel #0") && Catch::Contains("no live allocation"));
+}
+
+namespace {
+
+// Prefetches every argument of a kernel before it launches.
+class PrefetchArgs : public policies::IPolicy {
+ public:
+  PrefetchArgs(const nlohmann::json& params, const std::string& where) {
+    config::Reader(params, where).finish();
+  }
+  void on_kernel_launch(const policies::LaunchEvent& e, policies::Actions& out) override {
+    for (const auto& r : e.args) out.push_back({policies::ActionKind::kPrefetch, r, gpu_processor(0)});
+  }
+};
+FAULTLINE_REGISTER_POLICY(PrefetchArgs, "test_prefetch_args");
+
+}  // namespace
+
+TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim][policy]") {
+  Scratch s;
+  const std::string path = s.file("p.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
+    w.write(trace::HostAccessRecord{0, kBase, kBlockSize, AccessType::kWrite});
+    // The 2 MB copy takes 1 us + 2.1 ms; the kernel touches two big pages after that.
+    trace::KernelRecord k = kernel(0, 4000000, {{0, 3000000}, {1, 3000000}});
+    k.args = {1};
+    w.write(k);
+    w.close();
+  }
+  const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
+  CHECK(o.stats.faults == 0);
+  CHECK(o.stats.prefetch_issued == kPagesPerBlock);
+  CHECK(o.stats.prefetch_used == 2 * kPagesPerBigPage);
+  CHECK(o.stats.prefetch_wasted == kPagesPerBlock - 2 * kPagesPerBigPage);
+  CHECK(o.stats.pages_h2d == kPagesPerBlock);
+}
+
+TEST_CASE("a fault on a page still in flight waits for the copy and uses the prefetch", "[sim][policy]") {
+  Scratch s;
+  const std::string path = s.file("p.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
+    w.write(trace::HostAccessRecord{0, kBase, kBlockSize, AccessType::kWrite});
+    trace::KernelRecord k = kernel(0, 1000, {{0, 0}});
+    k.args = {1};
+    w.write(k);
+    w.close();
+  }
+  const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
+  CHECK(o.stats.faults == 1);
+  CHECK(o.stats.pages_h2d == kPagesPerBlock);  // nothing is copied twice
+  CHECK(o.stats.prefetch_used == kPagesPerBigPage);
+  CHECK(o.end >= 1000 + static_cast<Time>(kBlockSize));  // the copy bounds the batch
+}
+
+TEST_CASE("randomized runs keep every invariant", "[sim][invariants]") {
+  Scratch s;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    synth::Params p;
+    p.pattern = std::vector<std::string>{"stream", "random", "dnn"}[seed % 3];
+    p.footprint = (8 + rng() % 24) * kBlockSize;
+    p.iterations = 2;
+    p.seed = seed;
+    p.layers = 3 + rng() % 4;
+    p.kernels_per_iteration = 3 + rng() % 5;
+    p.touches = 1 + rng() % 3;
+    const std::string path = s.file("r.fltrace");
+    const uint64_t accesses = synth::write_trace(p, path, "test");
+    const trace::TraceStats ts = trace::compute_stats(path);
+    nlohmann::json cfg = Scratch::run_config({{"batch_size", 1 + rng() % 300},
+                                              {"eviction", rng() % 2 ? "lru" : "fifo"},
+                                              {"prefetch", rng() % 2 == 0}});
+    cfg["gpu"] = {{"profile", "simgpu"}, {"fault_parallelism", 1 + rng() % 100}};
+    const uint64_t chunks = std::max<uint64_t>(2, ts.footprint_chunks * (20 + rng() % 100) / 100);
+    const config::RunConfig config = simtest::parse(cfg);
+    Simulator sim(config, path, chunks);
+    sim.set_check_invariants(true);
+    LinkBytes links;
+    sim.set_transfer_observer(&links);
+    const Stats& st = sim.run();
+    INFO("seed " << seed << " pattern " << p.pattern);
+    CHECK(st.accesses == accesses);
+    CHECK(st.hits + st.faults == accesses);
+    CHECK(st.peak_chunks <= chunks);
+    CHECK(links.bytes["PCIe host->GPU0"] == st.pages_h2d * kPageSize);
+    CHECK(links.bytes["PCIe GPU0->host"] == st.pages_d2h * kPageSize);
+    CHECK(st.prefetch_used + st.prefetch_wasted == st.prefetch_issued);
+    Time previous_end = 0;
+    for (const KernelRow& k : st.kernel_rows) {
+      CHECK(k.start >= previous_end);  // time never goes back
+      CHECK(k.end - k.start == k.compute_ns + k.stall_ns);
+      CHECK(k.stall_ns >= 0);
+      previous_end = k.end;
+    }
+    CHECK(sim.end_time() >= previous_end);
+  }
+}
+
+TEST_CASE("same inputs give byte-identical results and timelines", "[sim][determinism]") {
+  Scratch s;
+  synth::Params p;
+  p.footprint = 24 * kBlockSize;
+  p.layers = 4;
+  synth::write_trace(p, s.file("d.fltrace"), "test");
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["capacity"] = {{"fraction_of_footprint", 0.5}};
+  s.write("run.json", cfg);
+  std::string outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    SimJob job{s.file("run.json"), s.file("d.fltrace"), s.file("tl" + std::to_string(i) + ".json")};
+    outputs[i] = run_job(job).dump();
+  }
+  CHECK(outputs[0] == outputs[1]);
+  std::ifstream a(s.file("tl0.json")), b(s.file("tl1.json"));
+  const std::string ta((std::istreambuf_iterator<char>(a)), {}), tb((std::istreambuf_iterator<char>(b)), {});
+  CHECK(ta == tb);
+  CHECK(nlohmann::json::parse(ta)["traceEvents"].size() > 10);
+}
