@@ -30,6 +30,7 @@ class Scratch {
     setenv("FAULTLINE_CONFIGS", path_.c_str(), 1);
   }
   ~Scratch() {
+    unsetenv("FAULTLINE_CONFIGS");
     std::error_code ec;
     fs::remove_all(path_, ec);
   }

@@ -1,0 +1,454 @@
+// Strict config reading: the Reader's diagnostics, run configs resolved from profiles, and
+// link curves.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "sim/config/reader.h"
+#include "sim/config/run_config.h"
+#include "sim/core/error.h"
+#include "test_support.h"
+
+using namespace faultline;
+using namespace faultline::config;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// The ConfigError message parsing `doc` gives; fails the test if it parses.
+std::string config_error(const json& doc) {
+  try {
+    parse_run_config(doc, "test.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  FAIL("parsing " << doc.dump() << " did not throw ConfigError");
+  return "";
+}
+
+// A valid run config with `patch` merged in (RFC 7386: null removes a key).
+json config_with(const json& patch) {
+  json doc = fltest::test_run_config();
+  doc.merge_patch(patch);
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("config: Reader reports missing values with their JSON path", "[config]") {
+  const json doc = {{"a", json::object()}};
+  Reader r(doc, "f.json");
+  Reader a = r.child("a");
+  CHECK_THROWS_AS(a.get<uint64_t>("b"), ConfigError);
+  CHECK_THROWS_WITH(a.get<uint64_t>("b"),
+                    Contains("f.json") && Contains("$.a.b") && Contains("missing"));
+  CHECK_THROWS_WITH(r.child("zz"), Contains("$.zz") && Contains("missing"));
+}
+
+TEST_CASE("config: Reader reports values of the wrong type", "[config]") {
+  const json doc = {{"a", {{"b", "x"}, {"n", -3}, {"big", uint64_t{1} << 33}, {"f", 1.5},
+                           {"obj", json::object()}, {"t", true}}}};
+  Reader r(doc, "f.json");
+  Reader a = r.child("a");
+  CHECK_THROWS_WITH(a.get<uint64_t>("b"), Contains("f.json: $.a.b") &&
+                                              Contains("expected unsigned integer, got string"));
+  CHECK_THROWS_WITH(a.get<uint64_t>("n"),
+                    Contains("$.a.n") && Contains("expected unsigned integer, got negative integer -3"));
+  CHECK_THROWS_WITH(a.get<uint32_t>("big"),
+                    Contains("$.a.big") && Contains("expected unsigned 32-bit integer"));
+  CHECK_THROWS_WITH(a.get<int64_t>("f"),
+                    Contains("$.a.f") && Contains("expected integer, got number with a fraction"));
+  CHECK_THROWS_WITH(a.get<std::string>("t"), Contains("expected string, got boolean"));
+  CHECK_THROWS_WITH(a.get<bool>("b"), Contains("expected boolean, got string"));
+  CHECK_THROWS_WITH(a.get<double>("obj"), Contains("expected number, got object"));
+  CHECK_THROWS_WITH(a.child("b"), Contains("$.a.b") && Contains("expected object, got string"));
+  CHECK_THROWS_WITH(Reader(json::array(), "g.json"), Contains("g.json: $: expected object, got array"));
+  // A wrong type is an error even when there is a default.
+  CHECK_THROWS_WITH(a.get<uint64_t>("b", 5), Contains("expected unsigned integer, got string"));
+  // And the right types read.
+  CHECK(a.get<int64_t>("n") == -3);
+  CHECK(a.get<uint64_t>("big") == uint64_t{1} << 33);
+  CHECK(a.get<double>("f") == 1.5);
+  CHECK(a.get<double>("n") == -3.0);
+  CHECK(a.get<bool>("t"));
+}
+
+TEST_CASE("config: Reader names unknown keys and the known ones", "[config]") {
+  const json doc = {{"a", {{"b", 1}, {"c", 2}, {"zz", 3}}}};
+  Reader r(doc, "f.json");
+  Reader a = r.child("a");
+  a.get<uint64_t>("b");
+  a.get<uint64_t>("c");
+  a.get<uint64_t>("d", 4);  // a default counts as known
+  CHECK_THROWS_AS(a.finish(), ConfigError);
+  CHECK_THROWS_WITH(a.finish(), Contains("f.json: $.a.zz") && Contains("unknown key") &&
+                                    Contains("known keys here: b, c, d"));
+  a.get<uint64_t>("zz");
+  CHECK_NOTHROW(a.finish());
+  CHECK_NOTHROW(r.finish());  // the root read "a"
+}
+
+TEST_CASE("config: Reader records every value, defaults included, in resolved()", "[config]") {
+  const json doc = {{"x", 1}, {"sub", {{"y", "s"}}}, {"params", {{"p", 2}}}};
+  Reader r(doc, "f.json");
+  CHECK(r.get<uint64_t>("x") == 1);
+  CHECK(r.get<bool>("flag", true) == true);
+  CHECK(r.get<std::string>("label", "none") == "none");
+  Reader sub = r.child("sub");
+  CHECK(sub.get<std::string>("y") == "s");
+  CHECK(sub.get<int64_t>("z", -7) == -7);
+  sub.finish();
+  Reader opt = r.optional_child("driver");
+  CHECK(opt.get<uint32_t>("n", 7) == 7);
+  CHECK(opt.get<double>("ratio", 0.5) == 0.5);
+  opt.finish();
+  CHECK(r.raw("params", json::object()) == json{{"p", 2}});
+  CHECK(r.raw("extra", json::array({1, 2})) == json::array({1, 2}));
+  CHECK(r.has("x"));
+  CHECK_FALSE(r.has("flag"));
+  r.finish();
+  const json want = {{"x", 1},
+                     {"flag", true},
+                     {"label", "none"},
+                     {"sub", {{"y", "s"}, {"z", -7}}},
+                     {"driver", {{"n", 7}, {"ratio", 0.5}}},
+                     {"params", {{"p", 2}}},
+                     {"extra", {1, 2}}};
+  CHECK(r.resolved() == want);
+  CHECK(sub.resolved() == want["sub"]);
+  CHECK(opt.resolved() == want["driver"]);
+}
+
+TEST_CASE("config: load_json_file names the file and the syntax error", "[config]") {
+  fltest::TempDir dir;
+  const std::string bad = dir.file("bad.json");
+  fltest::write_text(bad, "{\n  \"a\": 1,\n  oops\n}\n");
+  CHECK_THROWS_WITH(load_json_file(bad), Contains(bad) && Contains("invalid JSON") && Contains("line 3"));
+  CHECK_THROWS_WITH(load_json_file(dir.file("missing.json")),
+                    Contains("missing.json") && Contains("cannot open"));
+  const std::string good = dir.file("good.json");
+  fltest::write_json(good, {{"a", 1}});
+  CHECK(load_json_file(good) == json{{"a", 1}});
+}
+
+TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
+  fltest::TempDir dir;
+  fltest::write_test_profiles(dir.path());
+  CHECK(configs_dir() == dir.path().string());
+
+  RunConfig c = parse_run_config(fltest::test_run_config(), "test.json");
+  CHECK(c.gpu.name == "testgpu");
+  CHECK(c.gpu.memory_bytes == uint64_t{1} << 30);
+  CHECK(c.gpu.host_link == "testlink");
+  CHECK(c.gpu.batch_fixed_ns == 10000);
+  CHECK(c.gpu.per_vablock_ns == 2000);
+  CHECK(c.gpu.per_fault_ns == 100);
+  CHECK(c.gpu.page_table_update_ns == 1000);
+  CHECK(c.gpu.eviction_ns == 5000);
+  CHECK(c.gpu.host_fault_ns == 3000);
+  CHECK(c.gpu.fault_parallelism == 64);
+  CHECK(c.host_link.name == "testlink");
+  CHECK(c.host_link.kind == "pcie");
+  CHECK(c.host_link.forward.overhead_ns == 1000);
+  REQUIRE(c.host_link.forward.points.size() == 3);
+  CHECK(c.host_link.forward.points[1] == std::pair<Bytes, double>{65536, 16.0});
+  CHECK(c.host_link.reverse.points[2] == std::pair<Bytes, double>{2097152, 16.0});
+  CHECK(c.peer_link.name == "testlink");
+  CHECK(c.gpus == 1);
+  CHECK(c.capacity_bytes == 0);
+  CHECK(c.capacity_fraction == 1.0);
+  CHECK(c.policy == "ondemand");
+  CHECK(c.policy_params == json::object());
+  CHECK(c.driver.batch_size == 256);
+  CHECK(c.driver.prefetch);
+  CHECK(c.driver.eviction == EvictionOrder::kFifo);
+  CHECK_FALSE(c.per_kernel);
+
+  // The resolved config holds the whole profiles, the capacity and every default.
+  CHECK(c.resolved["gpu"] == fltest::test_gpu_profile());
+  CHECK(c.resolved["host_link"] == fltest::test_link_profile());
+  CHECK(c.resolved["peer_link"] == fltest::test_link_profile());
+  CHECK(c.resolved["capacity"] == json{{"fraction_of_footprint", 1.0}});
+  CHECK(c.resolved["policy"] == json{{"name", "ondemand"}, {"params", json::object()}});
+  CHECK(c.resolved["driver"]["batch_size"] == 256);
+  CHECK(c.resolved["driver"]["eviction"] == "fifo");
+  CHECK(c.resolved["driver"]["thrashing_pin_ns"] == 150000000);
+  CHECK(c.resolved["gpus"] == 1);
+  CHECK(c.resolved["watchdog_ns"] == 60'000'000'000);
+  CHECK(c.resolved["description"] == "unit test");
+
+  SECTION("capacity in bytes, driver settings and a policy") {
+    RunConfig d = parse_run_config(
+        config_with({{"capacity", {{"fraction_of_footprint", nullptr}, {"bytes", 64 << 20}}},
+                     {"driver", {{"batch_size", 32}, {"eviction", "lru"}, {"prefetch", false}}},
+                     {"per_kernel", true}}),
+        "test.json");
+    CHECK(d.capacity_bytes == 64 << 20);
+    CHECK(d.capacity_fraction == 0);
+    CHECK(d.resolved["capacity"] == json{{"bytes", 64 << 20}});
+    CHECK(d.driver.batch_size == 32);
+    CHECK(d.driver.eviction == EvictionOrder::kLru);
+    CHECK_FALSE(d.driver.prefetch);
+    CHECK(d.per_kernel);
+    CHECK(d.resolved["driver"]["prefetch_threshold"] == 51);
+  }
+  SECTION("profiles given by path, relative to the config file") {
+    fltest::write_json(dir.path() / "runs" / "mygpu.json", fltest::test_gpu_profile());
+    RunConfig d = parse_run_config(config_with({{"gpu", "mygpu.json"}}),
+                                         (dir.path() / "runs" / "run.json").string());
+    CHECK(d.gpu.name == "testgpu");
+  }
+  SECTION("load_run_config reads a file") {
+    const std::string path = dir.file("run.json");
+    fltest::write_json(path, fltest::test_run_config());
+    CHECK(load_run_config(path).gpu.name == "testgpu");
+    fltest::write_json(path, config_with({{"typo", 1}}));
+    CHECK_THROWS_WITH(load_run_config(path), Contains(path) && Contains("$.typo"));
+  }
+}
+
+TEST_CASE("config: profile overrides", "[config]") {
+  fltest::TempDir dir;
+  fltest::write_test_profiles(dir.path());
+
+  SECTION("an override replaces one value") {
+    RunConfig c = parse_run_config(
+        config_with({{"gpu", {{"profile", "testgpu"}, {"batch_fixed_ns", 123}}}}), "test.json");
+    CHECK(c.gpu.batch_fixed_ns == 123);
+    CHECK(c.gpu.per_vablock_ns == 2000);
+    json want = fltest::test_gpu_profile();
+    want["batch_fixed_ns"] = 123;
+    CHECK(c.resolved["gpu"] == want);
+  }
+  SECTION("a nested link override") {
+    RunConfig c = parse_run_config(
+        config_with({{"host_link", {{"profile", "testlink"}, {"forward", {{"overhead_ns", 7}}}}}}),
+        "test.json");
+    CHECK(c.host_link.forward.overhead_ns == 7);
+    CHECK(c.host_link.forward.points.size() == 3);
+    CHECK(c.peer_link.forward.overhead_ns == 1000);
+  }
+  SECTION("an override of a key the profile lacks") {
+    const std::string msg =
+        config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"batch_ns", 1}}}}));
+    CHECK_THAT(msg, Contains("test.json") && Contains("$.gpu.batch_ns") &&
+                        Contains("batch_fixed_ns"));
+  }
+  SECTION("a nested override of a key the profile lacks") {
+    const std::string msg = config_error(
+        config_with({{"host_link", {{"profile", "testlink"}, {"forward", {{"latency", 7}}}}}}));
+    CHECK_THAT(msg, Contains("$.host_link.forward.latency") && Contains("overhead_ns"));
+  }
+  SECTION("an override of the wrong type") {
+    const std::string msg =
+        config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"batch_fixed_ns", "fast"}}}}));
+    CHECK_THAT(msg, Contains("testgpu.json with overrides from test.json") &&
+                        Contains("$.gpu.batch_fixed_ns") && Contains("expected integer, got string"));
+  }
+  SECTION("a negative cost") {
+    const std::string msg =
+        config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"eviction_ns", -1}}}}));
+    CHECK_THAT(msg, Contains("$.gpu.eviction_ns") && Contains("must be >= 0"));
+  }
+  SECTION("a gpu spec that is neither a name nor an object with a profile") {
+    CHECK_THAT(config_error(config_with({{"gpu", 5}})),
+               Contains("$.gpu") && Contains("expected a profile name"));
+    CHECK_THAT(config_error(config_with({{"gpu", {{"batch_fixed_ns", 5}}}})),
+               Contains("$.gpu") && Contains("expected a profile name"));
+  }
+}
+
+TEST_CASE("config: run config errors", "[config]") {
+  fltest::TempDir dir;
+  fltest::write_test_profiles(dir.path());
+  fltest::write_json(dir.path() / "gpus" / "othergpu.json", fltest::test_gpu_profile());
+
+  SECTION("unknown gpu profile") {
+    CHECK_THAT(config_error(config_with({{"gpu", "nosuch"}})),
+               Contains("test.json: $.gpu") && Contains("unknown gpus profile \"nosuch\"") &&
+                   Contains("known: othergpu, testgpu"));
+  }
+  SECTION("unknown link profile") {
+    CHECK_THAT(config_error(config_with({{"peer_link", "nvlink9"}})),
+               Contains("$.peer_link") && Contains("unknown links profile \"nvlink9\"") &&
+                   Contains("known: testlink"));
+  }
+  SECTION("unknown policy") {
+    CHECK_THAT(config_error(config_with({{"policy", {{"name", "nope"}}}})),
+               Contains("$.policy.name") && Contains("unknown policy \"nope\"") &&
+                   Contains("ondemand"));
+  }
+  SECTION("policy params that are not an object") {
+    CHECK_THAT(config_error(config_with({{"policy", {{"params", 5}}}})),
+               Contains("$.policy.params") && Contains("expected object"));
+  }
+  SECTION("policy without a name") {
+    CHECK_THAT(config_error(config_with({{"policy", {{"name", nullptr}}}})),
+               Contains("$.policy.name") && Contains("missing"));
+  }
+  SECTION("capacity with both bytes and fraction") {
+    CHECK_THAT(config_error(config_with({{"capacity", {{"bytes", 1 << 30}}}})),
+               Contains("$.capacity") && Contains("exactly one of \"bytes\" and \"fraction_of_footprint\""));
+  }
+  SECTION("capacity with neither") {
+    CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}}}})),
+               Contains("$.capacity") && Contains("exactly one of"));
+  }
+  SECTION("capacity missing") {
+    CHECK_THAT(config_error(config_with({{"capacity", nullptr}})),
+               Contains("$.capacity") && Contains("missing"));
+  }
+  SECTION("capacity below one chunk or not positive") {
+    CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}, {"bytes", 4096}}}})),
+               Contains("$.capacity.bytes") && Contains("at least one 2 MB chunk"));
+    CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", 0}}}})),
+               Contains("$.capacity.fraction_of_footprint") && Contains("positive"));
+  }
+  SECTION("capacity with an unknown key") {
+    CHECK_THAT(config_error(config_with({{"capacity", {{"fraction", 0.5}}}})),
+               Contains("$.capacity.fraction") && Contains("unknown key"));
+  }
+  SECTION("driver eviction mru") {
+    CHECK_THAT(config_error(config_with({{"driver", {{"eviction", "mru"}}}})),
+               Contains("$.driver.eviction") && Contains("expected \"fifo\" or \"lru\", got \"mru\""));
+  }
+  SECTION("driver batch_size 0") {
+    CHECK_THAT(config_error(config_with({{"driver", {{"batch_size", 0}}}})),
+               Contains("$.driver.batch_size") && Contains("at least 1"));
+  }
+  SECTION("driver key typo") {
+    CHECK_THAT(config_error(config_with({{"driver", {{"batchsize", 64}}}})),
+               Contains("$.driver.batchsize") && Contains("unknown key") && Contains("batch_size"));
+  }
+  SECTION("driver values out of range") {
+    CHECK_THAT(config_error(config_with({{"driver", {{"prefetch_threshold", 101}}}})),
+               Contains("$.driver.prefetch_threshold") && Contains("1 to 100"));
+    CHECK_THAT(config_error(config_with({{"driver", {{"thrashing_threshold", 1}}}})),
+               Contains("$.driver.thrashing_threshold"));
+    CHECK_THAT(config_error(config_with({{"driver", {{"thrashing_lapse_ns", 0}}}})),
+               Contains("$.driver.thrashing_lapse_ns") && Contains("positive"));
+    CHECK_THAT(config_error(config_with({{"driver", {{"batch_size", -1}}}})),
+               Contains("$.driver.batch_size") && Contains("expected unsigned 32-bit integer"));
+  }
+  SECTION("driver that is not an object") {
+    CHECK_THAT(config_error(config_with({{"driver", "fast"}})),
+               Contains("$.driver") && Contains("expected object, got string"));
+  }
+  SECTION("top-level unknown key") {
+    CHECK_THAT(config_error(config_with({{"polcy", {{"name", "ondemand"}}}})),
+               Contains("test.json: $.polcy") && Contains("unknown key") && Contains("policy"));
+  }
+  SECTION("more than one GPU") {
+    CHECK_THAT(config_error(config_with({{"gpus", 2}})), Contains("$.gpus") && Contains("one GPU"));
+  }
+  SECTION("watchdog not positive") {
+    CHECK_THAT(config_error(config_with({{"watchdog_ns", 0}})),
+               Contains("$.watchdog_ns") && Contains("positive"));
+  }
+  SECTION("a config that is not an object") {
+    CHECK_THAT(config_error(json::array()), Contains("test.json: $: expected object"));
+  }
+}
+
+TEST_CASE("config: LinkCurve::transfer_ns", "[config]") {
+  LinkCurve c;
+  c.overhead_ns = 1000;
+  c.points = {{4096, 4.0}, {65536, 16.0}, {1048576, 32.0}};
+  SECTION("exact at the table points: overhead + ceil(bytes / GB/s)") {
+    CHECK(c.transfer_ns(4096) == 1000 + 1024);
+    CHECK(c.transfer_ns(65536) == 1000 + 4096);
+    CHECK(c.transfer_ns(1048576) == 1000 + 32768);
+  }
+  SECTION("rounded up to whole nanoseconds") {
+    LinkCurve odd;
+    odd.overhead_ns = 0;
+    odd.points = {{4096, 3.0}};
+    CHECK(odd.transfer_ns(4096) == 1366);  // 1365.33
+    CHECK(odd.transfer_ns(1) == 1);
+  }
+  SECTION("interpolated in log2 of the size") {
+    // 16 KB is half way from 4 KB to 64 KB in log2: 4 + (16 - 4) / 2 = 10 GB/s.
+    CHECK(c.transfer_ns(16384) == 1000 + 1639);  // 1638.4
+    // 256 KB is half way from 64 KB to 1 MB: 24 GB/s.
+    CHECK(c.transfer_ns(262144) == 1000 + 10923);  // 10922.67
+    // A quarter of the way: 8 KB is 1/4 of 4 KB..64 KB in log2: 4 + 12 / 4 = 7 GB/s.
+    CHECK(c.transfer_ns(8192) == 1000 + 1171);  // 1170.29
+  }
+  SECTION("flat beyond the ends") {
+    CHECK(c.transfer_ns(1) == 1000 + 1);
+    CHECK(c.transfer_ns(1024) == 1000 + 256);
+    CHECK(c.transfer_ns(16 << 20) == 1000 + 524288);
+    CHECK(c.transfer_ns(uint64_t{1} << 32) == 1000 + 134217728);
+  }
+  SECTION("nothing to copy takes no time") { CHECK(c.transfer_ns(0) == 0); }
+  SECTION("a single point is flat everywhere") {
+    LinkCurve one;
+    one.overhead_ns = 5;
+    one.points = {{65536, 2.0}};
+    CHECK(one.transfer_ns(2) == 6);
+    CHECK(one.transfer_ns(65536) == 5 + 32768);
+    CHECK(one.transfer_ns(131072) == 5 + 65536);
+  }
+}
+
+TEST_CASE("config: invalid link curves name the bad point", "[config]") {
+  fltest::TempDir dir;
+  fltest::write_test_profiles(dir.path());
+  auto curve = [](const json& points) {
+    return config_with(
+        {{"host_link", {{"profile", "testlink"}, {"forward", {{"bandwidth_gbps", points}}}}}});
+  };
+  SECTION("descending sizes") {
+    CHECK_THAT(config_error(curve({{65536, 16.0}, {4096, 4.0}})),
+               Contains("testlink.json") && Contains("$.host_link.forward.bandwidth_gbps[1]") &&
+                   Contains("strictly ascending"));
+  }
+  SECTION("a repeated size") {
+    CHECK_THAT(config_error(curve({{4096, 4.0}, {65536, 16.0}, {65536, 17.0}})),
+               Contains("$.host_link.forward.bandwidth_gbps[2]") && Contains("strictly ascending"));
+  }
+  SECTION("zero bandwidth") {
+    CHECK_THAT(config_error(curve({{4096, 0.0}})),
+               Contains("$.host_link.forward.bandwidth_gbps[0]") && Contains("positive"));
+  }
+  SECTION("negative bandwidth") {
+    CHECK_THAT(config_error(curve({{4096, 4.0}, {65536, -16.0}})),
+               Contains("$.host_link.forward.bandwidth_gbps[1]") && Contains("positive"));
+  }
+  SECTION("malformed points") {
+    CHECK_THAT(config_error(curve({{4096, 4.0}, {65536}})),
+               Contains("bandwidth_gbps[1]") && Contains("expected [transfer_bytes"));
+    CHECK_THAT(config_error(curve({{-4096, 4.0}})), Contains("bandwidth_gbps[0]"));
+    CHECK_THAT(config_error(curve({{4096, "fast"}})), Contains("bandwidth_gbps[0]"));
+  }
+  SECTION("empty") {
+    CHECK_THAT(config_error(curve(json::array())),
+               Contains("$.host_link.forward.bandwidth_gbps") && Contains("non-empty array"));
+  }
+  SECTION("not an array") {
+    CHECK_THAT(config_error(curve(16.0)),
+               Contains("$.host_link.forward.bandwidth_gbps") && Contains("non-empty array"));
+  }
+  SECTION("in the reverse direction of a profile file") {
+    json link = fltest::test_link_profile();
+    link["reverse"]["bandwidth_gbps"] = {{4096, 2.0}, {2048, 1.0}};
+    fltest::write_json(dir.path() / "links" / "badlink.json", link);
+    CHECK_THAT(config_error(config_with({{"peer_link", "badlink"}})),
+               Contains("badlink.json") && Contains("$.peer_link.reverse.bandwidth_gbps[1]"));
+  }
+  SECTION("a link of an unknown kind") {
+    json link = fltest::test_link_profile();
+    link["kind"] = "infiniband";
+    fltest::write_json(dir.path() / "links" / "ib.json", link);
+    CHECK_THAT(config_error(config_with({{"host_link", "ib"}})),
+               Contains("$.host_link.kind") && Contains("\"pcie\" or \"nvlink\""));
+  }
+  SECTION("a link curve with an unknown key") {
+    json link = fltest::test_link_profile();
+    link["forward"]["latency_ns"] = 5;
+    fltest::write_json(dir.path() / "links" / "extra.json", link);
+    CHECK_THAT(config_error(config_with({{"host_link", "extra"}})),
+               Contains("$.host_link.forward.latency_ns") && Contains("unknown key"));
+  }
+}
