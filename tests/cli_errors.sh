@@ -1,2 +1,180 @@
 #!/usr/bin/env bash
-exit 0
+# Command-line checks for the faultline binary: bad inputs must fail with a non-zero status and
+# a message that says what is wrong; --help, synth, trace stats and sim must work, and sim must
+# be deterministic. Uses its own GPU and link profiles (FAULTLINE_CONFIGS), never configs/.
+#
+# usage: cli_errors.sh <path-to-faultline> <source-dir>
+# Prints one line per check and ends with "N passed, M failed"; exits 1 if any check failed.
+set -u
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <path-to-faultline> <source-dir>" >&2
+  exit 2
+fi
+FAULTLINE=$1
+SOURCE_DIR=$2
+if [[ ! -x $FAULTLINE ]]; then
+  echo "$0: $FAULTLINE is not an executable" >&2
+  exit 2
+fi
+if [[ ! -d $SOURCE_DIR/sim ]]; then
+  echo "$0: $SOURCE_DIR is not the faultline source tree" >&2
+  exit 2
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/faultline-cli.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+PASSED=0
+FAILED=0
+pass() {
+  PASSED=$((PASSED + 1))
+  echo "PASS: $1"
+}
+fail() {
+  FAILED=$((FAILED + 1))
+  echo "FAIL: $1"
+  shift
+  local line
+  for line in "$@"; do echo "      $line"; done
+}
+
+# expect NAME STATUS STREAM FRAGMENT -- COMMAND...
+#   STATUS: an exit status, or "nonzero". STREAM: stderr, stdout or any (both).
+#   FRAGMENT: text the stream must contain (fixed string); empty: no check.
+expect() {
+  local name=$1 want=$2 stream=$3 fragment=$4
+  shift 5
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local status=$?
+  local text
+  case $stream in
+    stderr) text=$(cat "$WORK/err") ;;
+    stdout) text=$(cat "$WORK/out") ;;
+    *) text=$(cat "$WORK/out" "$WORK/err") ;;
+  esac
+  local ok=1
+  if [[ $want == nonzero ]]; then
+    [[ $status -ne 0 ]] || ok=0
+  else
+    [[ $status -eq $want ]] || ok=0
+  fi
+  if [[ -n $fragment && $text != *"$fragment"* ]]; then ok=0; fi
+  if [[ $ok -eq 1 ]]; then
+    pass "$name"
+  else
+    fail "$name" "command: $*" "exit status $status, expected $want" \
+      "expected $stream to contain: $fragment" "stderr: $(head -c 600 "$WORK/err")" \
+      "stdout: $(head -c 300 "$WORK/out")"
+  fi
+}
+
+# Test profiles and run configs.
+mkdir -p "$WORK/configs/gpus" "$WORK/configs/links"
+cat >"$WORK/configs/gpus/testgpu.json" <<'EOF'
+{"name": "testgpu", "sources": ["cli test profile"], "memory_bytes": 1073741824,
+ "host_link": "testlink", "peer_link": "testlink", "batch_fixed_ns": 10000,
+ "per_vablock_ns": 2000, "per_fault_ns": 100, "page_table_update_ns": 1000,
+ "eviction_ns": 5000, "host_fault_ns": 3000, "fault_parallelism": 64}
+EOF
+cat >"$WORK/configs/links/testlink.json" <<'EOF'
+{"name": "testlink", "sources": ["cli test profile"], "kind": "pcie",
+ "forward": {"overhead_ns": 1000, "bandwidth_gbps": [[4096, 4.0], [65536, 16.0], [2097152, 32.0]]},
+ "reverse": {"overhead_ns": 1000, "bandwidth_gbps": [[4096, 2.0], [65536, 8.0], [2097152, 16.0]]}}
+EOF
+export FAULTLINE_CONFIGS="$WORK/configs"
+cat >"$WORK/run.json" <<'EOF'
+{"description": "cli test", "gpu": "testgpu", "capacity": {"fraction_of_footprint": 0.5},
+ "driver": {"batch_size": 128}, "policy": {"name": "ondemand"}, "per_kernel": true}
+EOF
+cat >"$WORK/unknown-key.json" <<'EOF'
+{"gpu": "testgpu", "capacity": {"fraction_of_footprint": 0.5}, "policy": {"name": "ondemand"},
+ "polcy": {"name": "ondemand"}}
+EOF
+cat >"$WORK/unknown-policy.json" <<'EOF'
+{"gpu": "testgpu", "capacity": {"fraction_of_footprint": 0.5}, "policy": {"name": "nope"}}
+EOF
+cat >"$WORK/bad-json.json" <<'EOF'
+{"gpu": "testgpu",
+EOF
+
+TRACE="$WORK/stream.fltrace"
+
+# --- usage errors -------------------------------------------------------------------------------
+expect "no arguments: exit 2 and the usage on stderr" 2 stderr "usage: faultline <command>" -- "$FAULTLINE"
+expect "unknown command" 2 stderr 'unknown command "frobnicate"' -- "$FAULTLINE" frobnicate
+expect "sim without --config" 2 stderr "--config is required" -- "$FAULTLINE" sim --trace x
+expect "sim without --trace" 2 stderr "--trace is required" -- "$FAULTLINE" sim --config "$WORK/run.json"
+expect "sim with an unknown option" 2 stderr "unknown option --bogus" -- \
+  "$FAULTLINE" sim --config "$WORK/run.json" --trace x --bogus 1
+expect "sim with an option missing its value" 2 stderr "--config needs a value" -- "$FAULTLINE" sim --config
+expect "synth with an unknown unit" 2 stderr 'unknown unit "Q"' -- \
+  "$FAULTLINE" synth --pattern stream --out "$WORK/q.fltrace" --footprint 12Q
+expect "synth with a non-number" 2 stderr 'expected a number, got "lots"' -- \
+  "$FAULTLINE" synth --pattern stream --out "$WORK/q.fltrace" --iterations lots
+expect "trace with an unknown subcommand" 2 stderr 'unknown trace command "frob"' -- \
+  "$FAULTLINE" trace frob x
+expect "trace without a file" 2 stderr "usage: faultline trace" -- "$FAULTLINE" trace stats
+
+# --- bad inputs ---------------------------------------------------------------------------------
+expect "synth with an unknown pattern" nonzero stderr 'expected "stream", "random" or "dnn", got "nope"' -- \
+  "$FAULTLINE" synth --pattern nope --out "$WORK/nope.fltrace"
+
+# A valid trace for the checks below.
+expect "synth writes a trace" 0 stderr "accesses" -- \
+  "$FAULTLINE" synth --pattern stream --footprint 64M --out "$TRACE"
+
+expect "sim with a missing trace file" nonzero stderr "$WORK/nosuch.fltrace: cannot open trace" -- \
+  "$FAULTLINE" sim --config "$WORK/run.json" --trace "$WORK/nosuch.fltrace" --no-progress
+expect "sim with a missing config file" nonzero stderr "$WORK/nosuch.json: cannot open file" -- \
+  "$FAULTLINE" sim --config "$WORK/nosuch.json" --trace "$TRACE" --no-progress
+expect "sim with a config that is not JSON" nonzero stderr "$WORK/bad-json.json: invalid JSON" -- \
+  "$FAULTLINE" sim --config "$WORK/bad-json.json" --trace "$TRACE" --no-progress
+expect "sim with a config key typo" nonzero stderr "unknown-key.json: \$.polcy: unknown key" -- \
+  "$FAULTLINE" sim --config "$WORK/unknown-key.json" --trace "$TRACE" --no-progress
+expect "sim with an unknown policy" nonzero stderr 'unknown policy "nope"; known policies: ' -- \
+  "$FAULTLINE" sim --config "$WORK/unknown-policy.json" --trace "$TRACE" --no-progress
+
+TRACE_BYTES=$(wc -c <"$TRACE" 2>/dev/null || echo 0)
+head -c $((TRACE_BYTES / 2)) "$TRACE" >"$WORK/half.fltrace" 2>/dev/null
+expect "trace stats of a truncated trace" nonzero stderr "half.fltrace: truncated" -- \
+  "$FAULTLINE" trace stats "$WORK/half.fltrace"
+expect "sim of a truncated trace" nonzero stderr "half.fltrace: truncated" -- \
+  "$FAULTLINE" sim --config "$WORK/run.json" --trace "$WORK/half.fltrace" --no-progress
+printf 'not a trace\n' >"$WORK/plain.txt"
+expect "trace dump of a file that is not a trace" nonzero stderr "plain.txt: corrupt compressed data" -- \
+  "$FAULTLINE" trace dump "$WORK/plain.txt"
+
+# --- things that must work ----------------------------------------------------------------------
+expect "--help" 0 stdout "usage: faultline <command>" -- "$FAULTLINE" --help
+expect "sim --help" 0 stdout "usage: faultline sim" -- "$FAULTLINE" sim --help
+expect "synth --help" 0 stdout "usage: faultline synth" -- "$FAULTLINE" synth --help
+expect "trace --help" 0 stdout "usage: faultline trace" -- "$FAULTLINE" trace --help
+expect "trace stats prints the footprint" 0 stdout '"footprint_bytes": 67108864' -- \
+  "$FAULTLINE" trace stats "$TRACE"
+expect "trace dump runs" 0 stdout '"type":"kernel"' -- "$FAULTLINE" trace dump "$TRACE"
+if head -n 1 "$WORK/out" | grep -q '"type":"header"'; then
+  pass "trace dump starts with the header"
+else
+  fail "trace dump starts with the header" "$(head -c 300 "$WORK/out")"
+fi
+
+expect "sim runs" 0 any "" -- "$FAULTLINE" sim --config "$WORK/run.json" --trace "$TRACE" \
+  --out "$WORK/result1.json" --no-progress
+expect "sim runs again" 0 any "" -- "$FAULTLINE" sim --config "$WORK/run.json" --trace "$TRACE" \
+  --out "$WORK/result2.json" --no-progress
+if [[ -s $WORK/result1.json ]] && cmp -s "$WORK/result1.json" "$WORK/result2.json"; then
+  pass "sim twice on the same inputs gives byte-identical results"
+else
+  fail "sim twice on the same inputs gives byte-identical results" \
+    "$(diff "$WORK/result1.json" "$WORK/result2.json" 2>&1 | head -20)"
+fi
+if grep -q '"faults"' "$WORK/result1.json" && grep -q '"resolved_bytes"' "$WORK/result1.json"; then
+  pass "sim results hold the measured values and the resolved capacity"
+else
+  fail "sim results hold the measured values and the resolved capacity" \
+    "$(head -c 600 "$WORK/result1.json")"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[[ $FAILED -eq 0 ]]

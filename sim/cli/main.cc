@@ -163,10 +163,8 @@ int cmd_synth(int argc, char** argv) {
 
 int cmd_trace(int argc, char** argv) {
   Args args(argc, argv, 2, {});
-  if (args.help || args.positional.size() != 2) {
-    std::cout << kTraceUsage;
-    return args.help ? 0 : 2;
-  }
+  if (args.help) return std::cout << kTraceUsage, 0;
+  if (args.positional.size() != 2) return std::cerr << kTraceUsage, 2;
   args.done();
   if (args.positional[0] == "dump") {
     trace::dump(args.positional[1], std::cout);
@@ -180,10 +178,8 @@ int cmd_trace(int argc, char** argv) {
 }
 
 int dispatch(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
+  if (argc < 2) return std::cerr << kUsage, 2;
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return std::cout << kUsage, 0;
   const std::string cmd = argv[1];
   if (cmd == "sim") return cmd_sim(argc, argv);
   if (cmd == "synth") return cmd_synth(argc, argv);

@@ -101,6 +101,7 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
 
 void KernelRunner::on_replay(Time now, uint64_t resolved) {
   if (!running_) return;
+  if (resolved > 0) engine_.progress();  // a long kernel that keeps faulting is not stuck
   outstanding_ -= std::min(outstanding_, resolved);
   if (stalled_since_ >= 0 && outstanding_ < config_.gpu.fault_parallelism) {
     shift_ += now - stalled_since_;

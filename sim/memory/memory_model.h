@@ -23,8 +23,9 @@ struct VaBlock {
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {};  // GPU i may use its pages from this time (copies in flight)
   Time first_resident[kMaxGpus] = {};
-  // Thrashing detection: migrations to a GPU within the current lapse window.
-  Time thrash_window_start = 0;
+  // Thrashing detection: returns to a GPU within the current lapse window; -1 until the block
+  // has first been evicted from a GPU.
+  Time thrash_window_start = -1;
   uint32_t thrash_count = 0;
   Time pinned_until = 0;
   // Eviction order, one intrusive list per GPU.

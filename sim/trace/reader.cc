@@ -36,7 +36,43 @@ std::string TraceReader::where() const {
          ") at byte " + std::to_string(record_start_);
 }
 
-void TraceReader::fail(const std::string& what) const { throw TraceError(where() + ": " + what); }
+void TraceReader::fail(const std::string& what) {
+  throw TraceError(where() + ": " + what + compressed_damage());
+}
+
+// zstd verifies a frame's checksum only at its end, so damaged compressed data can first decode
+// into nonsense records. When a record is rejected, the rest of the compressed stream (up to a
+// bound, this is an error path) is checked, so that damage is reported as such.
+std::string TraceReader::compressed_damage() {
+  constexpr uint64_t kMaxScanBytes = uint64_t{64} << 20;
+  if (!file_ || !dctx_) return "";
+  std::vector<uint8_t> sink(ZSTD_DStreamOutSize());
+  uint64_t scanned = 0;
+  while (scanned < kMaxScanBytes) {
+    if (in_pos_ == in_end_) {
+      if (file_eof_) return "";
+      in_end_ = std::fread(in_.data(), 1, in_.size(), file_);
+      in_pos_ = 0;
+      if (in_end_ == 0) {
+        file_eof_ = true;
+        return "";
+      }
+    }
+    ZSTD_inBuffer in{in_.data(), in_end_, in_pos_};
+    ZSTD_outBuffer out{sink.data(), sink.size(), 0};
+    const size_t ret = ZSTD_decompressStream(dctx_, &out, &in);
+    if (ZSTD_isError(ret)) {
+      return std::string(" (the compressed data is corrupt: zstd reports \"") +
+             ZSTD_getErrorName(ret) + "\" between compressed bytes " +
+             std::to_string(compressed_offset_) + " and " +
+             std::to_string(compressed_offset_ + (in_end_ - in_pos_)) + ")";
+    }
+    scanned += in.pos - in_pos_;
+    compressed_offset_ += in.pos - in_pos_;
+    in_pos_ = in.pos;
+  }
+  return "";
+}
 
 // Makes at least `need` decoded bytes available at pos_; false if the stream ends first.
 bool TraceReader::fill(size_t need) {
@@ -66,8 +102,10 @@ bool TraceReader::fill(size_t need) {
     ZSTD_outBuffer out{buf_.data(), buf_.size(), end_};
     const size_t ret = ZSTD_decompressStream(dctx_, &out, &in);
     if (ZSTD_isError(ret)) {
-      throw TraceError(path_ + ": corrupt compressed data near compressed byte " +
-                       std::to_string(compressed_offset_ + in.pos) + " (zstd: " +
+      // zstd does not say where in its input it failed: name the bytes it was given.
+      throw TraceError(path_ + ": corrupt compressed data in compressed bytes " +
+                       std::to_string(compressed_offset_) + " to " +
+                       std::to_string(compressed_offset_ + (in_end_ - in_pos_)) + " (zstd: " +
                        ZSTD_getErrorName(ret) + "); expected a zstd-compressed faultline trace");
     }
     compressed_offset_ += in.pos - in_pos_;

@@ -49,7 +49,8 @@ class TraceReader {
   void read_sync(SyncRecord& r);
   void read_end();
   const std::string& name(uint64_t id);
-  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what);
+  std::string compressed_damage();
 
   std::string path_;
   std::FILE* file_ = nullptr;

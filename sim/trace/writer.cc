@@ -66,6 +66,7 @@ uint64_t TraceWriter::string_id(const std::string& s) {
 
 void TraceWriter::write(const AllocRecord& r) {
   if (r.id == 0) throw Error(path_ + ": allocation id 0 is reserved");
+  if (r.size == 0) throw Error(path_ + ": allocation " + std::to_string(r.id) + " has size 0");
   begin(RecordType::kAlloc, r.time);
   put_varint(buf_, r.id);
   buf_.push_back(static_cast<char>(r.kind));
@@ -82,6 +83,16 @@ void TraceWriter::write(const FreeRecord& r) {
 }
 
 void TraceWriter::write(const KernelRecord& r) {
+  // Checked before anything is written, so that a refused kernel leaves the trace intact.
+  if (r.duration < 0) throw Error(path_ + ": kernel " + r.name + ": negative duration");
+  Time prev_offset = 0;
+  for (const Access& a : r.accesses) {
+    if (a.offset < prev_offset || a.offset > r.duration) {
+      throw Error(path_ + ": kernel " + r.name + ": access offsets must be non-decreasing and " +
+                  "within the kernel's duration");
+    }
+    prev_offset = a.offset;
+  }
   const uint64_t name = string_id(r.name);
   begin(RecordType::kKernel, r.start);
   put_varint(buf_, name);
@@ -94,12 +105,8 @@ void TraceWriter::write(const KernelRecord& r) {
   for (uint64_t a : r.args) put_varint(buf_, a);
   put_varint(buf_, r.accesses.size());
   uint64_t prev_page = 0;
-  Time prev_offset = 0;
+  prev_offset = 0;
   for (const Access& a : r.accesses) {
-    if (a.offset < prev_offset || a.offset > r.duration) {
-      throw Error(path_ + ": kernel " + r.name + ": access offsets must be non-decreasing and " +
-                  "within the kernel's duration");
-    }
     const int64_t delta = static_cast<int64_t>(a.big_page - prev_page);
     put_varint(buf_, (zigzag(delta) << 2) | static_cast<uint64_t>(a.type));
     put_varint(buf_, static_cast<uint64_t>(a.offset - prev_offset));
@@ -110,6 +117,9 @@ void TraceWriter::write(const KernelRecord& r) {
 }
 
 void TraceWriter::write(const HostAccessRecord& r) {
+  if (r.size == 0 || r.type == AccessType::kPrefetch) {
+    throw Error(path_ + ": a host access needs a size and a read, write or atomic type");
+  }
   begin(RecordType::kHostAccess, r.time);
   put_varint(buf_, r.address);
   put_varint(buf_, r.size);

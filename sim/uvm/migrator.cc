@@ -51,14 +51,14 @@ Time Migrator::to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time
   const MemoryModel::Moved moved = memory_.move(block, kHost, pages, now);
   const PageMask& copied = moved.from[gpu_processor(gpu)];
   stats_.pages_d2h += copied.count();
-  block.thrash_window_start = block.thrash_window_start ? block.thrash_window_start : now;
+  if (copied.any() && block.thrash_window_start < 0) block.thrash_window_start = now;
   return copy_runs(to_host_, copied, now, cause);
 }
 
 // A block that keeps coming back to the GPU soon after it left is thrashing; after
 // `thrashing_threshold` returns within the lapse it is pinned to the host and mapped remotely.
 void Migrator::note_thrashing(VaBlock& block, Time now) {
-  if (!driver_.thrashing_detection || block.thrash_window_start == 0) return;
+  if (!driver_.thrashing_detection || block.thrash_window_start < 0) return;
   if (now - block.thrash_window_start > driver_.thrashing_lapse_ns) {
     block.thrash_window_start = now;
     block.thrash_count = 1;

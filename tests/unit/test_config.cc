@@ -89,7 +89,7 @@ TEST_CASE("config: Reader names unknown keys and the known ones", "[config]") {
   CHECK_NOTHROW(r.finish());  // the root read "a"
 }
 
-TEST_CASE("config: Reader records every value, defaults included, in resolved()", "[config]") {
+TEST_CASE("config: Reader records every value and default in resolved()", "[config]") {
   const json doc = {{"x", 1}, {"sub", {{"y", "s"}}}, {"params", {{"p", 2}}}};
   Reader r(doc, "f.json");
   CHECK(r.get<uint64_t>("x") == 1);

@@ -175,17 +175,10 @@ FAULTLINE_REGISTER_POLICY(PrefetchArgs, "test_prefetch_args");
 
 TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim][policy]") {
   Scratch s;
-  const std::string path = s.file("p.fltrace");
-  {
-    trace::TraceWriter w(path, {{"source", "test"}});
-    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
-    w.write(trace::HostAccessRecord{0, kBase, kBlockSize, AccessType::kWrite});
-    // The 2 MB copy takes 1 us + 2.1 ms; the kernel touches two big pages after that.
-    trace::KernelRecord k = kernel(0, 4000000, {{0, 3000000}, {1, 3000000}});
-    k.args = {1};
-    w.write(k);
-    w.close();
-  }
+  // The 2 MB copy takes 1 us + 2.1 ms; the kernel touches two big pages after that.
+  trace::KernelRecord k = kernel(0, 4000000, {{0, 3000000}, {1, 3000000}});
+  k.args = {1};
+  const std::string path = write_trace(s, 1, {k}, true);
   const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
   CHECK(o.stats.faults == 0);
   CHECK(o.stats.prefetch_issued == kPagesPerBlock);
@@ -196,16 +189,9 @@ TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim
 
 TEST_CASE("a fault on a page still in flight waits for the copy and uses the prefetch", "[sim][policy]") {
   Scratch s;
-  const std::string path = s.file("p.fltrace");
-  {
-    trace::TraceWriter w(path, {{"source", "test"}});
-    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
-    w.write(trace::HostAccessRecord{0, kBase, kBlockSize, AccessType::kWrite});
-    trace::KernelRecord k = kernel(0, 1000, {{0, 0}});
-    k.args = {1};
-    w.write(k);
-    w.close();
-  }
+  trace::KernelRecord k = kernel(0, 1000, {{0, 0}});
+  k.args = {1};
+  const std::string path = write_trace(s, 1, {k}, true);
   const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
   CHECK(o.stats.faults == 1);
   CHECK(o.stats.pages_h2d == kPagesPerBlock);  // nothing is copied twice
@@ -276,4 +262,20 @@ TEST_CASE("same inputs give byte-identical results and timelines", "[sim][determ
   const std::string ta((std::istreambuf_iterator<char>(a)), {}), tb((std::istreambuf_iterator<char>(b)), {});
   CHECK(ta == tb);
   CHECK(nlohmann::json::parse(ta)["traceEvents"].size() > 10);
+}
+
+TEST_CASE("thrashing detection pins a ping-ponging block and maps it remotely", "[sim]") {
+  Scratch s;
+  std::vector<trace::KernelRecord> kernels;
+  for (int i = 0; i < 12; ++i) kernels.push_back(kernel(i * 1000, 1000, {{(i % 2) * 32u, 0}}));
+  const auto trace = write_trace(s, 2, kernels, true);
+  const Outcome off = simulate(Scratch::run_config({{"thrashing_detection", false}}), trace, 1);
+  // Each round trip takes ~150 us here (eviction copy + fetch copy), so a 10 ms lapse sees them.
+  const Outcome on = simulate(
+      Scratch::run_config({{"thrashing_detection", true}, {"thrashing_lapse_ns", 10'000'000}}), trace, 1);
+  CHECK(off.stats.thrashing_pins == 0);
+  CHECK(off.stats.evictions == 11);
+  CHECK(on.stats.thrashing_pins >= 1);
+  CHECK(on.stats.remote_accesses >= 1);
+  CHECK(on.stats.evictions < off.stats.evictions);
 }

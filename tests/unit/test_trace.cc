@@ -46,6 +46,26 @@ void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
+// Offsets of the block headers in a file holding one zstd frame (RFC 8878, section 3.1).
+std::vector<size_t> zstd_block_headers(const std::string& f) {
+  size_t pos = 4;  // magic
+  const auto fhd = static_cast<uint8_t>(f.at(pos++));
+  const bool single_segment = fhd & 0x20;
+  const unsigned fcs_flag = fhd >> 6, dict_flag = fhd & 3;
+  if (!single_segment) ++pos;  // window descriptor
+  pos += dict_flag == 3 ? 4 : dict_flag;
+  pos += fcs_flag == 0 ? (single_segment ? 1 : 0) : (size_t{1} << fcs_flag);
+  std::vector<size_t> headers;
+  while (pos + 3 <= f.size()) {
+    headers.push_back(pos);
+    const uint32_t h = static_cast<uint8_t>(f[pos]) | static_cast<uint8_t>(f[pos + 1]) << 8 |
+                       static_cast<uint32_t>(static_cast<uint8_t>(f[pos + 2])) << 16;
+    pos += 3 + (((h >> 1) & 3) == 1 ? 1 : h >> 3);  // RLE blocks hold one byte
+    if (h & 1) break;                                // last block
+  }
+  return headers;
+}
+
 // Hand-built decompressed trace content, following the layout in writer.cc.
 class RawTrace {
  public:
@@ -148,10 +168,13 @@ void check_equal(const KernelRecord& a, const KernelRecord& b) {
   CHECK(a.args == b.args);
   REQUIRE(a.accesses.size() == b.accesses.size());
   for (size_t i = 0; i < a.accesses.size(); ++i) {
-    INFO("access " << i);
-    CHECK(a.accesses[i].big_page == b.accesses[i].big_page);
-    CHECK(a.accesses[i].offset == b.accesses[i].offset);
-    CHECK(a.accesses[i].type == b.accesses[i].type);
+    const Access &x = a.accesses[i], &y = b.accesses[i];
+    if (x.big_page == y.big_page && x.offset == y.offset && x.type == y.type) continue;
+    INFO("first differing access: " << i);  // reports only the first, not thousands
+    CHECK(x.big_page == y.big_page);
+    CHECK(x.offset == y.offset);
+    CHECK(x.type == y.type);
+    break;
   }
 }
 
@@ -373,7 +396,7 @@ TEST_CASE("trace: a kernel with 100k accesses streams across buffer refills", "[
   CHECK(reader.records() == 5);
 }
 
-TEST_CASE("trace: the reader rejects bad files with the file, place and expectation", "[trace]") {
+TEST_CASE("trace: the reader rejects bad files naming the file and place and what was expected", "[trace]") {
   fltest::TempDir dir;
   const std::string header = default_metadata().dump();
   const size_t first = 16 + header.size();  // where the first record starts
@@ -466,7 +489,7 @@ TEST_CASE("trace: the reader rejects bad files with the file, place and expectat
       uint64_t x = 1;
       for (int k = 0; k < 40; ++k) {
         KernelRecord kr;
-        kr.name = "k" + std::to_string(k % 5);
+        kr.name = std::string(1, static_cast<char>('a' + k % 5));
         kr.start = 10 + k * 100000;
         kr.duration = 100000;
         kr.args = {1};
@@ -509,7 +532,91 @@ TEST_CASE("trace: the reader rejects bad files with the file, place and expectat
     fltest::write_text(path, bytes);
     const std::string msg = trace_error(path);
     CHECK_THAT(msg, Contains(path) && Contains("corrupt"));
-    CHECK_THAT(msg, Contains("zstd") && Contains("compressed byte"));
+    CHECK_THAT(msg, Contains("zstd") && Contains("compressed bytes"));
+  }
+  SECTION("one compressed byte flipped late in a long trace") {
+    // zstd checks the frame's checksum only at its end, so the damaged data may first decode
+    // into a bad record; the reader must still say that the compressed data is corrupt, and
+    // name compressed bytes that exist.
+    const std::string good = dir.file("good.fltrace");
+    {
+      TraceWriter w(good, {}, 1);
+      w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize * 1024, 0, 0});
+      uint64_t x = 3;
+      for (int k = 0; k < 20; ++k) {
+        KernelRecord kr;
+        kr.name = "kernel";
+        kr.start = k * 1000000;
+        kr.duration = 1000000;
+        for (int i = 0; i < 20000; ++i) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          kr.accesses.push_back({kSegPage + (x >> 30) % 32768, i * 20, AccessType::kWrite});
+        }
+        w.write(kr);
+      }
+      w.close();
+    }
+    std::string bytes = fltest::read_text(good);
+    REQUIRE(bytes.size() > 3 * (1u << 17));  // several of the reader's input buffers
+    const size_t flip = bytes.size() * 3 / 4;
+    bytes[flip] = static_cast<char>(bytes[flip] ^ 0xff);
+    const std::string path = dir.file("flipped.fltrace");
+    fltest::write_text(path, bytes);
+    const std::string msg = trace_error(path);
+    INFO(msg);
+    CHECK_THAT(msg, Contains(path) && Contains("corrupt") && Contains("zstd"));
+    unsigned long long from = 0, to = 0;
+    const size_t at = msg.find("compressed bytes ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE((std::sscanf(msg.c_str() + at, "compressed bytes %llu to %llu", &from, &to) == 2 ||
+             std::sscanf(msg.c_str() + at, "compressed bytes %llu and %llu", &from, &to) == 2));
+    CHECK(from < to);
+    CHECK(to <= bytes.size());
+  }
+  SECTION("a damaged zstd block late in a long trace") {
+    // zstd fails on the block header itself; the compressed bytes named must include it.
+    const std::string good = dir.file("good.fltrace");
+    {
+      TraceWriter w(good, {}, 1);
+      w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize * 1024, 0, 0});
+      uint64_t x = 5;
+      for (int k = 0; k < 20; ++k) {
+        KernelRecord kr;
+        kr.name = "kernel";
+        kr.start = k * 1000000;
+        kr.duration = 1000000;
+        for (int i = 0; i < 20000; ++i) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          kr.accesses.push_back({kSegPage + (x >> 30) % 32768, i * 20, AccessType::kRead});
+        }
+        w.write(kr);
+      }
+      w.close();
+    }
+    std::string bytes = fltest::read_text(good);
+    const std::vector<size_t> headers = zstd_block_headers(bytes);
+    REQUIRE(headers.size() > 4);
+    size_t damaged = 0;
+    for (size_t h : headers) {
+      if (h > bytes.size() * 2 / 3) {
+        damaged = h;
+        break;
+      }
+    }
+    REQUIRE(damaged > 0);
+    bytes[damaged] = static_cast<char>(bytes[damaged] | 0x06);  // block type 3 is reserved
+    const std::string path = dir.file("damaged.fltrace");
+    fltest::write_text(path, bytes);
+    const std::string msg = trace_error(path);
+    INFO(msg);
+    CHECK_THAT(msg, Contains(path) && Contains("corrupt compressed data in compressed bytes "));
+    unsigned long long from = 0, to = 0;
+    const size_t at = msg.find("compressed bytes ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(msg.c_str() + at, "compressed bytes %llu to %llu", &from, &to) == 2);
+    CHECK(from <= damaged);
+    CHECK(damaged < to);
+    CHECK(to <= bytes.size());
   }
   SECTION("unknown record type") {
     const std::string path = dir.file("type.fltrace");
