@@ -11,11 +11,11 @@
 //  - The same inputs must give the same actions: no wall clock, no unseeded randomness.
 #pragma once
 
+#include "sim/core/types.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "sim/core/types.h"
 
 namespace faultline::policies {
 
@@ -25,9 +25,9 @@ struct Range {
 };
 
 enum class ActionKind : uint8_t {
-  kPrefetch,  // migrate the range to `target` (a GPU), copies queued behind others on the link
-  kEvict,     // migrate the range's GPU pages to the host
-  kDiscard,   // drop the range's pages everywhere without a copy (contents are dead)
+  kPrefetch, // migrate the range to `target` (a GPU), copies queued behind others on the link
+  kEvict,    // migrate the range's GPU pages to the host
+  kDiscard,  // drop the range's pages everywhere without a copy (contents are dead)
 };
 
 struct Action {
@@ -41,9 +41,9 @@ using Actions = std::vector<Action>;
 struct AllocEvent {
   Time now = 0;
   uint64_t id = 0;
-  bool managed = true;     // false for device memory (cudaMalloc), which never migrates
-  bool block = false;      // an allocator-level block inside a segment
-  uint64_t segment = 0;    // for blocks: the segment's id
+  bool managed = true;  // false for device memory (cudaMalloc), which never migrates
+  bool block = false;   // an allocator-level block inside a segment
+  uint64_t segment = 0; // for blocks: the segment's id
   Range range;
 };
 
@@ -57,15 +57,15 @@ struct FreeEvent {
 
 struct LaunchEvent {
   Time now = 0;
-  uint64_t kernel = 0;  // index of the kernel in the trace
+  uint64_t kernel = 0; // index of the kernel in the trace
   const std::string* name = nullptr;
-  std::vector<Range> args;  // the allocations named by its pointer arguments
+  std::vector<Range> args; // the allocations named by its pointer arguments
 };
 
 struct FaultBatchEvent {
   Time now = 0;
   unsigned gpu = 0;
-  std::vector<Addr> faults;  // distinct faulted 64 KB big pages (addresses), ascending
+  std::vector<Addr> faults; // distinct faulted 64 KB big pages (addresses), ascending
 };
 
 struct KernelEndEvent {
@@ -74,7 +74,7 @@ struct KernelEndEvent {
 };
 
 class IPolicy {
- public:
+public:
   virtual ~IPolicy() = default;
   virtual void on_alloc(const AllocEvent&, Actions&) {}
   virtual void on_free(const FreeEvent&, Actions&) {}
@@ -83,4 +83,4 @@ class IPolicy {
   virtual void on_kernel_end(const KernelEndEvent&, Actions&) {}
 };
 
-}  // namespace faultline::policies
+} // namespace faultline::policies

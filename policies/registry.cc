@@ -31,4 +31,4 @@ std::unique_ptr<IPolicy> Registry::create(const std::string& name, const nlohman
   return it->second(params, where);
 }
 
-}  // namespace faultline::policies
+} // namespace faultline::policies

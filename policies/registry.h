@@ -2,23 +2,22 @@
 // checks that every folder under policies/ is registered, so a forgotten one cannot go unseen.
 #pragma once
 
+#include "policies/policy.h"
+
 #include <functional>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
-
-#include "policies/policy.h"
+#include <string>
 
 namespace faultline::policies {
 
 class Registry {
- public:
+public:
   // `params` is the run config's policy.params; `where` names it for error messages
   // (file and JSON path). A factory reads params strictly (config::Reader).
-  using Factory =
-      std::function<std::unique_ptr<IPolicy>(const nlohmann::json& params, const std::string& where)>;
+  using Factory = std::function<std::unique_ptr<IPolicy>(const nlohmann::json& params,
+                                                         const std::string& where)>;
 
   static Registry& instance();
   bool add(const std::string& name, Factory factory);
@@ -28,16 +27,17 @@ class Registry {
   std::unique_ptr<IPolicy> create(const std::string& name, const nlohmann::json& params,
                                   const std::string& where) const;
 
- private:
+private:
   std::map<std::string, Factory> factories_;
 };
 
-}  // namespace faultline::policies
+} // namespace faultline::policies
 
-#define FAULTLINE_REGISTER_POLICY(Class, name)                                       \
-  static const bool faultline_registered_##Class =                                   \
-      ::faultline::policies::Registry::instance().add(                               \
-          name, [](const nlohmann::json& params, const std::string& where)           \
-                    -> std::unique_ptr<::faultline::policies::IPolicy> {             \
-            return std::make_unique<Class>(params, where);                           \
+#define FAULTLINE_REGISTER_POLICY(Class, name)                                                     \
+  static const bool faultline_registered_##Class =                                                 \
+      ::faultline::policies::Registry::instance().add(                                             \
+          name,                                                                                    \
+          [](const nlohmann::json& params,                                                         \
+             const std::string& where) -> std::unique_ptr<::faultline::policies::IPolicy> {        \
+            return std::make_unique<Class>(params, where);                                         \
           })

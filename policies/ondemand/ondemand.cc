@@ -8,14 +8,14 @@ namespace faultline::policies {
 namespace {
 
 class OnDemand : public IPolicy {
- public:
+public:
   OnDemand(const nlohmann::json& params, const std::string& where) {
-    config::Reader(params, where, "$.policy.params").finish();  // takes no parameters
+    config::Reader(params, where, "$.policy.params").finish(); // takes no parameters
   }
 };
 
-}  // namespace
+} // namespace
 
 FAULTLINE_REGISTER_POLICY(OnDemand, "ondemand");
 
-}  // namespace faultline::policies
+} // namespace faultline::policies

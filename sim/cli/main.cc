@@ -1,4 +1,9 @@
 // The faultline command line: one binary, one subcommand per job.
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+#include "sim/synth/synth.h"
+#include "sim/trace/inspect.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -7,11 +12,6 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
-
-#include "sim/core/error.h"
-#include "sim/run/results.h"
-#include "sim/synth/synth.h"
-#include "sim/trace/inspect.h"
 
 namespace faultline {
 namespace {
@@ -51,7 +51,7 @@ const char* kTraceUsage =
 
 // Options as --name value pairs and --flag switches; anything else is a usage error.
 class Args {
- public:
+public:
   Args(int argc, char** argv, int first, const std::vector<std::string>& flags) {
     for (int i = first; i < argc; ++i) {
       std::string a = argv[i];
@@ -85,7 +85,7 @@ class Args {
   bool help = false;
   std::vector<std::string> positional;
 
- private:
+private:
   std::map<std::string, std::string> values_;
 };
 
@@ -97,11 +97,16 @@ uint64_t parse_number(const std::string& text, const std::string& what) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || text[0] == '-') throw UsageError(what + ": expected a number, got \"" + text + "\"");
+  if (used == 0 || text[0] == '-')
+    throw UsageError(what + ": expected a number, got \"" + text + "\"");
   const std::string unit = text.substr(used);
-  const std::map<std::string, uint64_t> units = {
-      {"", 1}, {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"M", 1ull << 20}, {"MiB", 1ull << 20},
-      {"G", 1ull << 30}, {"GiB", 1ull << 30}};
+  const std::map<std::string, uint64_t> units = {{"", 1},
+                                                 {"K", 1ull << 10},
+                                                 {"KiB", 1ull << 10},
+                                                 {"M", 1ull << 20},
+                                                 {"MiB", 1ull << 20},
+                                                 {"G", 1ull << 30},
+                                                 {"GiB", 1ull << 30}};
   auto it = units.find(unit);
   if (it == units.end()) throw UsageError(what + ": unknown unit \"" + unit + "\" (use K, M or G)");
   return v * it->second;
@@ -147,8 +152,8 @@ int cmd_synth(int argc, char** argv) {
   nlohmann::json p = {{"pattern", args.need("pattern")}};
   const std::string out = args.need("out");
   const std::map<std::string, std::string> numeric = {
-      {"footprint", "footprint"}, {"iterations", "iterations"}, {"seed", "seed"},
-      {"kernels", "kernels_per_iteration"}, {"layers", "layers"}, {"touches", "touches"},
+      {"footprint", "footprint"},           {"iterations", "iterations"}, {"seed", "seed"},
+      {"kernels", "kernels_per_iteration"}, {"layers", "layers"},         {"touches", "touches"},
       {"ns-per-access", "ns_per_access"}};
   for (const auto& [option, key] : numeric) {
     const std::string v = args.take(option);
@@ -187,8 +192,8 @@ int dispatch(int argc, char** argv) {
   throw UsageError("unknown command \"" + cmd + "\"; known: sim, synth, trace");
 }
 
-}  // namespace
-}  // namespace faultline
+} // namespace
+} // namespace faultline
 
 int main(int argc, char** argv) {
   try {

@@ -7,43 +7,38 @@
 namespace faultline::config {
 namespace {
 
-bool non_negative(const json& v) { return is_non_negative_integer(v); }
+bool non_negative(const json& v) {
+  return is_non_negative_integer(v);
+}
 
-template <class T>
-struct Expect;
+template <class T> struct Expect;
 
-template <>
-struct Expect<uint64_t> {
+template <> struct Expect<uint64_t> {
   static constexpr const char* name = "unsigned integer";
   static bool ok(const json& v) { return non_negative(v); }
 };
-template <>
-struct Expect<uint32_t> {
+template <> struct Expect<uint32_t> {
   static constexpr const char* name = "unsigned 32-bit integer";
   static bool ok(const json& v) { return non_negative(v) && v.get<uint64_t>() <= UINT32_MAX; }
 };
-template <>
-struct Expect<int64_t> {
+template <> struct Expect<int64_t> {
   static constexpr const char* name = "integer";
   static bool ok(const json& v) { return v.is_number_integer(); }
 };
-template <>
-struct Expect<double> {
+template <> struct Expect<double> {
   static constexpr const char* name = "number";
   static bool ok(const json& v) { return v.is_number(); }
 };
-template <>
-struct Expect<bool> {
+template <> struct Expect<bool> {
   static constexpr const char* name = "boolean";
   static bool ok(const json& v) { return v.is_boolean(); }
 };
-template <>
-struct Expect<std::string> {
+template <> struct Expect<std::string> {
   static constexpr const char* name = "string";
   static bool ok(const json& v) { return v.is_string(); }
 };
 
-}  // namespace
+} // namespace
 
 bool is_non_negative_integer(const json& v) {
   return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
@@ -61,7 +56,8 @@ const char* type_name(const json& value) {
 }
 
 Reader::Reader(const json& node, std::string file, std::string path)
-    : Reader(node, std::move(file), std::move(path), nullptr, std::make_shared<json>(json::object())) {}
+    : Reader(node, std::move(file), std::move(path), nullptr,
+             std::make_shared<json>(json::object())) {}
 
 Reader::Reader(const json& node, std::string file, std::string path, json* out,
                std::shared_ptr<json> root)
@@ -83,19 +79,17 @@ const json& Reader::at(const std::string& key) {
   return *it;
 }
 
-template <class T>
-T Reader::get(const std::string& key) {
+template <class T> T Reader::get(const std::string& key) {
   const json& v = at(key);
   if (!Expect<T>::ok(v)) {
-    fail(key, std::string("expected ") + Expect<T>::name + ", got " + type_name(v) + " " +
-                  v.dump());
+    fail(key,
+         std::string("expected ") + Expect<T>::name + ", got " + type_name(v) + " " + v.dump());
   }
   (*out_)[key] = v;
   return v.get<T>();
 }
 
-template <class T>
-T Reader::get(const std::string& key, const T& fallback) {
+template <class T> T Reader::get(const std::string& key, const T& fallback) {
   if (!has(key)) {
     read_.insert(key);
     (*out_)[key] = fallback;
@@ -160,4 +154,4 @@ json load_json_file(const std::string& path) {
   }
 }
 
-}  // namespace faultline::config
+} // namespace faultline::config

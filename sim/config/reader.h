@@ -1,13 +1,12 @@
 // Strict, typed reading of JSON config objects.
 #pragma once
 
+#include "sim/core/error.h"
+
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/core/error.h"
 
 namespace faultline::config {
 
@@ -18,13 +17,11 @@ using nlohmann::json;
 // ConfigError with the file and the JSON path. Every value read, defaults included, is copied
 // into resolved(), which is what result files record as "the config that ran".
 class Reader {
- public:
+public:
   Reader(const json& node, std::string file, std::string path = "$");
 
-  template <class T>
-  T get(const std::string& key);
-  template <class T>
-  T get(const std::string& key, const T& fallback);
+  template <class T> T get(const std::string& key);
+  template <class T> T get(const std::string& key, const T& fallback);
   bool has(const std::string& key) const { return node_->contains(key); }
   Reader child(const std::string& key);
   // Like child(), but a missing key reads as an empty object (all defaults).
@@ -37,7 +34,7 @@ class Reader {
   const std::string& file() const { return file_; }
   json& resolved() { return *out_; }
 
- private:
+private:
   Reader(const json& node, std::string file, std::string path, json* out,
          std::shared_ptr<json> root);
   const json& at(const std::string& key);
@@ -45,7 +42,7 @@ class Reader {
   const json* node_;
   std::string file_;
   std::string path_;
-  std::shared_ptr<json> root_;  // owns the resolved tree
+  std::shared_ptr<json> root_; // owns the resolved tree
   json* out_;
   std::set<std::string> read_;
 };
@@ -57,4 +54,4 @@ bool is_non_negative_integer(const json& value);
 // Reads a JSON file; a syntax error names the file, line and column.
 json load_json_file(const std::string& path);
 
-}  // namespace faultline::config
+} // namespace faultline::config

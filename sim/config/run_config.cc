@@ -1,12 +1,12 @@
 #include "sim/config/run_config.h"
 
+#include "policies/registry.h"
+#include "sim/config/reader.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-
-#include "policies/registry.h"
-#include "sim/config/reader.h"
 
 #ifndef FAULTLINE_SOURCE_CONFIGS
 #define FAULTLINE_SOURCE_CONFIGS "configs"
@@ -18,7 +18,7 @@ namespace {
 
 struct Profile {
   json doc;
-  std::string label;  // for messages: which file(s) the values came from
+  std::string label; // for messages: which file(s) the values came from
 };
 
 std::string known_profiles(const fs::path& dir) {
@@ -154,15 +154,15 @@ void read_capacity(Reader r, RunConfig& c) {
 void read_policy(Reader r, RunConfig& c) {
   c.policy = r.get<std::string>("name");
   if (!policies::Registry::instance().has(c.policy)) {
-    r.fail("name", "unknown policy \"" + c.policy + "\"; known policies: " +
-                       policies::Registry::instance().known());
+    r.fail("name", "unknown policy \"" + c.policy +
+                       "\"; known policies: " + policies::Registry::instance().known());
   }
   c.policy_params = r.raw("params", json::object());
   if (!c.policy_params.is_object()) r.fail("params", "expected object");
   r.finish();
 }
 
-}  // namespace
+} // namespace
 
 Time LinkCurve::transfer_ns(Bytes bytes) const {
   if (bytes == 0) return 0;
@@ -195,7 +195,8 @@ LinkProfile load_link_profile(const json& spec, const std::string& file, const s
   link.name = r.get<std::string>("name");
   r.raw("sources", json::array());
   link.kind = r.get<std::string>("kind");
-  if (link.kind != "pcie" && link.kind != "nvlink") r.fail("kind", "expected \"pcie\" or \"nvlink\"");
+  if (link.kind != "pcie" && link.kind != "nvlink")
+    r.fail("kind", "expected \"pcie\" or \"nvlink\"");
   link.forward = read_curve(r.child("forward"));
   link.reverse = read_curve(r.child("reverse"));
   r.finish();
@@ -237,10 +238,10 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   r.get<std::string>("description", "");
   json gpu_resolved, host_resolved, peer_resolved;
   c.gpu = load_gpu_profile(r.raw("gpu", "h200"), file, "$.gpu", gpu_resolved);
-  c.host_link = load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link",
-                                  host_resolved);
-  c.peer_link = load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link",
-                                  peer_resolved);
+  c.host_link =
+      load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link", host_resolved);
+  c.peer_link =
+      load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link", peer_resolved);
   c.gpus = r.get<uint32_t>("gpus", 1);
   if (c.gpus != 1) r.fail("gpus", "this build simulates one GPU; multi-GPU runs come later");
   read_capacity(r.child("capacity"), c);
@@ -262,4 +263,4 @@ RunConfig load_run_config(const std::string& path) {
   return parse_run_config(load_json_file(path), path);
 }
 
-}  // namespace faultline::config
+} // namespace faultline::config

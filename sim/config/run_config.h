@@ -1,13 +1,12 @@
 // The typed, validated configuration of one simulation run, and the profiles it is built from.
 #pragma once
 
+#include "sim/core/types.h"
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/core/types.h"
 
 namespace faultline::config {
 
@@ -15,7 +14,7 @@ namespace faultline::config {
 // interpolated (in log2 of size) between measured points and held flat beyond them.
 struct LinkCurve {
   Time overhead_ns = 0;
-  std::vector<std::pair<Bytes, double>> points;  // (transfer bytes, GB/s), sizes ascending
+  std::vector<std::pair<Bytes, double>> points; // (transfer bytes, GB/s), sizes ascending
 
   Time transfer_ns(Bytes bytes) const;
 };
@@ -23,7 +22,7 @@ struct LinkCurve {
 struct LinkProfile {
   std::string name;
   std::string kind;  // "pcie" or "nvlink"
-  LinkCurve forward;  // host->GPU for PCIe; lower->higher GPU index for NVLink
+  LinkCurve forward; // host->GPU for PCIe; lower->higher GPU index for NVLink
   LinkCurve reverse;
 };
 
@@ -33,13 +32,13 @@ struct GpuProfile {
   std::string host_link;
   std::string peer_link;
   // Replayable-fault servicing costs, see huvm-uvm-driver.md Part C and h200-probe.md.
-  Time batch_fixed_ns = 0;         // fetch, sort, replay: paid once per batch
-  Time per_vablock_ns = 0;         // lock, residency decision, DMA map per VA block
-  Time per_fault_ns = 0;           // per fault entry fetched (duplicates included)
-  Time page_table_update_ns = 0;   // PTE writes and TLB invalidate, per VA block serviced
-  Time eviction_ns = 0;            // fixed driver cost per evicted 2 MB chunk (copy extra)
-  Time host_fault_ns = 0;          // CPU fault on a GPU-resident page, per 64 KB serviced
-  uint32_t fault_parallelism = 0;  // outstanding faults before the running kernel stalls
+  Time batch_fixed_ns = 0;        // fetch, sort, replay: paid once per batch
+  Time per_vablock_ns = 0;        // lock, residency decision, DMA map per VA block
+  Time per_fault_ns = 0;          // per fault entry fetched (duplicates included)
+  Time page_table_update_ns = 0;  // PTE writes and TLB invalidate, per VA block serviced
+  Time eviction_ns = 0;           // fixed driver cost per evicted 2 MB chunk (copy extra)
+  Time host_fault_ns = 0;         // CPU fault on a GPU-resident page, per 64 KB serviced
+  uint32_t fault_parallelism = 0; // outstanding faults before the running kernel stalls
 };
 
 enum class EvictionOrder { kFifo, kLru };
@@ -47,10 +46,10 @@ enum class EvictionOrder { kFifo, kLru };
 struct DriverConfig {
   uint32_t batch_size = 256;
   bool prefetch = true;
-  uint32_t prefetch_threshold = 51;  // percent, density prefetcher
+  uint32_t prefetch_threshold = 51; // percent, density prefetcher
   EvictionOrder eviction = EvictionOrder::kFifo;
   bool thrashing_detection = false;
-  uint32_t thrashing_threshold = 3;  // migrations of a block within the lapse
+  uint32_t thrashing_threshold = 3; // migrations of a block within the lapse
   Time thrashing_lapse_ns = 500000;
   Time thrashing_pin_ns = 150000000;
 };
@@ -67,9 +66,9 @@ struct RunConfig {
   std::string policy = "ondemand";
   nlohmann::json policy_params = nlohmann::json::object();
   bool per_kernel = false;
-  Time watchdog_ns = 60'000'000'000;  // simulated time without any progress
-  uint32_t progress_every = 0;  // kernels between progress lines; 0 = off
-  nlohmann::json resolved;     // every value as read, defaults filled in
+  Time watchdog_ns = 60'000'000'000; // simulated time without any progress
+  uint32_t progress_every = 0;       // kernels between progress lines; 0 = off
+  nlohmann::json resolved;           // every value as read, defaults filled in
 };
 
 // Directory holding gpus/ and links/ profiles: $FAULTLINE_CONFIGS, else the source tree's.
@@ -85,4 +84,4 @@ LinkProfile load_link_profile(const nlohmann::json& spec, const std::string& fil
 GpuProfile load_gpu_profile(const nlohmann::json& spec, const std::string& file,
                             const std::string& path, nlohmann::json& resolved);
 
-}  // namespace faultline::config
+} // namespace faultline::config

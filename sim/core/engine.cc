@@ -32,4 +32,4 @@ std::string Engine::describe_in_flight() const {
   return out;
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -1,12 +1,12 @@
 // Deterministic discrete-event engine.
 #pragma once
 
+#include "sim/core/types.h"
+
 #include <cstdint>
 #include <queue>
 #include <string>
 #include <vector>
-
-#include "sim/core/types.h"
 
 namespace faultline {
 
@@ -14,7 +14,7 @@ namespace faultline {
 // (time, priority, sequence) order; describe_in_flight() says what the component is waiting
 // for, for the watchdog's message.
 class EventHandler {
- public:
+public:
   virtual ~EventHandler() = default;
   virtual void handle(uint32_t kind, Time now) = 0;
   virtual std::string describe_in_flight() const = 0;
@@ -25,7 +25,7 @@ class EventHandler {
 enum class Priority : uint8_t { kTransfer = 0, kKernel = 1, kDriver = 2, kHost = 3 };
 
 class Engine {
- public:
+public:
   explicit Engine(Time watchdog_ns) : watchdog_ns_(watchdog_ns) {}
 
   void add_component(const EventHandler* component) { components_.push_back(component); }
@@ -40,7 +40,7 @@ class Engine {
   std::string describe_in_flight() const;
   uint64_t events() const { return sequence_; }
 
- private:
+private:
   struct Event {
     Time at;
     Priority priority;
@@ -61,4 +61,4 @@ class Engine {
   uint64_t sequence_ = 0;
 };
 
-}  // namespace faultline
+} // namespace faultline

@@ -1,8 +1,8 @@
 #include "sim/gpu/kernel_runner.h"
 
-#include <algorithm>
-
 #include "sim/core/error.h"
+
+#include <algorithm>
 
 namespace faultline {
 
@@ -101,7 +101,7 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
 
 void KernelRunner::on_replay(Time now, uint64_t resolved) {
   if (!running_) return;
-  if (resolved > 0) engine_.progress();  // a long kernel that keeps faulting is not stuck
+  if (resolved > 0) engine_.progress(); // a long kernel that keeps faulting is not stuck
   outstanding_ -= std::min(outstanding_, resolved);
   if (stalled_since_ >= 0 && outstanding_ < config_.gpu.fault_parallelism) {
     shift_ += now - stalled_since_;
@@ -115,15 +115,22 @@ void KernelRunner::on_replay(Time now, uint64_t resolved) {
 void KernelRunner::try_finish(Time now) {
   if (outstanding_ > 0 || end_scheduled_) return;
   end_scheduled_ = true;
-  engine_.schedule(std::max(now, start_ + kernel_.duration + shift_), Priority::kKernel, this, kEnd);
+  engine_.schedule(std::max(now, start_ + kernel_.duration + shift_), Priority::kKernel, this,
+                   kEnd);
 }
 
 void KernelRunner::handle(uint32_t kind, Time now) {
   if (kind == kResume) return advance(now);
   running_ = false;
   engine_.progress();
-  KernelRow row{index_, kernel_.name, start_, now, kernel_.duration,
-                now - start_ - kernel_.duration, kernel_.accesses.size(), faults_};
+  KernelRow row{index_,
+                kernel_.name,
+                start_,
+                now,
+                kernel_.duration,
+                now - start_ - kernel_.duration,
+                kernel_.accesses.size(),
+                faults_};
   ++stats_.kernels;
   stats_.compute_ns += row.compute_ns;
   stats_.stall_ns += row.stall_ns;
@@ -137,9 +144,9 @@ std::string KernelRunner::describe_in_flight() const {
   return "GPU " + std::to_string(gpu_) + ": kernel #" + std::to_string(index_) + " (" +
          kernel_.name + ") at access " + std::to_string(next_) + " of " +
          std::to_string(kernel_.accesses.size()) + ", " + std::to_string(outstanding_) +
-         " faults outstanding" + (stalled_since_ >= 0 ? ", stalled since " +
-                                                           std::to_string(stalled_since_) + " ns"
-                                                     : std::string());
+         " faults outstanding" +
+         (stalled_since_ >= 0 ? ", stalled since " + std::to_string(stalled_since_) + " ns"
+                              : std::string());
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -3,29 +3,29 @@
 // running until `fault_parallelism` faults are outstanding, then stalls until a replay.
 #pragma once
 
-#include <functional>
-#include <map>
-
 #include "sim/core/engine.h"
 #include "sim/trace/format.h"
 #include "sim/uvm/fault_servicer.h"
 
+#include <functional>
+#include <map>
+
 namespace faultline {
 
 class KernelObserver {
- public:
+public:
   virtual ~KernelObserver() = default;
   virtual void on_kernel(unsigned gpu, const KernelRow& row) = 0;
 };
 
 class KernelRunner : public EventHandler {
- public:
+public:
   using DoneCallback = std::function<void(Time)>;
 
   KernelRunner(Engine& engine, MemoryModel& memory, FaultServicer& servicer, Migrator& migrator,
                LinkDirection& to_gpu, unsigned gpu, const config::RunConfig& config, Stats& stats)
-      : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator),
-        to_gpu_(to_gpu), gpu_(gpu), config_(config), stats_(stats) {}
+      : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator), to_gpu_(to_gpu),
+        gpu_(gpu), config_(config), stats_(stats) {}
 
   // `device_ranges` are live cudaMalloc ranges: always resident, never fault.
   void start(trace::KernelRecord& kernel, uint64_t index, Time now, DoneCallback done);
@@ -37,7 +37,7 @@ class KernelRunner : public EventHandler {
   void handle(uint32_t kind, Time now) override;
   std::string describe_in_flight() const override;
 
- private:
+private:
   enum Event : uint32_t { kResume, kEnd };
   void advance(Time now);
   // Returns false when the kernel must stop here (stall or a new fault changed the horizon).
@@ -63,7 +63,7 @@ class KernelRunner : public EventHandler {
   bool running_ = false;
   size_t next_ = 0;
   Time start_ = 0;
-  Time shift_ = 0;  // stall so far: later accesses happen this much later
+  Time shift_ = 0; // stall so far: later accesses happen this much later
   uint64_t outstanding_ = 0;
   Time stalled_since_ = -1;
   bool end_scheduled_ = false;
@@ -72,4 +72,4 @@ class KernelRunner : public EventHandler {
   VaBlock* cached_block_ = nullptr;
 };
 
-}  // namespace faultline
+} // namespace faultline

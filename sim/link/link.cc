@@ -16,4 +16,4 @@ Transfer LinkDirection::transfer(Time ready, Bytes bytes, const char* cause) {
   return t;
 }
 
-}  // namespace faultline
+} // namespace faultline

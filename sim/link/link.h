@@ -2,9 +2,9 @@
 // overhead + size / bandwidth(size). The two directions of a link are independent (full duplex).
 #pragma once
 
-#include <string>
-
 #include "sim/config/run_config.h"
+
+#include <string>
 
 namespace faultline {
 
@@ -15,14 +15,13 @@ struct Transfer {
 
 // Receives every transfer, for timelines; statistics stay outside the link.
 class TransferObserver {
- public:
+public:
   virtual ~TransferObserver() = default;
-  virtual void on_transfer(const std::string& link, Bytes bytes, Transfer t,
-                           const char* cause) = 0;
+  virtual void on_transfer(const std::string& link, Bytes bytes, Transfer t, const char* cause) = 0;
 };
 
 class LinkDirection {
- public:
+public:
   LinkDirection(std::string name, config::LinkCurve curve)
       : name_(std::move(name)), curve_(std::move(curve)) {}
 
@@ -35,7 +34,7 @@ class LinkDirection {
   Time busy_time() const { return busy_time_; }
   void set_observer(TransferObserver* observer) { observer_ = observer; }
 
- private:
+private:
   std::string name_;
   config::LinkCurve curve_;
   Time busy_until_ = 0;
@@ -53,4 +52,4 @@ struct Link {
   LinkDirection reverse;
 };
 
-}  // namespace faultline
+} // namespace faultline

@@ -50,7 +50,9 @@ void MemoryModel::reserve_device(unsigned gpu, uint64_t chunks) {
   chunks_used_[gpu] += chunks;
 }
 
-void MemoryModel::release_device(unsigned gpu, uint64_t chunks) { chunks_used_[gpu] -= chunks; }
+void MemoryModel::release_device(unsigned gpu, uint64_t chunks) {
+  chunks_used_[gpu] -= chunks;
+}
 
 MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageMask& pages,
                                      Time now) {
@@ -131,8 +133,8 @@ uint64_t MemoryModel::resident_pages(ProcessorId p) const {
 
 void MemoryModel::check_invariants() const {
   auto fail = [](const VaBlock& b, const std::string& what) {
-    throw SimulationError("memory model invariant broken at VA block " +
-                          std::to_string(b.index) + ": " + what);
+    throw SimulationError("memory model invariant broken at VA block " + std::to_string(b.index) +
+                          ": " + what);
   };
   std::vector<uint64_t> chunks(gpus_, 0);
   for (const auto& [index, b] : blocks_) {
@@ -144,7 +146,8 @@ void MemoryModel::check_invariants() const {
     }
     for (unsigned g = 0; g < gpus_; ++g) {
       if (b.remote[g].minus(b.resident[kHost]).any()) fail(b, "a remote mapping has no host page");
-      if (b.chunk[g] != b.resident[gpu_processor(g)].any()) fail(b, "chunk without pages or pages without chunk");
+      if (b.chunk[g] != b.resident[gpu_processor(g)].any())
+        fail(b, "chunk without pages or pages without chunk");
       chunks[g] += b.chunk[g];
     }
   }
@@ -158,4 +161,4 @@ void MemoryModel::check_invariants() const {
   }
 }
 
-}  // namespace faultline
+} // namespace faultline

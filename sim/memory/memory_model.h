@@ -3,25 +3,25 @@
 // with any page on a GPU holds one of that GPU's chunks.
 #pragma once
 
+#include "sim/memory/page_mask.h"
+
 #include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include "sim/memory/page_mask.h"
 
 namespace faultline {
 
 constexpr unsigned kMaxGpus = 8;
 
 struct VaBlock {
-  uint64_t index = 0;     // base address / 2 MB
-  PageMask allocated;     // pages inside a live managed allocation
-  PageMask resident[1 + kMaxGpus];  // [kHost], [gpu_processor(i)]; disjoint sets
-  PageMask remote[kMaxGpus];        // host-resident pages that GPU i maps over its link
-  PageMask prefetched_unused[kMaxGpus];  // brought by a prefetch, not yet touched
+  uint64_t index = 0;                   // base address / 2 MB
+  PageMask allocated;                   // pages inside a live managed allocation
+  PageMask resident[1 + kMaxGpus];      // [kHost], [gpu_processor(i)]; disjoint sets
+  PageMask remote[kMaxGpus];            // host-resident pages that GPU i maps over its link
+  PageMask prefetched_unused[kMaxGpus]; // brought by a prefetch, not yet touched
   bool chunk[kMaxGpus] = {};
-  Time ready_at[kMaxGpus] = {};  // GPU i may use its pages from this time (copies in flight)
+  Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)
   Time first_resident[kMaxGpus] = {};
   // Thrashing detection: returns to a GPU within the current lapse window; -1 until the block
   // has first been evicted from a GPU.
@@ -43,7 +43,7 @@ struct VaBlock {
 // its capacity. The model never chooses victims itself; the eviction order is exposed so that
 // the driver (or a policy) picks.
 class MemoryModel {
- public:
+public:
   MemoryModel(unsigned gpus, uint64_t capacity_chunks);
 
   unsigned gpus() const { return gpus_; }
@@ -63,8 +63,7 @@ class MemoryModel {
     return it == blocks_.end() ? nullptr : &it->second;
   }
   // Calls f(block, pages) for every block overlapping [address, address + size).
-  template <class F>
-  void for_each_block(Addr address, Bytes size, F&& f);
+  template <class F> void for_each_block(Addr address, Bytes size, F&& f);
 
   // Moves `pages` to `to`. Returns the pages that came from elsewhere, per source processor
   // (index = processor), so the caller can charge the copies; unpopulated pages need none.
@@ -87,7 +86,7 @@ class MemoryModel {
   size_t blocks() const { return blocks_.size(); }
   uint64_t resident_pages(ProcessorId p) const;
 
- private:
+private:
   void release_chunk_if_empty(VaBlock& block, unsigned gpu);
   void unlink(VaBlock& block, unsigned gpu);
   void append(VaBlock& block, unsigned gpu);
@@ -100,17 +99,17 @@ class MemoryModel {
   VaBlock* tail_[kMaxGpus] = {};
 };
 
-template <class F>
-void MemoryModel::for_each_block(Addr address, Bytes size, F&& f) {
+template <class F> void MemoryModel::for_each_block(Addr address, Bytes size, F&& f) {
   const Addr end = address + size;
   for (uint64_t index = address / kBlockSize; index * kBlockSize < end; ++index) {
     const Addr lo = std::max(address, index * kBlockSize);
     const Addr hi = std::min(end, (index + 1) * kBlockSize);
     const unsigned first = static_cast<unsigned>((lo - index * kBlockSize) / kPageSize);
-    const unsigned last = static_cast<unsigned>((hi - index * kBlockSize + kPageSize - 1) / kPageSize);
+    const unsigned last =
+        static_cast<unsigned>((hi - index * kBlockSize + kPageSize - 1) / kPageSize);
     VaBlock* block = find(index);
     if (block) f(*block, PageMask::range(first, last - first));
   }
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -1,10 +1,10 @@
 // A set of the 512 4 KB pages of one 2 MB VA block.
 #pragma once
 
+#include "sim/core/types.h"
+
 #include <bit>
 #include <cstdint>
-
-#include "sim/core/types.h"
 
 namespace faultline {
 
@@ -36,7 +36,8 @@ struct PageMask {
     return n;
   }
   bool any() const {
-    for (uint64_t w : words) if (w) return true;
+    for (uint64_t w : words)
+      if (w) return true;
     return false;
   }
   bool none() const { return !any(); }
@@ -56,15 +57,18 @@ struct PageMask {
   friend PageMask operator&(PageMask a, const PageMask& b) { return a &= b; }
   friend PageMask operator|(PageMask a, const PageMask& b) { return a |= b; }
   bool operator==(const PageMask& o) const {
-    for (unsigned i = 0; i < 8; ++i) if (words[i] != o.words[i]) return false;
+    for (unsigned i = 0; i < 8; ++i)
+      if (words[i] != o.words[i]) return false;
     return true;
   }
   // Calls f(first, count) for each maximal run of consecutive pages in the set.
-  template <class F>
-  void for_each_run(F&& f) const {
+  template <class F> void for_each_run(F&& f) const {
     unsigned p = 0;
     while (p < kPagesPerBlock) {
-      if (!test(p)) { ++p; continue; }
+      if (!test(p)) {
+        ++p;
+        continue;
+      }
       unsigned q = p;
       while (q < kPagesPerBlock && test(q)) ++q;
       f(p, q - p);
@@ -73,4 +77,4 @@ struct PageMask {
   }
 };
 
-}  // namespace faultline
+} // namespace faultline

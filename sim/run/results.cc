@@ -1,37 +1,37 @@
 #include "sim/run/results.h"
 
-#include <chrono>
-#include <cmath>
-#include <memory>
-#include <cstdio>
-
 #include "sim/core/error.h"
 #include "sim/run/simulator.h"
 #include "sim/run/timeline.h"
 #include "sim/trace/inspect.h"
 #include "version.h"
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
 namespace faultline {
 namespace {
 
 // Prints at most one line a second on stderr; wall time never reaches the results.
 class StderrProgress : public ProgressReporter {
- public:
+public:
   void on_progress(uint64_t kernels, Time now, const Stats& s) override {
     const auto wall = std::chrono::steady_clock::now();
     if (wall - last_ < std::chrono::seconds(1)) return;
     last_ = wall;
-    std::fprintf(stderr, "\r[faultline] %llu kernels, %.3f s simulated, %llu faults, %llu batches   ",
-                 static_cast<unsigned long long>(kernels), static_cast<double>(now) / 1e9,
-                 static_cast<unsigned long long>(s.faults),
-                 static_cast<unsigned long long>(s.batches));
+    std::fprintf(
+        stderr, "\r[faultline] %llu kernels, %.3f s simulated, %llu faults, %llu batches   ",
+        static_cast<unsigned long long>(kernels), static_cast<double>(now) / 1e9,
+        static_cast<unsigned long long>(s.faults), static_cast<unsigned long long>(s.batches));
     printed_ = true;
   }
   ~StderrProgress() override {
     if (printed_) std::fputc('\n', stderr);
   }
 
- private:
+private:
   std::chrono::steady_clock::time_point last_{};
   bool printed_ = false;
 };
@@ -39,16 +39,23 @@ class StderrProgress : public ProgressReporter {
 nlohmann::json kernel_rows(const Stats& stats) {
   nlohmann::json rows = nlohmann::json::array();
   for (const KernelRow& k : stats.kernel_rows) {
-    rows.push_back({{"index", k.index}, {"name", k.name}, {"start_ns", k.start},
-                    {"end_ns", k.end}, {"compute_ns", k.compute_ns}, {"stall_ns", k.stall_ns},
-                    {"accesses", k.accesses}, {"faults", k.faults}});
+    rows.push_back({{"index", k.index},
+                    {"name", k.name},
+                    {"start_ns", k.start},
+                    {"end_ns", k.end},
+                    {"compute_ns", k.compute_ns},
+                    {"stall_ns", k.stall_ns},
+                    {"accesses", k.accesses},
+                    {"faults", k.faults}});
   }
   return rows;
 }
 
-}  // namespace
+} // namespace
 
-const char* git_revision() { return FAULTLINE_GIT_REVISION; }
+const char* git_revision() {
+  return FAULTLINE_GIT_REVISION;
+}
 
 nlohmann::json stats_json(const Stats& s, Time total_ns) {
   const auto bytes = [](uint64_t pages) { return pages * kPageSize; };
@@ -71,9 +78,10 @@ nlohmann::json stats_json(const Stats& s, Time total_ns) {
       {"evictions", s.evictions},
       {"policy_evicted_bytes", bytes(s.policy_evicted_pages)},
       {"discarded_bytes", bytes(s.discarded_pages)},
-      {"prefetch", {{"issued_bytes", bytes(s.prefetch_issued)},
-                    {"used_bytes", bytes(s.prefetch_used)},
-                    {"wasted_bytes", bytes(s.prefetch_wasted)}}},
+      {"prefetch",
+       {{"issued_bytes", bytes(s.prefetch_issued)},
+        {"used_bytes", bytes(s.prefetch_used)},
+        {"wasted_bytes", bytes(s.prefetch_wasted)}}},
       {"host_faults", s.host_faults},
       {"thrashing_pins", s.thrashing_pins},
       {"remote_accesses", s.remote_accesses},
@@ -86,7 +94,8 @@ nlohmann::json run_job(const SimJob& job) {
   const trace::TraceStats trace_stats = trace::compute_stats(job.trace_path);
   uint64_t chunks = (config.capacity_bytes + kBlockSize - 1) / kBlockSize;
   if (config.capacity_fraction > 0) {
-    const double wanted = config.capacity_fraction * static_cast<double>(trace_stats.footprint_chunks);
+    const double wanted =
+        config.capacity_fraction * static_cast<double>(trace_stats.footprint_chunks);
     chunks = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
   }
   config.resolved["capacity"]["resolved_bytes"] = chunks * kBlockSize;
@@ -107,7 +116,8 @@ nlohmann::json run_job(const SimJob& job) {
 
   nlohmann::json out;
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", 1}};
-  out["trace"] = {{"path", job.trace_path}, {"metadata", sim.reader().metadata()},
+  out["trace"] = {{"path", job.trace_path},
+                  {"metadata", sim.reader().metadata()},
                   {"footprint_bytes", trace_stats.footprint_bytes()}};
   out["config"] = config.resolved;
   out["results"] = stats_json(stats, sim.end_time());
@@ -115,4 +125,4 @@ nlohmann::json run_job(const SimJob& job) {
   return out;
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -1,20 +1,19 @@
 // One simulation from files to a result document: the `faultline sim` job.
 #pragma once
 
-#include <string>
-
-#include <nlohmann/json.hpp>
-
 #include "sim/config/run_config.h"
 #include "sim/run/stats.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace faultline {
 
 struct SimJob {
   std::string config_path;
   std::string trace_path;
-  std::string timeline_path;  // empty: none
-  bool progress = false;      // a progress line on stderr
+  std::string timeline_path; // empty: none
+  bool progress = false;     // a progress line on stderr
   bool check_invariants = false;
 };
 
@@ -27,4 +26,4 @@ nlohmann::json stats_json(const Stats& stats, Time total_ns);
 // The git revision this binary was built from ("-dirty" when the tree had changes).
 const char* git_revision();
 
-}  // namespace faultline
+} // namespace faultline

@@ -8,15 +8,16 @@ namespace {
 
 enum HostEvent : uint32_t { kStep };
 
-uint64_t chunks_for(Bytes size) { return (size + kBlockSize - 1) / kBlockSize; }
+uint64_t chunks_for(Bytes size) {
+  return (size + kBlockSize - 1) / kBlockSize;
+}
 
-}  // namespace
+} // namespace
 
 Simulator::Simulator(const config::RunConfig& config, const std::string& trace_path,
                      uint64_t capacity_chunks)
     : config_(config), reader_(trace_path), engine_(config.watchdog_ns),
-      memory_(config.gpus, capacity_chunks),
-      to_gpu_("PCIe host->GPU0", config.host_link.forward),
+      memory_(config.gpus, capacity_chunks), to_gpu_("PCIe host->GPU0", config.host_link.forward),
       to_host_("PCIe GPU0->host", config.host_link.reverse),
       migrator_(memory_, to_gpu_, to_host_, config.gpu, config.driver, stats_),
       servicer_(engine_, memory_, migrator_, 0, config.gpu, config.driver, stats_),
@@ -61,7 +62,7 @@ void Simulator::handle(uint32_t, Time now) {
         end_time_ = now;
         return;
       }
-      if (!have_pending_ && reader_.records() == 1) delay_ = -pending_.time();
+      if (reader_.records() == 1) delay_ = -pending_.time(); // the run starts at 0
       have_pending_ = true;
     }
     const Time due = std::max(now, pending_.time() + delay_);
@@ -70,18 +71,26 @@ void Simulator::handle(uint32_t, Time now) {
     now = apply(pending_, now);
     if (check_invariants_) memory_.check_invariants();
     engine_.progress();
-    if (now < 0) return;  // a kernel runs; kernel_done() resumes the host
+    if (now < 0) return; // a kernel runs; kernel_done() resumes the host
     if (now > engine_.now()) return engine_.schedule(now, Priority::kHost, this, kStep);
   }
 }
 
 Time Simulator::apply(trace::Record& record, Time now) {
   switch (record.type) {
-    case trace::RecordType::kAlloc: on_alloc(record.alloc, now); return now;
-    case trace::RecordType::kFree: on_free(record.free, now); return now;
-    case trace::RecordType::kHostAccess: return on_host_access(record.host, now);
-    case trace::RecordType::kKernel: launch(record.kernel, now); return -1;
-    default: return now;  // one GPU runs kernels in order: a sync adds no wait of its own
+  case trace::RecordType::kAlloc:
+    on_alloc(record.alloc, now);
+    return now;
+  case trace::RecordType::kFree:
+    on_free(record.free, now);
+    return now;
+  case trace::RecordType::kHostAccess:
+    return on_host_access(record.host, now);
+  case trace::RecordType::kKernel:
+    launch(record.kernel, now);
+    return -1;
+  default:
+    return now; // one GPU runs kernels in order: a sync adds no wait of its own
   }
 }
 
@@ -94,14 +103,18 @@ void Simulator::on_alloc(const trace::AllocRecord& r, Time now) {
   }
   live_[r.id] = r;
   actions_.clear();
-  policy_->on_alloc({now, r.id, r.kind != trace::MemoryKind::kDevice,
-                     r.kind == trace::MemoryKind::kAllocatorBlock, r.segment, {r.address, r.size}},
+  policy_->on_alloc({now,
+                     r.id,
+                     r.kind != trace::MemoryKind::kDevice,
+                     r.kind == trace::MemoryKind::kAllocatorBlock,
+                     r.segment,
+                     {r.address, r.size}},
                     actions_);
   execute(actions_, now);
 }
 
 void Simulator::on_free(const trace::FreeRecord& r, Time now) {
-  const trace::AllocRecord a = live_.at(r.id);  // the reader checked that it is live
+  const trace::AllocRecord a = live_.at(r.id); // the reader checked that it is live
   live_.erase(r.id);
   if (a.kind == trace::MemoryKind::kManaged) {
     memory_.for_each_block(a.address, a.size, [&](VaBlock& block, const PageMask& pages) {
@@ -113,8 +126,11 @@ void Simulator::on_free(const trace::FreeRecord& r, Time now) {
     device_ranges_.erase(a.address);
   }
   actions_.clear();
-  policy_->on_free({now, r.id, a.kind != trace::MemoryKind::kDevice,
-                    a.kind == trace::MemoryKind::kAllocatorBlock, {a.address, a.size}},
+  policy_->on_free({now,
+                    r.id,
+                    a.kind != trace::MemoryKind::kDevice,
+                    a.kind == trace::MemoryKind::kAllocatorBlock,
+                    {a.address, a.size}},
                    actions_);
   execute(actions_, now);
 }
@@ -147,7 +163,8 @@ void Simulator::launch(trace::KernelRecord& k, Time now) {
   policy_->on_kernel_launch(event, actions_);
   execute(actions_, now);
   const Time recorded_end = k.start + k.duration;
-  runner_.start(k, kernel_index_++, now, [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
+  runner_.start(k, kernel_index_++, now,
+                [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
 }
 
 void Simulator::kernel_done(Time recorded_end, Time now) {
@@ -172,21 +189,23 @@ void Simulator::execute(const policies::Actions& actions, Time now) {
   for (const policies::Action& action : actions) {
     const auto& range = action.range;
     switch (action.kind) {
-      case policies::ActionKind::kPrefetch: prefetch(action, now); break;
-      case policies::ActionKind::kEvict:
-        memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
-          const PageMask on_gpu = pages & block.resident[gpu_processor(0)];
-          stats_.policy_evicted_pages += on_gpu.count();
-          migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
-        });
-        break;
-      case policies::ActionKind::kDiscard:
-        memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
-          stats_.prefetch_wasted += (block.prefetched_unused[0] & pages).count();
-          stats_.discarded_pages += (pages & block.allocated).minus(block.unpopulated()).count();
-          memory_.drop(block, pages);
-        });
-        break;
+    case policies::ActionKind::kPrefetch:
+      prefetch(action, now);
+      break;
+    case policies::ActionKind::kEvict:
+      memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
+        const PageMask on_gpu = pages & block.resident[gpu_processor(0)];
+        stats_.policy_evicted_pages += on_gpu.count();
+        migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
+      });
+      break;
+    case policies::ActionKind::kDiscard:
+      memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
+        stats_.prefetch_wasted += (block.prefetched_unused[0] & pages).count();
+        stats_.discarded_pages += (pages & block.allocated).minus(block.unpopulated()).count();
+        memory_.drop(block, pages);
+      });
+      break;
     }
   }
 }
@@ -196,13 +215,14 @@ void Simulator::prefetch(const policies::Action& action, Time now) {
     throw SimulationError("policy " + config_.policy + " asked to prefetch to processor " +
                           std::to_string(action.target) + "; this run has GPU 0 (processor 1)");
   }
-  memory_.for_each_block(action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
-    const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(0)]);
-    if (pages.none()) return;
-    const Time ready = block.chunk[0] ? now : migrator_.make_room(0, now, &block);
-    const Time end = migrator_.to_gpu(block, 0, pages, pages, ready, "prefetch");
-    block.ready_at[0] = std::max(block.ready_at[0], end);
-  });
+  memory_.for_each_block(
+      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
+        const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(0)]);
+        if (pages.none()) return;
+        const Time ready = block.chunk[0] ? now : migrator_.make_room(0, now, &block);
+        const Time end = migrator_.to_gpu(block, 0, pages, pages, ready, "prefetch");
+        block.ready_at[0] = std::max(block.ready_at[0], end);
+      });
 }
 
 void Simulator::finish() {
@@ -220,4 +240,4 @@ std::string Simulator::describe_in_flight() const {
          (runner_.running() ? ", waiting for a kernel" : "");
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -2,18 +2,18 @@
 // the driver services faults, and the policy's actions are executed.
 #pragma once
 
-#include <map>
-#include <memory>
-#include <unordered_map>
-
 #include "policies/policy.h"
 #include "sim/gpu/kernel_runner.h"
 #include "sim/trace/reader.h"
 
+#include <map>
+#include <memory>
+#include <unordered_map>
+
 namespace faultline {
 
 class ProgressReporter {
- public:
+public:
   virtual ~ProgressReporter() = default;
   virtual void on_progress(uint64_t kernels, Time now, const Stats& stats) = 0;
 };
@@ -21,7 +21,7 @@ class ProgressReporter {
 // Contract: construct with a validated config, the trace to replay and the GPU capacity in
 // chunks; run() replays the whole trace once and returns what was measured. Deterministic.
 class Simulator : public EventHandler, public FaultListener {
- public:
+public:
   Simulator(const config::RunConfig& config, const std::string& trace_path,
             uint64_t capacity_chunks);
   ~Simulator() override;
@@ -43,7 +43,7 @@ class Simulator : public EventHandler, public FaultListener {
   void on_batch(Time now, const std::vector<uint64_t>& big_pages) override;
   void on_replay(Time now, uint64_t resolved) override { runner_.on_replay(now, resolved); }
 
- private:
+private:
   // Applies one record at `now`; returns the host's time afterwards, or -1 if a kernel was
   // launched and the host waits for it.
   Time apply(trace::Record& record, Time now);
@@ -74,7 +74,7 @@ class Simulator : public EventHandler, public FaultListener {
   bool have_pending_ = false;
   bool started_ = false;
   bool finished_ = false;
-  Time delay_ = 0;  // simulated minus recorded time, carried from kernel to kernel
+  Time delay_ = 0; // simulated minus recorded time, carried from kernel to kernel
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::unordered_map<uint64_t, trace::AllocRecord> live_;
@@ -82,4 +82,4 @@ class Simulator : public EventHandler, public FaultListener {
   policies::Actions actions_;
 };
 
-}  // namespace faultline
+} // namespace faultline

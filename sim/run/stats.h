@@ -1,10 +1,10 @@
 // What a run measured. Filled by the simulator's components, never by policies.
 #pragma once
 
+#include "sim/core/types.h"
+
 #include <string>
 #include <vector>
-
-#include "sim/core/types.h"
 
 namespace faultline {
 
@@ -23,28 +23,28 @@ struct Stats {
   uint64_t kernels = 0;
   uint64_t accesses = 0;
   uint64_t hits = 0;
-  uint64_t faults = 0;             // fault-buffer entries raised by kernels
-  uint64_t duplicate_faults = 0;   // entries coalesced away inside a batch
+  uint64_t faults = 0;           // fault-buffer entries raised by kernels
+  uint64_t duplicate_faults = 0; // entries coalesced away inside a batch
   uint64_t batches = 0;
-  Time batch_ns = 0;               // summed service time of all batches
-  uint64_t blocks_serviced = 0;    // VA blocks serviced, summed over batches
-  Time compute_ns = 0;             // recorded kernel durations
-  Time stall_ns = 0;               // kernel time beyond its recorded duration
-  Time host_ns = 0;                // time the host spent in CPU faults
+  Time batch_ns = 0;            // summed service time of all batches
+  uint64_t blocks_serviced = 0; // VA blocks serviced, summed over batches
+  Time compute_ns = 0;          // recorded kernel durations
+  Time stall_ns = 0;            // kernel time beyond its recorded duration
+  Time host_ns = 0;             // time the host spent in CPU faults
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
-  uint64_t pages_populated = 0;    // first touches on the GPU: no copy needed
-  uint64_t evictions = 0;          // 2 MB chunks evicted on the fault path
+  uint64_t pages_populated = 0; // first touches on the GPU: no copy needed
+  uint64_t evictions = 0;       // 2 MB chunks evicted on the fault path
   uint64_t policy_evicted_pages = 0;
   uint64_t discarded_pages = 0;
-  uint64_t prefetch_issued = 0;    // pages brought ahead of a fault (density or policy)
-  uint64_t prefetch_used = 0;      // ... and later touched by a kernel
-  uint64_t prefetch_wasted = 0;    // ... and evicted, discarded or never touched
-  uint64_t host_faults = 0;        // 64 KB regions the host pulled back
+  uint64_t prefetch_issued = 0; // pages brought ahead of a fault (density or policy)
+  uint64_t prefetch_used = 0;   // ... and later touched by a kernel
+  uint64_t prefetch_wasted = 0; // ... and evicted, discarded or never touched
+  uint64_t host_faults = 0;     // 64 KB regions the host pulled back
   uint64_t thrashing_pins = 0;
   uint64_t remote_accesses = 0;
   uint64_t peak_chunks = 0;
   std::vector<KernelRow> kernel_rows;
 };
 
-}  // namespace faultline
+} // namespace faultline

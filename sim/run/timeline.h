@@ -1,18 +1,18 @@
 // Chrome trace-event JSON (opens in the Perfetto UI): kernels, fault batches, link transfers.
 #pragma once
 
-#include <cstdio>
-#include <map>
-#include <string>
-
 #include "sim/gpu/kernel_runner.h"
 #include "sim/link/link.h"
 #include "sim/uvm/fault_servicer.h"
 
+#include <cstdio>
+#include <map>
+#include <string>
+
 namespace faultline {
 
 class Timeline : public TransferObserver, public BatchObserver, public KernelObserver {
- public:
+public:
   explicit Timeline(const std::string& path);
   ~Timeline() override;
   void close();
@@ -22,7 +22,7 @@ class Timeline : public TransferObserver, public BatchObserver, public KernelObs
                       uint64_t blocks) override;
   void on_kernel(unsigned gpu, const KernelRow& row) override;
 
- private:
+private:
   void event(const std::string& name, int pid, int tid, Time start, Time end,
              const std::string& args);
   int thread(int pid, const std::string& name);
@@ -33,4 +33,4 @@ class Timeline : public TransferObserver, public BatchObserver, public KernelObs
   std::map<std::pair<int, std::string>, int> threads_;
 };
 
-}  // namespace faultline
+} // namespace faultline

@@ -1,17 +1,19 @@
 #include "sim/synth/synth.h"
 
-#include <random>
-
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
 #include "sim/trace/writer.h"
+
+#include <random>
 
 namespace faultline::synth {
 namespace {
 
 constexpr Addr kBase = Addr{0x7f00} << 32;
 
-Bytes round_up(Bytes v, Bytes unit) { return (v + unit - 1) / unit * unit; }
+Bytes round_up(Bytes v, Bytes unit) {
+  return (v + unit - 1) / unit * unit;
+}
 
 struct Tensor {
   uint64_t id;
@@ -22,12 +24,12 @@ struct Tensor {
 
 // Emits records in time order; every kernel runs back to back after the previous one.
 class Builder {
- public:
+public:
   Builder(const Params& p, trace::TraceWriter& w) : p_(p), w_(w), rng_(p.seed) {}
 
   Tensor alloc(Bytes size) {
     Tensor t{next_id_++, next_addr_, round_up(std::max(size, kBigPageSize), kBigPageSize)};
-    next_addr_ += round_up(t.size, kBlockSize);  // cudaMallocManaged aligns to 2 MB
+    next_addr_ += round_up(t.size, kBlockSize); // cudaMallocManaged aligns to 2 MB
     w_.write(trace::AllocRecord{t.id, trace::MemoryKind::kManaged, t.address, t.size, now_, 0});
     return t;
   }
@@ -59,13 +61,14 @@ class Builder {
     k.args.push_back(t.id);
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t page = rng_() % t.pages();
-      add(k, t.address / kBigPageSize + page, (rng_() & 3) == 0 ? AccessType::kWrite : AccessType::kRead);
+      add(k, t.address / kBigPageSize + page,
+          (rng_() & 3) == 0 ? AccessType::kWrite : AccessType::kRead);
     }
     emit(k);
   }
   uint64_t accesses() const { return accesses_; }
 
- private:
+private:
   void add(trace::KernelRecord& k, uint64_t page, AccessType type) {
     k.accesses.push_back({page, static_cast<Time>(k.accesses.size()) * p_.ns_per_access, type});
   }
@@ -97,7 +100,8 @@ void stream(const Params& p, Builder& b) {
 
 void random(const Params& p, Builder& b) {
   const Tensor t = b.alloc(p.footprint);
-  const uint64_t per_kernel = std::max<uint64_t>(1, t.pages() * p.touches / p.kernels_per_iteration);
+  const uint64_t per_kernel =
+      std::max<uint64_t>(1, t.pages() * p.touches / p.kernels_per_iteration);
   for (uint32_t it = 0; it < p.iterations; ++it) {
     for (uint32_t i = 0; i < p.kernels_per_iteration; ++i) {
       b.random_kernel("random_" + std::to_string(i), t, per_kernel);
@@ -109,8 +113,8 @@ void random(const Params& p, Builder& b) {
 // Layers forward then backward: weights and their gradients live throughout and are reused
 // every iteration; activations are allocated in the forward pass and freed in reverse order.
 void dnn(const Params& p, Builder& b) {
-  const Bytes weight = p.footprint / 5 / p.layers;   // 20% weights, 20% gradients
-  const Bytes activation = p.footprint * 3 / 5 / p.layers;  // 60% activations at peak
+  const Bytes weight = p.footprint / 5 / p.layers;         // 20% weights, 20% gradients
+  const Bytes activation = p.footprint * 3 / 5 / p.layers; // 60% activations at peak
   std::vector<Tensor> w, g;
   for (uint32_t l = 0; l < p.layers; ++l) {
     w.push_back(b.alloc(weight));
@@ -136,7 +140,7 @@ void dnn(const Params& p, Builder& b) {
   }
 }
 
-}  // namespace
+} // namespace
 
 Params params_from_json(const nlohmann::json& j, const std::string& where) {
   config::Reader r(j, where);
@@ -163,22 +167,30 @@ Params params_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 nlohmann::json to_json(const Params& p) {
-  return {{"pattern", p.pattern}, {"footprint", p.footprint}, {"iterations", p.iterations},
-          {"seed", p.seed}, {"kernels_per_iteration", p.kernels_per_iteration},
-          {"layers", p.layers}, {"touches", p.touches}, {"ns_per_access", p.ns_per_access}};
+  return {{"pattern", p.pattern},
+          {"footprint", p.footprint},
+          {"iterations", p.iterations},
+          {"seed", p.seed},
+          {"kernels_per_iteration", p.kernels_per_iteration},
+          {"layers", p.layers},
+          {"touches", p.touches},
+          {"ns_per_access", p.ns_per_access}};
 }
 
 uint64_t write_trace(const Params& p, const std::string& path, const std::string& command) {
   nlohmann::json meta = {{"source", "synthetic"}, {"gpu", "none (synthetic)"},
-                         {"driver", "none"}, {"cuda", "none"}, {"command", command},
-                         {"workload", to_json(p)}};
+                         {"driver", "none"},      {"cuda", "none"},
+                         {"command", command},    {"workload", to_json(p)}};
   trace::TraceWriter writer(path, meta);
   Builder builder(p, writer);
-  if (p.pattern == "stream") stream(p, builder);
-  else if (p.pattern == "random") random(p, builder);
-  else dnn(p, builder);
+  if (p.pattern == "stream")
+    stream(p, builder);
+  else if (p.pattern == "random")
+    random(p, builder);
+  else
+    dnn(p, builder);
   writer.close();
   return builder.accesses();
 }
 
-}  // namespace faultline::synth
+} // namespace faultline::synth

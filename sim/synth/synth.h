@@ -1,23 +1,22 @@
 // Synthetic workloads for tests and benchmarks. They never stand in for real traces in results.
 #pragma once
 
-#include <string>
+#include "sim/core/types.h"
 
 #include <nlohmann/json.hpp>
-
-#include "sim/core/types.h"
+#include <string>
 
 namespace faultline::synth {
 
 struct Params {
-  std::string pattern = "dnn";  // "stream", "random" or "dnn"
+  std::string pattern = "dnn"; // "stream", "random" or "dnn"
   Bytes footprint = Bytes{1} << 30;
   uint32_t iterations = 2;
   uint64_t seed = 1;
-  uint32_t kernels_per_iteration = 16;  // stream and random
-  uint32_t layers = 12;                 // dnn
-  uint32_t touches = 1;                 // times each 64 KB page is read within a kernel
-  Time ns_per_access = 100;             // compute time per 64 KB access when resident
+  uint32_t kernels_per_iteration = 16; // stream and random
+  uint32_t layers = 12;                // dnn
+  uint32_t touches = 1;                // times each 64 KB page is read within a kernel
+  Time ns_per_access = 100;            // compute time per 64 KB access when resident
 };
 
 // Reads params from the CLI's JSON form ({"pattern": ..., "footprint": ...}), strictly.
@@ -27,4 +26,4 @@ nlohmann::json to_json(const Params& p);
 // Writes the trace; returns the number of accesses written.
 uint64_t write_trace(const Params& p, const std::string& path, const std::string& command);
 
-}  // namespace faultline::synth
+} // namespace faultline::synth

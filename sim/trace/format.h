@@ -1,14 +1,13 @@
 // Trace format v1: the records a trace holds. The byte layout is specified in traces/FORMAT.md.
 #pragma once
 
+#include "sim/core/types.h"
+
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/core/types.h"
 
 namespace faultline::trace {
 
@@ -16,19 +15,19 @@ constexpr std::array<char, 8> kMagic = {'F', 'L', 'T', 'R', 'A', 'C', 'E', '\n'}
 constexpr uint32_t kVersion = 1;
 
 enum class RecordType : uint8_t {
-  kString = 1,  // internal: defines a kernel-name string; never returned by the reader
+  kString = 1, // internal: defines a kernel-name string; never returned by the reader
   kAlloc = 2,
   kFree = 3,
   kKernel = 4,
   kHostAccess = 5,
   kSync = 6,
-  kEnd = 0x7f,  // internal: trailer with the record count
+  kEnd = 0x7f, // internal: trailer with the record count
 };
 
 enum class MemoryKind : uint8_t {
-  kManaged = 0,         // cudaMallocManaged segment: the simulator migrates its pages
-  kDevice = 1,          // cudaMalloc segment: always GPU-resident, takes capacity
-  kAllocatorBlock = 2,  // a caching-allocator block inside a segment (e.g. a PyTorch tensor)
+  kManaged = 0,        // cudaMallocManaged segment: the simulator migrates its pages
+  kDevice = 1,         // cudaMalloc segment: always GPU-resident, takes capacity
+  kAllocatorBlock = 2, // a caching-allocator block inside a segment (e.g. a PyTorch tensor)
 };
 
 enum class SyncKind : uint8_t { kDevice = 0, kStream = 1, kEvent = 2 };
@@ -38,12 +37,12 @@ const char* to_string(MemoryKind kind);
 const char* to_string(SyncKind kind);
 
 struct AllocRecord {
-  uint64_t id = 0;  // unique among live allocations; 0 is reserved for "none"
+  uint64_t id = 0; // unique among live allocations; 0 is reserved for "none"
   MemoryKind kind = MemoryKind::kManaged;
   Addr address = 0;
   Bytes size = 0;
   Time time = 0;
-  uint64_t segment = 0;  // for kAllocatorBlock: id of the segment holding it, else 0
+  uint64_t segment = 0; // for kAllocatorBlock: id of the segment holding it, else 0
 };
 
 struct FreeRecord {
@@ -56,8 +55,8 @@ struct Dim3 {
 };
 
 struct Access {
-  uint64_t big_page = 0;  // address / 64 KB
-  Time offset = 0;        // from kernel start, in the all-resident timing
+  uint64_t big_page = 0; // address / 64 KB
+  Time offset = 0;       // from kernel start, in the all-resident timing
   AccessType type = AccessType::kRead;
 };
 
@@ -65,10 +64,10 @@ struct KernelRecord {
   std::string name;
   uint32_t stream = 0;
   Dim3 grid, block;
-  Time start = 0;     // launch time as recorded
-  Time duration = 0;  // compute time with all its data resident
-  std::vector<uint64_t> args;  // allocation ids named by its pointer arguments
-  std::vector<Access> accesses;  // in order, offsets non-decreasing and <= duration
+  Time start = 0;               // launch time as recorded
+  Time duration = 0;            // compute time with all its data resident
+  std::vector<uint64_t> args;   // allocation ids named by its pointer arguments
+  std::vector<Access> accesses; // in order, offsets non-decreasing and <= duration
 };
 
 struct HostAccessRecord {
@@ -101,4 +100,4 @@ struct Record {
 // page_size and access_granularity are checked by the reader against this build.
 nlohmann::json default_metadata();
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

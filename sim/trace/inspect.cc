@@ -1,18 +1,18 @@
 #include "sim/trace/inspect.h"
 
+#include "sim/trace/reader.h"
+
 #include <filesystem>
 #include <ostream>
 #include <unordered_map>
 #include <unordered_set>
-
-#include "sim/trace/reader.h"
 
 namespace faultline::trace {
 namespace {
 
 // Live 2 MB chunks spanned by allocations (several small ones may share a chunk).
 class ChunkCounter {
- public:
+public:
   void add(Addr a, Bytes size, int delta) {
     for (uint64_t b = a / kBlockSize; b * kBlockSize < a + size; ++b) {
       int& n = refs_[b];
@@ -26,25 +26,32 @@ class ChunkCounter {
   }
   uint64_t live() const { return live_; }
 
- private:
+private:
   std::unordered_map<uint64_t, int> refs_;
   uint64_t live_ = 0;
 };
 
 class StatsPass {
- public:
+public:
   void add(const Record& r) {
     switch (r.type) {
-      case RecordType::kAlloc: return alloc(r.alloc);
-      case RecordType::kFree: return free(r.free);
-      case RecordType::kKernel: return kernel(r.kernel);
-      case RecordType::kHostAccess: ++s.host_accesses; return;
-      default: ++s.syncs; return;
+    case RecordType::kAlloc:
+      return alloc(r.alloc);
+    case RecordType::kFree:
+      return free(r.free);
+    case RecordType::kKernel:
+      return kernel(r.kernel);
+    case RecordType::kHostAccess:
+      ++s.host_accesses;
+      return;
+    default:
+      ++s.syncs;
+      return;
     }
   }
   TraceStats s;
 
- private:
+private:
   void alloc(const AllocRecord& a) {
     ++s.allocations;
     live_[a.id] = a;
@@ -81,7 +88,7 @@ class StatsPass {
 
   std::unordered_map<uint64_t, AllocRecord> live_;
   std::unordered_set<std::string> names_;
-  std::unordered_map<uint64_t, uint64_t> last_kernel_;  // big page -> last kernel touching it
+  std::unordered_map<uint64_t, uint64_t> last_kernel_; // big page -> last kernel touching it
   std::unordered_set<uint64_t> blocks_;
   ChunkCounter chunks_;
   Bytes managed_ = 0, device_ = 0;
@@ -91,31 +98,47 @@ class StatsPass {
 nlohmann::json record_json(const Record& r) {
   using nlohmann::json;
   switch (r.type) {
-    case RecordType::kAlloc:
-      return {{"type", "alloc"}, {"time", r.alloc.time}, {"id", r.alloc.id},
-              {"kind", to_string(r.alloc.kind)}, {"address", r.alloc.address},
-              {"size", r.alloc.size}, {"segment", r.alloc.segment}};
-    case RecordType::kFree: return {{"type", "free"}, {"time", r.free.time}, {"id", r.free.id}};
-    case RecordType::kHostAccess:
-      return {{"type", "host_access"}, {"time", r.host.time}, {"address", r.host.address},
-              {"size", r.host.size}, {"access", faultline::to_string(r.host.type)}};
-    case RecordType::kSync:
-      return {{"type", "sync"}, {"time", r.sync.time}, {"kind", to_string(r.sync.kind)},
-              {"stream", r.sync.stream}};
-    default: break;
+  case RecordType::kAlloc:
+    return {{"type", "alloc"},
+            {"time", r.alloc.time},
+            {"id", r.alloc.id},
+            {"kind", to_string(r.alloc.kind)},
+            {"address", r.alloc.address},
+            {"size", r.alloc.size},
+            {"segment", r.alloc.segment}};
+  case RecordType::kFree:
+    return {{"type", "free"}, {"time", r.free.time}, {"id", r.free.id}};
+  case RecordType::kHostAccess:
+    return {{"type", "host_access"},
+            {"time", r.host.time},
+            {"address", r.host.address},
+            {"size", r.host.size},
+            {"access", faultline::to_string(r.host.type)}};
+  case RecordType::kSync:
+    return {{"type", "sync"},
+            {"time", r.sync.time},
+            {"kind", to_string(r.sync.kind)},
+            {"stream", r.sync.stream}};
+  default:
+    break;
   }
   const KernelRecord& k = r.kernel;
   json accesses = json::array();
   for (const Access& a : k.accesses) {
     accesses.push_back({a.big_page * kBigPageSize, a.offset, faultline::to_string(a.type)});
   }
-  return {{"type", "kernel"}, {"time", k.start}, {"name", k.name}, {"stream", k.stream},
-          {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
-          {"duration", k.duration}, {"args", k.args},
+  return {{"type", "kernel"},
+          {"time", k.start},
+          {"name", k.name},
+          {"stream", k.stream},
+          {"grid", {k.grid.x, k.grid.y, k.grid.z}},
+          {"block", {k.block.x, k.block.y, k.block.z}},
+          {"duration", k.duration},
+          {"args", k.args},
           {"accesses", accesses}};
 }
 
-}  // namespace
+} // namespace
 
 nlohmann::json TraceStats::to_json() const {
   return {{"records", records},
@@ -145,7 +168,8 @@ TraceStats compute_stats(const std::string& path) {
   Time first = -1, last = 0;
   while (reader.next(r)) {
     if (first < 0) first = r.time();
-    last = std::max(last, r.type == RecordType::kKernel ? r.kernel.start + r.kernel.duration : r.time());
+    last = std::max(last,
+                    r.type == RecordType::kKernel ? r.kernel.start + r.kernel.duration : r.time());
     pass.add(r);
   }
   pass.s.records = reader.records();
@@ -156,10 +180,11 @@ TraceStats compute_stats(const std::string& path) {
 
 void dump(const std::string& path, std::ostream& out) {
   TraceReader reader(path);
-  out << nlohmann::json{{"type", "header"}, {"version", kVersion}, {"metadata", reader.metadata()}}.dump()
+  out << nlohmann::json{{"type", "header"}, {"version", kVersion}, {"metadata", reader.metadata()}}
+             .dump()
       << '\n';
   Record r;
   while (reader.next(r)) out << record_json(r).dump() << '\n';
 }
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

@@ -1,12 +1,11 @@
 // What `faultline trace stats` and `faultline trace dump` print: one streaming pass each.
 #pragma once
 
-#include <iosfwd>
-#include <string>
-
-#include <nlohmann/json.hpp>
-
 #include "sim/core/types.h"
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace faultline::trace {
 
@@ -18,13 +17,13 @@ struct TraceStats {
   uint64_t allocations = 0;
   uint64_t host_accesses = 0;
   uint64_t syncs = 0;
-  Bytes peak_managed_bytes = 0;   // live managed bytes at their peak
+  Bytes peak_managed_bytes = 0; // live managed bytes at their peak
   Bytes peak_device_bytes = 0;
-  uint64_t footprint_chunks = 0;  // peak of 2 MB chunks the live allocations span
-  uint64_t distinct_blocks = 0;   // distinct 2 MB VA blocks accessed by kernels
+  uint64_t footprint_chunks = 0; // peak of 2 MB chunks the live allocations span
+  uint64_t distinct_blocks = 0;  // distinct 2 MB VA blocks accessed by kernels
   uint64_t distinct_big_pages = 0;
-  Time compute_ns = 0;            // summed kernel durations
-  Time span_ns = 0;               // first to last record
+  Time compute_ns = 0; // summed kernel durations
+  Time span_ns = 0;    // first to last record
   // Reuse: accesses to a 64 KB page that an earlier kernel also touched, over all accesses.
   double reuse_fraction = 0;
   uint64_t compressed_bytes = 0;
@@ -37,4 +36,4 @@ TraceStats compute_stats(const std::string& path);
 // Writes one JSON object per line: the header first, then each record.
 void dump(const std::string& path, std::ostream& out);
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

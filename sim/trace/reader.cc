@@ -1,12 +1,11 @@
 #include "sim/trace/reader.h"
 
-#include <zstd.h>
+#include "sim/core/error.h"
+#include "sim/trace/varint.h"
 
 #include <cerrno>
 #include <cstring>
-
-#include "sim/core/error.h"
-#include "sim/trace/varint.h"
+#include <zstd.h>
 
 namespace faultline::trace {
 namespace {
@@ -15,7 +14,7 @@ constexpr size_t kBufferSize = 1 << 18;
 constexpr uint64_t kMaxHeaderBytes = 1 << 24;
 constexpr uint64_t kMaxStringBytes = 1 << 16;
 
-}  // namespace
+} // namespace
 
 TraceReader::TraceReader(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "rb");
@@ -32,8 +31,8 @@ TraceReader::~TraceReader() {
 }
 
 std::string TraceReader::where() const {
-  return path_ + ": record #" + std::to_string(record_index_) + " (" + record_kind_ +
-         ") at byte " + std::to_string(record_start_);
+  return path_ + ": record #" + std::to_string(record_index_) + " (" + record_kind_ + ") at byte " +
+         std::to_string(record_start_);
 }
 
 void TraceReader::fail(const std::string& what) {
@@ -92,8 +91,8 @@ bool TraceReader::fill(size_t need) {
         if (frame_remaining_ != 0) {
           throw TraceError(path_ + ": truncated: the compressed stream ends at byte " +
                            std::to_string(compressed_offset_) + " inside a zstd frame (" +
-                           std::string(record_kind_) + " record #" +
-                           std::to_string(record_index_) + ")");
+                           std::string(record_kind_) + " record #" + std::to_string(record_index_) +
+                           ")");
         }
         return false;
       }
@@ -122,7 +121,7 @@ uint8_t TraceReader::byte() {
 }
 
 uint64_t TraceReader::varint() {
-  if (end_ - pos_ >= 10) {  // fast path: no bounds checks per byte
+  if (end_ - pos_ >= 10) { // fast path: no bounds checks per byte
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
       const uint8_t b = buf_[pos_++];
@@ -188,8 +187,8 @@ bool TraceReader::next(Record& record) {
     record_start_ = base_ + pos_;
     record_kind_ = "start";
     if (pos_ == end_ && !fill(1)) {
-      fail("truncated: the trace ends without its end record (" +
-           std::to_string(timed_records_) + " records read)");
+      fail("truncated: the trace ends without its end record (" + std::to_string(timed_records_) +
+           " records read)");
     }
     const auto type = static_cast<RecordType>(buf_[pos_++]);
     record.type = type;
@@ -212,11 +211,21 @@ bool TraceReader::next(Record& record) {
     if (dt > (uint64_t{1} << 62)) fail("time step of " + std::to_string(dt) + " ns is implausible");
     time_ += static_cast<Time>(dt);
     switch (type) {
-      case RecordType::kAlloc: read_alloc(record.alloc); break;
-      case RecordType::kFree: read_free(record.free); break;
-      case RecordType::kKernel: read_kernel(record.kernel); break;
-      case RecordType::kHostAccess: read_host(record.host); break;
-      default: read_sync(record.sync); break;
+    case RecordType::kAlloc:
+      read_alloc(record.alloc);
+      break;
+    case RecordType::kFree:
+      read_free(record.free);
+      break;
+    case RecordType::kKernel:
+      read_kernel(record.kernel);
+      break;
+    case RecordType::kHostAccess:
+      read_host(record.host);
+      break;
+    default:
+      read_sync(record.sync);
+      break;
     }
     ++record_index_;
     ++timed_records_;
@@ -269,7 +278,8 @@ void TraceReader::read_alloc(AllocRecord& r) {
 void TraceReader::read_free(FreeRecord& r) {
   r.time = time_;
   r.id = varint();
-  if (live_.erase(r.id) == 0) fail("free of allocation " + std::to_string(r.id) + ", which is not live");
+  if (live_.erase(r.id) == 0)
+    fail("free of allocation " + std::to_string(r.id) + ", which is not live");
 }
 
 const std::string& TraceReader::name(uint64_t id) {
@@ -290,8 +300,9 @@ void TraceReader::read_kernel(KernelRecord& r) {
   r.args.clear();
   for (uint64_t i = 0; i < nargs; ++i) {
     const uint64_t id = varint();
-    if (!live_.count(id)) fail("argument " + std::to_string(i) + " names allocation " +
-                               std::to_string(id) + ", which is not live");
+    if (!live_.count(id))
+      fail("argument " + std::to_string(i) + " names allocation " + std::to_string(id) +
+           ", which is not live");
     r.args.push_back(id);
   }
   const uint64_t count = varint();
@@ -342,4 +353,4 @@ void TraceReader::read_end() {
   if (pos_ != end_ || fill(1)) fail("unexpected data after the end record");
 }
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

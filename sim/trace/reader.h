@@ -2,14 +2,13 @@
 // length is read in bounded memory (one kernel's accesses at most).
 #pragma once
 
+#include "sim/trace/format.h"
+
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/trace/format.h"
 
 typedef struct ZSTD_DCtx_s ZSTD_DCtx;
 
@@ -20,7 +19,7 @@ namespace faultline::trace {
 // refers to an unknown allocation) throws TraceError naming the file, the record number and
 // the byte offset in the decompressed stream (or the compressed offset for zstd errors).
 class TraceReader {
- public:
+public:
   explicit TraceReader(const std::string& path);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
@@ -34,7 +33,7 @@ class TraceReader {
   // Where the last returned record started, for messages from the record's consumer.
   std::string where() const;
 
- private:
+private:
   bool fill(size_t need);
   uint8_t byte();
   uint64_t varint();
@@ -58,13 +57,13 @@ class TraceReader {
   std::vector<uint8_t> in_;
   size_t in_pos_ = 0, in_end_ = 0;
   uint64_t compressed_offset_ = 0;
-  size_t frame_remaining_ = 1;  // last ZSTD_decompressStream hint; 0 = frame complete
+  size_t frame_remaining_ = 1; // last ZSTD_decompressStream hint; 0 = frame complete
   bool file_eof_ = false;
   std::vector<uint8_t> buf_;
   size_t pos_ = 0, end_ = 0;
-  uint64_t base_ = 0;  // decompressed offset of buf_[0]
+  uint64_t base_ = 0; // decompressed offset of buf_[0]
   uint64_t record_start_ = 0;
-  uint64_t record_index_ = 0;  // all records, strings included
+  uint64_t record_index_ = 0; // all records, strings included
   uint64_t timed_records_ = 0;
   const char* record_kind_ = "header";
   Time time_ = 0;
@@ -74,4 +73,4 @@ class TraceReader {
   std::unordered_map<uint64_t, MemoryKind> live_;
 };
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

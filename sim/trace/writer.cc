@@ -1,11 +1,10 @@
 #include "sim/trace/writer.h"
 
-#include <zstd.h>
-
-#include <cstring>
-
 #include "sim/core/error.h"
 #include "sim/trace/varint.h"
+
+#include <cstring>
+#include <zstd.h>
 
 namespace faultline::trace {
 namespace {
@@ -16,7 +15,7 @@ void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-}  // namespace
+} // namespace
 
 TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& metadata, int zstd_level)
     : path_(path) {
@@ -136,12 +135,18 @@ void TraceWriter::write(const SyncRecord& r) {
 
 void TraceWriter::write(const Record& r) {
   switch (r.type) {
-    case RecordType::kAlloc: return write(r.alloc);
-    case RecordType::kFree: return write(r.free);
-    case RecordType::kKernel: return write(r.kernel);
-    case RecordType::kHostAccess: return write(r.host);
-    case RecordType::kSync: return write(r.sync);
-    default: throw Error(path_ + ": cannot write a record of type " + to_string(r.type));
+  case RecordType::kAlloc:
+    return write(r.alloc);
+  case RecordType::kFree:
+    return write(r.free);
+  case RecordType::kKernel:
+    return write(r.kernel);
+  case RecordType::kHostAccess:
+    return write(r.host);
+  case RecordType::kSync:
+    return write(r.sync);
+  default:
+    throw Error(path_ + ": cannot write a record of type " + to_string(r.type));
   }
 }
 
@@ -176,4 +181,4 @@ void TraceWriter::flush(bool end) {
   buf_.clear();
 }
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

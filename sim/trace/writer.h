@@ -1,13 +1,12 @@
 // Streaming trace writer: encodes records and compresses them with zstd as they come.
 #pragma once
 
+#include "sim/trace/format.h"
+
 #include <cstdio>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
-
-#include "sim/trace/format.h"
+#include <string>
 
 typedef struct ZSTD_CCtx_s ZSTD_CCtx;
 
@@ -16,7 +15,7 @@ namespace faultline::trace {
 // Contract: records are written in time order (a record earlier than its predecessor is an
 // error); close() must be called to write the trailer, else readers report a truncated trace.
 class TraceWriter {
- public:
+public:
   TraceWriter(const std::string& path, const nlohmann::json& metadata, int zstd_level = 9);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
@@ -33,7 +32,7 @@ class TraceWriter {
   uint64_t records() const { return records_; }
   uint64_t raw_bytes() const { return raw_bytes_; }
 
- private:
+private:
   void begin(RecordType type, Time time);
   uint64_t string_id(const std::string& s);
   void flush(bool end);
@@ -50,4 +49,4 @@ class TraceWriter {
   bool closed_ = false;
 };
 
-}  // namespace faultline::trace
+} // namespace faultline::trace

@@ -15,7 +15,7 @@ unsigned count_range(const PageMask& m, unsigned first, unsigned n) {
   return static_cast<unsigned>(std::popcount(bits));
 }
 
-}  // namespace
+} // namespace
 
 PageMask grow_to_big_pages(const PageMask& faulted) {
   PageMask grown;
@@ -45,4 +45,4 @@ PageMask density_prefetch(const PageMask& resident, const PageMask& faulted,
   return region.minus(grown).minus(resident) & allocated;
 }
 
-}  // namespace faultline
+} // namespace faultline

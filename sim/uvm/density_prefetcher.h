@@ -16,4 +16,4 @@ PageMask grow_to_big_pages(const PageMask& faulted);
 PageMask density_prefetch(const PageMask& resident, const PageMask& faulted,
                           const PageMask& allocated, unsigned threshold_percent);
 
-}  // namespace faultline
+} // namespace faultline

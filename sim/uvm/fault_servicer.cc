@@ -1,8 +1,8 @@
 #include "sim/uvm/fault_servicer.h"
 
-#include <algorithm>
-
 #include "sim/uvm/density_prefetcher.h"
+
+#include <algorithm>
 
 namespace faultline {
 
@@ -61,7 +61,7 @@ void FaultServicer::fetch(Time now) {
 Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& copies_done) {
   cpu += profile_.per_vablock_ns;
   VaBlock* block = memory_.find(faults.index);
-  if (!block) return cpu;  // freed since the fault was raised: nothing to do
+  if (!block) return cpu; // freed since the fault was raised: nothing to do
   const ProcessorId dest = gpu_processor(gpu_);
   const PageMask grown = grow_to_big_pages(faults.faulted) & block->allocated;
   if (migrator_.pinned(*block, cpu)) {
@@ -72,15 +72,16 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     return cpu + profile_.page_table_update_ns;
   }
   PageMask& unused = block->prefetched_unused[gpu_];
-  stats_.prefetch_used += (unused & grown).count();  // prefetched, still in flight, needed now
+  stats_.prefetch_used += (unused & grown).count(); // prefetched, still in flight, needed now
   unused = unused.minus(grown);
   const PageMask resident = block->resident[dest];
   PageMask extra;
   if (driver_.prefetch) {
-    extra = density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold);
+    extra =
+        density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold);
   }
   const PageMask pages = grown.minus(resident) | extra;
-  if (pages.none()) {  // already resident: wait for copies in flight, if any
+  if (pages.none()) { // already resident: wait for copies in flight, if any
     copies_done = std::max(copies_done, block->ready_at[gpu_]);
     return cpu + profile_.page_table_update_ns;
   }
@@ -109,4 +110,4 @@ std::string FaultServicer::describe_in_flight() const {
          ", " + std::to_string(buffer_.size()) + " faults waiting in the buffer";
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -2,34 +2,33 @@
 // with the density prefetcher and synchronous eviction, then replay (huvm-uvm-driver.md B.2).
 #pragma once
 
-#include <deque>
-#include <vector>
-
 #include "sim/core/engine.h"
 #include "sim/uvm/migrator.h"
+
+#include <deque>
+#include <vector>
 
 namespace faultline {
 
 // Told when a batch has been fetched (policies see it) and when its replay resolves faults.
 class FaultListener {
- public:
+public:
   virtual ~FaultListener() = default;
   virtual void on_batch(Time now, const std::vector<uint64_t>& big_pages) = 0;
   virtual void on_replay(Time now, uint64_t resolved) = 0;
 };
 
 class BatchObserver {
- public:
+public:
   virtual ~BatchObserver() = default;
   virtual void on_fault_batch(unsigned gpu, Time start, Time end, uint64_t faults,
                               uint64_t blocks) = 0;
 };
 
 class FaultServicer : public EventHandler {
- public:
+public:
   FaultServicer(Engine& engine, MemoryModel& memory, Migrator& migrator, unsigned gpu,
-                const config::GpuProfile& profile, const config::DriverConfig& driver,
-                Stats& stats)
+                const config::GpuProfile& profile, const config::DriverConfig& driver, Stats& stats)
       : engine_(engine), memory_(memory), migrator_(migrator), gpu_(gpu), profile_(profile),
         driver_(driver), stats_(stats) {}
 
@@ -42,7 +41,7 @@ class FaultServicer : public EventHandler {
   void handle(uint32_t kind, Time now) override;
   std::string describe_in_flight() const override;
 
- private:
+private:
   enum Event : uint32_t { kFetch, kReplay };
   struct BlockFaults {
     uint64_t index;
@@ -61,7 +60,7 @@ class FaultServicer : public EventHandler {
   Stats& stats_;
   FaultListener* listener_ = nullptr;
   BatchObserver* observer_ = nullptr;
-  std::deque<uint64_t> buffer_;  // faulted big pages, in arrival order
+  std::deque<uint64_t> buffer_; // faulted big pages, in arrival order
   bool busy_ = false;
   bool fetch_scheduled_ = false;
   uint64_t in_service_ = 0;
@@ -71,4 +70,4 @@ class FaultServicer : public EventHandler {
   std::vector<VaBlock*> serviced_;
 };
 
-}  // namespace faultline
+} // namespace faultline

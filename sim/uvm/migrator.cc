@@ -1,8 +1,8 @@
 #include "sim/uvm/migrator.h"
 
-#include <algorithm>
-
 #include "sim/core/error.h"
+
+#include <algorithm>
 
 namespace faultline {
 
@@ -71,4 +71,4 @@ void Migrator::note_thrashing(VaBlock& block, Time now) {
   }
 }
 
-}  // namespace faultline
+} // namespace faultline

@@ -12,7 +12,7 @@ namespace faultline {
 // Contract: each call starts at the given time and returns when its work is done; copies queue
 // on the link behind earlier ones. Calls never skip an invariant of the memory model.
 class Migrator {
- public:
+public:
   Migrator(MemoryModel& memory, LinkDirection& to_gpu, LinkDirection& to_host,
            const config::GpuProfile& gpu, const config::DriverConfig& driver, Stats& stats)
       : memory_(memory), to_gpu_(to_gpu), to_host_(to_host), gpu_(gpu), driver_(driver),
@@ -32,7 +32,7 @@ class Migrator {
     return driver_.thrashing_detection && block.pinned_until > now;
   }
 
- private:
+private:
   void note_thrashing(VaBlock& block, Time now);
   Time copy_runs(LinkDirection& link, const PageMask& pages, Time now, const char* cause);
 
@@ -44,4 +44,4 @@ class Migrator {
   Stats& stats_;
 };
 
-}  // namespace faultline
+} // namespace faultline

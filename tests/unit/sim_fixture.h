@@ -2,16 +2,15 @@
 // computed by hand, and synthetic traces in a temporary directory.
 #pragma once
 
+#include "sim/config/run_config.h"
+#include "sim/run/simulator.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/config/run_config.h"
-#include "sim/run/simulator.h"
 
 namespace simtest {
 
@@ -19,10 +18,11 @@ namespace fs = std::filesystem;
 
 // A fresh directory under the system temp dir, removed with the object.
 class Scratch {
- public:
+public:
   Scratch() {
     std::random_device rd;
-    path_ = fs::temp_directory_path() / ("faultline-sim-" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = fs::temp_directory_path() /
+            ("faultline-sim-" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(path_ / "gpus");
     fs::create_directories(path_ / "links");
     write("gpus/simgpu.json", gpu_profile());
@@ -41,11 +41,12 @@ class Scratch {
 
   // Batch = 10 us + 1 us per fault + 2 us per VA block (+1 us page tables) + copies.
   static nlohmann::json gpu_profile() {
-    return {{"name", "sim test GPU"}, {"sources", {"round numbers for tests"}},
-            {"memory_bytes", 1ull << 34}, {"host_link", "simlink"}, {"peer_link", "simlink"},
-            {"batch_fixed_ns", 10000}, {"per_vablock_ns", 2000}, {"per_fault_ns", 1000},
-            {"page_table_update_ns", 1000}, {"eviction_ns", 5000}, {"host_fault_ns", 3000},
-            {"fault_parallelism", 64}};
+    return {{"name", "sim test GPU"},       {"sources", {"round numbers for tests"}},
+            {"memory_bytes", 1ull << 34},   {"host_link", "simlink"},
+            {"peer_link", "simlink"},       {"batch_fixed_ns", 10000},
+            {"per_vablock_ns", 2000},       {"per_fault_ns", 1000},
+            {"page_table_update_ns", 1000}, {"eviction_ns", 5000},
+            {"host_fault_ns", 3000},        {"fault_parallelism", 64}};
   }
   // 1 GB/s flat with 1 us per transfer: a 64 KB copy takes 1000 + 65536 ns.
   static nlohmann::json link_profile() {
@@ -54,11 +55,14 @@ class Scratch {
   }
   static nlohmann::json run_config(const nlohmann::json& driver = nlohmann::json::object(),
                                    const std::string& policy = "ondemand") {
-    return {{"gpu", "simgpu"}, {"capacity", {{"fraction_of_footprint", 1.0}}},
-            {"driver", driver}, {"policy", {{"name", policy}}}, {"per_kernel", true}};
+    return {{"gpu", "simgpu"},
+            {"capacity", {{"fraction_of_footprint", 1.0}}},
+            {"driver", driver},
+            {"policy", {{"name", policy}}},
+            {"per_kernel", true}};
   }
 
- private:
+private:
   fs::path path_;
 };
 
@@ -66,4 +70,4 @@ inline faultline::config::RunConfig parse(const nlohmann::json& doc) {
   return faultline::config::parse_run_config(doc, "test config");
 }
 
-}  // namespace simtest
+} // namespace simtest

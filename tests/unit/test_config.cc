@@ -1,13 +1,12 @@
 // Strict config reading: the Reader's diagnostics, run configs resolved from profiles, and
 // link curves.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "sim/config/reader.h"
 #include "sim/config/run_config.h"
 #include "sim/core/error.h"
 #include "test_support.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using namespace faultline;
 using namespace faultline::config;
@@ -34,7 +33,7 @@ json config_with(const json& patch) {
   return doc;
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("config: Reader reports missing values with their JSON path", "[config]") {
   const json doc = {{"a", json::object()}};
@@ -47,14 +46,20 @@ TEST_CASE("config: Reader reports missing values with their JSON path", "[config
 }
 
 TEST_CASE("config: Reader reports values of the wrong type", "[config]") {
-  const json doc = {{"a", {{"b", "x"}, {"n", -3}, {"big", uint64_t{1} << 33}, {"f", 1.5},
-                           {"obj", json::object()}, {"t", true}}}};
+  const json doc = {{"a",
+                     {{"b", "x"},
+                      {"n", -3},
+                      {"big", uint64_t{1} << 33},
+                      {"f", 1.5},
+                      {"obj", json::object()},
+                      {"t", true}}}};
   Reader r(doc, "f.json");
   Reader a = r.child("a");
-  CHECK_THROWS_WITH(a.get<uint64_t>("b"), Contains("f.json: $.a.b") &&
-                                              Contains("expected unsigned integer, got string"));
+  CHECK_THROWS_WITH(a.get<uint64_t>("b"),
+                    Contains("f.json: $.a.b") && Contains("expected unsigned integer, got string"));
   CHECK_THROWS_WITH(a.get<uint64_t>("n"),
-                    Contains("$.a.n") && Contains("expected unsigned integer, got negative integer -3"));
+                    Contains("$.a.n") &&
+                        Contains("expected unsigned integer, got negative integer -3"));
   CHECK_THROWS_WITH(a.get<uint32_t>("big"),
                     Contains("$.a.big") && Contains("expected unsigned 32-bit integer"));
   CHECK_THROWS_WITH(a.get<int64_t>("f"),
@@ -63,7 +68,8 @@ TEST_CASE("config: Reader reports values of the wrong type", "[config]") {
   CHECK_THROWS_WITH(a.get<bool>("b"), Contains("expected boolean, got string"));
   CHECK_THROWS_WITH(a.get<double>("obj"), Contains("expected number, got object"));
   CHECK_THROWS_WITH(a.child("b"), Contains("$.a.b") && Contains("expected object, got string"));
-  CHECK_THROWS_WITH(Reader(json::array(), "g.json"), Contains("g.json: $: expected object, got array"));
+  CHECK_THROWS_WITH(Reader(json::array(), "g.json"),
+                    Contains("g.json: $: expected object, got array"));
   // A wrong type is an error even when there is a default.
   CHECK_THROWS_WITH(a.get<uint64_t>("b", 5), Contains("expected unsigned integer, got string"));
   // And the right types read.
@@ -80,13 +86,13 @@ TEST_CASE("config: Reader names unknown keys and the known ones", "[config]") {
   Reader a = r.child("a");
   a.get<uint64_t>("b");
   a.get<uint64_t>("c");
-  a.get<uint64_t>("d", 4);  // a default counts as known
+  a.get<uint64_t>("d", 4); // a default counts as known
   CHECK_THROWS_AS(a.finish(), ConfigError);
   CHECK_THROWS_WITH(a.finish(), Contains("f.json: $.a.zz") && Contains("unknown key") &&
                                     Contains("known keys here: b, c, d"));
   a.get<uint64_t>("zz");
   CHECK_NOTHROW(a.finish());
-  CHECK_NOTHROW(r.finish());  // the root read "a"
+  CHECK_NOTHROW(r.finish()); // the root read "a"
 }
 
 TEST_CASE("config: Reader records every value and default in resolved()", "[config]") {
@@ -124,7 +130,8 @@ TEST_CASE("config: load_json_file names the file and the syntax error", "[config
   fltest::TempDir dir;
   const std::string bad = dir.file("bad.json");
   fltest::write_text(bad, "{\n  \"a\": 1,\n  oops\n}\n");
-  CHECK_THROWS_WITH(load_json_file(bad), Contains(bad) && Contains("invalid JSON") && Contains("line 3"));
+  CHECK_THROWS_WITH(load_json_file(bad),
+                    Contains(bad) && Contains("invalid JSON") && Contains("line 3"));
   CHECK_THROWS_WITH(load_json_file(dir.file("missing.json")),
                     Contains("missing.json") && Contains("cannot open"));
   const std::string good = dir.file("good.json");
@@ -196,7 +203,7 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
   SECTION("profiles given by path, relative to the config file") {
     fltest::write_json(dir.path() / "runs" / "mygpu.json", fltest::test_gpu_profile());
     RunConfig d = parse_run_config(config_with({{"gpu", "mygpu.json"}}),
-                                         (dir.path() / "runs" / "run.json").string());
+                                   (dir.path() / "runs" / "run.json").string());
     CHECK(d.gpu.name == "testgpu");
   }
   SECTION("load_run_config reads a file") {
@@ -232,8 +239,8 @@ TEST_CASE("config: profile overrides", "[config]") {
   SECTION("an override of a key the profile lacks") {
     const std::string msg =
         config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"batch_ns", 1}}}}));
-    CHECK_THAT(msg, Contains("test.json") && Contains("$.gpu.batch_ns") &&
-                        Contains("batch_fixed_ns"));
+    CHECK_THAT(msg,
+               Contains("test.json") && Contains("$.gpu.batch_ns") && Contains("batch_fixed_ns"));
   }
   SECTION("a nested override of a key the profile lacks") {
     const std::string msg = config_error(
@@ -244,7 +251,8 @@ TEST_CASE("config: profile overrides", "[config]") {
     const std::string msg =
         config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"batch_fixed_ns", "fast"}}}}));
     CHECK_THAT(msg, Contains("testgpu.json with overrides from test.json") &&
-                        Contains("$.gpu.batch_fixed_ns") && Contains("expected integer, got string"));
+                        Contains("$.gpu.batch_fixed_ns") &&
+                        Contains("expected integer, got string"));
   }
   SECTION("a negative cost") {
     const std::string msg =
@@ -289,7 +297,8 @@ TEST_CASE("config: run config errors", "[config]") {
   }
   SECTION("capacity with both bytes and fraction") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"bytes", 1 << 30}}}})),
-               Contains("$.capacity") && Contains("exactly one of \"bytes\" and \"fraction_of_footprint\""));
+               Contains("$.capacity") &&
+                   Contains("exactly one of \"bytes\" and \"fraction_of_footprint\""));
   }
   SECTION("capacity with neither") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}}}})),
@@ -300,7 +309,8 @@ TEST_CASE("config: run config errors", "[config]") {
                Contains("$.capacity") && Contains("missing"));
   }
   SECTION("capacity below one chunk or not positive") {
-    CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}, {"bytes", 4096}}}})),
+    CHECK_THAT(config_error(config_with(
+                   {{"capacity", {{"fraction_of_footprint", nullptr}, {"bytes", 4096}}}})),
                Contains("$.capacity.bytes") && Contains("at least one 2 MB chunk"));
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", 0}}}})),
                Contains("$.capacity.fraction_of_footprint") && Contains("positive"));
@@ -311,7 +321,8 @@ TEST_CASE("config: run config errors", "[config]") {
   }
   SECTION("driver eviction mru") {
     CHECK_THAT(config_error(config_with({{"driver", {{"eviction", "mru"}}}})),
-               Contains("$.driver.eviction") && Contains("expected \"fifo\" or \"lru\", got \"mru\""));
+               Contains("$.driver.eviction") &&
+                   Contains("expected \"fifo\" or \"lru\", got \"mru\""));
   }
   SECTION("driver batch_size 0") {
     CHECK_THAT(config_error(config_with({{"driver", {{"batch_size", 0}}}})),
@@ -364,16 +375,16 @@ TEST_CASE("config: LinkCurve::transfer_ns", "[config]") {
     LinkCurve odd;
     odd.overhead_ns = 0;
     odd.points = {{4096, 3.0}};
-    CHECK(odd.transfer_ns(4096) == 1366);  // 1365.33
+    CHECK(odd.transfer_ns(4096) == 1366); // 1365.33
     CHECK(odd.transfer_ns(1) == 1);
   }
   SECTION("interpolated in log2 of the size") {
     // 16 KB is half way from 4 KB to 64 KB in log2: 4 + (16 - 4) / 2 = 10 GB/s.
-    CHECK(c.transfer_ns(16384) == 1000 + 1639);  // 1638.4
+    CHECK(c.transfer_ns(16384) == 1000 + 1639); // 1638.4
     // 256 KB is half way from 64 KB to 1 MB: 24 GB/s.
-    CHECK(c.transfer_ns(262144) == 1000 + 10923);  // 10922.67
+    CHECK(c.transfer_ns(262144) == 1000 + 10923); // 10922.67
     // A quarter of the way: 8 KB is 1/4 of 4 KB..64 KB in log2: 4 + 12 / 4 = 7 GB/s.
-    CHECK(c.transfer_ns(8192) == 1000 + 1171);  // 1170.29
+    CHECK(c.transfer_ns(8192) == 1000 + 1171); // 1170.29
   }
   SECTION("flat beyond the ends") {
     CHECK(c.transfer_ns(1) == 1000 + 1);
@@ -381,7 +392,9 @@ TEST_CASE("config: LinkCurve::transfer_ns", "[config]") {
     CHECK(c.transfer_ns(16 << 20) == 1000 + 524288);
     CHECK(c.transfer_ns(uint64_t{1} << 32) == 1000 + 134217728);
   }
-  SECTION("nothing to copy takes no time") { CHECK(c.transfer_ns(0) == 0); }
+  SECTION("nothing to copy takes no time") {
+    CHECK(c.transfer_ns(0) == 0);
+  }
   SECTION("a single point is flat everywhere") {
     LinkCurve one;
     one.overhead_ns = 5;

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "sim/uvm/density_prefetcher.h"
+
+#include <catch2/catch.hpp>
 
 using namespace faultline;
 
@@ -10,7 +10,7 @@ const PageMask kAll = PageMask::range(0, kPagesPerBlock);
 
 TEST_CASE("a lone fault migrates its 64 KB big page and nothing more", "[density]") {
   PageMask fault;
-  fault.set(37);  // inside big page 2
+  fault.set(37); // inside big page 2
   CHECK(grow_to_big_pages(fault) == PageMask::big_page(2));
   CHECK(density_prefetch({}, fault, kAll, 51).none());
 }
@@ -34,14 +34,14 @@ TEST_CASE("exactly half occupied is not more than 51%", "[density]") {
 }
 
 TEST_CASE("the largest qualifying ancestor wins, up to the whole 2 MB block", "[density]") {
-  PageMask resident = PageMask::range(0, 20 * kPagesPerBigPage);  // 20 of 32 big pages
+  PageMask resident = PageMask::range(0, 20 * kPagesPerBigPage); // 20 of 32 big pages
   const PageMask extra = density_prefetch(resident, PageMask::big_page(31), kAll, 51);
   CHECK(extra == PageMask::range(20 * kPagesPerBigPage, 11 * kPagesPerBigPage));
   CHECK(density_prefetch(resident, PageMask::big_page(31), kAll, 100).none());
 }
 
 TEST_CASE("prefetch never returns unallocated pages", "[density]") {
-  const PageMask allocated = PageMask::range(0, 256);  // the first 1 MB only
+  const PageMask allocated = PageMask::range(0, 256); // the first 1 MB only
   const PageMask resident = PageMask::range(0, 200);
   const PageMask extra = density_prefetch(resident, PageMask::big_page(13), allocated, 51);
   CHECK(extra.minus(allocated).none());

@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
-
-#include <vector>
-
 #include "sim/core/engine.h"
 #include "sim/core/error.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
 
 using namespace faultline;
 
@@ -17,11 +16,13 @@ struct Recorder : EventHandler {
 
 struct Spinner : EventHandler {
   Engine* engine = nullptr;
-  void handle(uint32_t, Time now) override { engine->schedule(now + 1000, Priority::kHost, this, 0); }
+  void handle(uint32_t, Time now) override {
+    engine->schedule(now + 1000, Priority::kHost, this, 0);
+  }
   std::string describe_in_flight() const override { return "spinner: 1 retry pending"; }
 };
 
-}  // namespace
+} // namespace
 
 TEST_CASE("events run in time, priority, then scheduling order", "[engine]") {
   Engine engine(1'000'000);
@@ -32,7 +33,8 @@ TEST_CASE("events run in time, priority, then scheduling order", "[engine]") {
   engine.schedule(10, Priority::kHost, &r, 4);
   engine.schedule(20, Priority::kDriver, &r, 5);
   engine.run();
-  const std::vector<std::pair<Time, uint32_t>> expected = {{10, 3}, {10, 2}, {10, 4}, {20, 5}, {20, 1}};
+  const std::vector<std::pair<Time, uint32_t>> expected = {
+      {10, 3}, {10, 2}, {10, 4}, {20, 5}, {20, 1}};
   CHECK(r.seen == expected);
   CHECK(engine.now() == 20);
 }
@@ -52,7 +54,8 @@ TEST_CASE("the watchdog stops a run without progress and names what is in flight
   s.engine = &engine;
   engine.add_component(&s);
   engine.schedule(0, Priority::kHost, &s, 0);
-  REQUIRE_THROWS_WITH(engine.run(), Catch::Contains("watchdog") && Catch::Contains("spinner: 1 retry pending"));
+  REQUIRE_THROWS_WITH(engine.run(),
+                      Catch::Contains("watchdog") && Catch::Contains("spinner: 1 retry pending"));
   CHECK(engine.now() > 50'000);
   CHECK(engine.now() <= 51'000);
 }

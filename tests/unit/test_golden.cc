@@ -2,15 +2,14 @@
 // A change to the model shows here first; if it is intended, regenerate with
 //   FAULTLINE_UPDATE_GOLDEN=1 build/tests/faultline_tests "[golden]"
 // and explain the difference in the commit.
-#include <catch2/catch.hpp>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-
 #include "sim/config/reader.h"
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 using namespace faultline;
 namespace fs = std::filesystem;
@@ -18,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void check_golden(const std::string& name) {
-  unsetenv("FAULTLINE_CONFIGS");  // the shipped profiles
+  unsetenv("FAULTLINE_CONFIGS"); // the shipped profiles
   const fs::path dir = fs::path(FAULTLINE_GOLDEN_DIR) / name;
   const fs::path trace = fs::temp_directory_path() / ("faultline-golden-" + name + ".fltrace");
   const synth::Params params =
@@ -45,9 +44,11 @@ void check_golden(const std::string& name) {
   CHECK(got == want);
 }
 
-}  // namespace
+} // namespace
 
-TEST_CASE("golden: DNN-like trace at 2x oversubscription", "[golden]") { check_golden("dnn-half-fifo"); }
+TEST_CASE("golden: DNN-like trace at 2x oversubscription", "[golden]") {
+  check_golden("dnn-half-fifo");
+}
 
 TEST_CASE("golden: streaming trace with LRU and small batches", "[golden]") {
   check_golden("stream-lru-small-batches");

@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
-
-#include <random>
-
 #include "sim/core/error.h"
 #include "sim/uvm/migrator.h"
+
+#include <catch2/catch.hpp>
+#include <random>
 
 using namespace faultline;
 
@@ -31,7 +30,8 @@ PageMask random_pages(std::mt19937_64& rng) {
   PageMask m;
   const unsigned first = rng() % kPagesPerBlock;
   const unsigned count = 1 + rng() % (kPagesPerBlock - first);
-  for (unsigned p = first; p < first + count; ++p) if (rng() % 4) m.set(p);
+  for (unsigned p = first; p < first + count; ++p)
+    if (rng() % 4) m.set(p);
   return m;
 }
 
@@ -49,17 +49,17 @@ uint64_t accounted_pages(MemoryModel& m, Addr base, Bytes size) {
   return n;
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("moving pages keeps each page in one place and counts the copies", "[memory]") {
   Rig rig(4);
   rig.memory.add_managed(0, kBlockSize);
   VaBlock& b = *rig.memory.find(0);
   CHECK(b.unpopulated().count() == kPagesPerBlock);
-  rig.memory.move(b, kHost, PageMask::range(0, 100), 0);  // host first touch
+  rig.memory.move(b, kHost, PageMask::range(0, 100), 0); // host first touch
   const Time end = rig.migrator.to_gpu(b, 0, PageMask::range(50, 100), {}, 1000, "test");
-  CHECK(rig.stats.pages_h2d == 50);        // pages 50..99 came from the host
-  CHECK(rig.stats.pages_populated == 50);  // pages 100..149 were never touched
+  CHECK(rig.stats.pages_h2d == 50);       // pages 50..99 came from the host
+  CHECK(rig.stats.pages_populated == 50); // pages 100..149 were never touched
   CHECK(rig.up.bytes() == 50 * kPageSize);
   CHECK(end == 1000 + 100 + 50 * 4096 / 2);
   CHECK(b.resident[1] == PageMask::range(50, 100));
@@ -72,7 +72,8 @@ TEST_CASE("moving pages keeps each page in one place and counts the copies", "[m
   rig.memory.check_invariants();
 }
 
-TEST_CASE("make_room evicts in first-residency order and skips the block being served", "[memory]") {
+TEST_CASE("make_room evicts in first-residency order and skips the block being served",
+          "[memory]") {
   Rig rig(2);
   rig.memory.add_managed(0, 4 * kBlockSize);
   for (uint64_t i = 0; i < 2; ++i) {
@@ -80,7 +81,7 @@ TEST_CASE("make_room evicts in first-residency order and skips the block being s
   }
   VaBlock& third = *rig.memory.find(2);
   rig.migrator.make_room(0, 0, &third);
-  CHECK(!rig.memory.find(0)->chunk[0]);  // the oldest went first
+  CHECK(!rig.memory.find(0)->chunk[0]); // the oldest went first
   CHECK(rig.memory.find(1)->chunk[0]);
   CHECK(rig.stats.evictions == 1);
   rig.migrator.to_gpu(third, 0, PageMask::big_page(0), {}, 0, "test");
@@ -125,15 +126,19 @@ TEST_CASE("randomized operations keep the memory model's invariants", "[memory][
       const PageMask pages_here = random_pages(rng);
       Time done = now;
       switch (rng() % 4) {
-        case 0:
-        case 1:
-          if (!b->chunk[0]) done = rig.migrator.make_room(0, now, b);
-          done = rig.migrator.to_gpu(*b, 0, pages_here, pages_here, done, "test");
-          break;
-        case 2: done = rig.migrator.to_host(*b, 0, pages_here, now, "test"); break;
-        default: rig.memory.drop(*b, pages_here); break;
+      case 0:
+      case 1:
+        if (!b->chunk[0]) done = rig.migrator.make_room(0, now, b);
+        done = rig.migrator.to_gpu(*b, 0, pages_here, pages_here, done, "test");
+        break;
+      case 2:
+        done = rig.migrator.to_host(*b, 0, pages_here, now, "test");
+        break;
+      default:
+        rig.memory.drop(*b, pages_here);
+        break;
       }
-      REQUIRE(done >= now);  // time never goes back
+      REQUIRE(done >= now); // time never goes back
       now = done;
       rig.memory.check_invariants();
       REQUIRE(rig.memory.chunks_used(0) <= rig.memory.capacity_chunks());

@@ -1,13 +1,12 @@
 // The policy registry: every folder under policies/ registers a policy of its name, unknown
 // names are refused with the known ones listed, and policies read their params strictly.
-#include <catch2/catch.hpp>
+#include "policies/registry.h"
+#include "sim/core/error.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include "policies/registry.h"
-#include "sim/core/error.h"
 
 using namespace faultline;
 using Catch::Matchers::Contains;

@@ -1,5 +1,3 @@
-#include <catch2/catch.hpp>
-
 #include "policies/registry.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
@@ -9,6 +7,8 @@
 #include "sim/trace/writer.h"
 #include "sim_fixture.h"
 
+#include <catch2/catch.hpp>
+
 using namespace faultline;
 using simtest::Scratch;
 
@@ -16,22 +16,25 @@ namespace {
 
 constexpr Addr kBase = 0x10000000;
 
-trace::KernelRecord kernel(Time start, Time duration, std::vector<std::pair<uint64_t, Time>> pages) {
+trace::KernelRecord kernel(Time start, Time duration,
+                           std::vector<std::pair<uint64_t, Time>> pages) {
   trace::KernelRecord k;
   k.name = "k";
   k.start = start;
   k.duration = duration;
-  for (auto [page, offset] : pages) k.accesses.push_back({kBase / kBigPageSize + page, offset, AccessType::kRead});
+  for (auto [page, offset] : pages)
+    k.accesses.push_back({kBase / kBigPageSize + page, offset, AccessType::kRead});
   return k;
 }
 
 // Writes a trace with one managed allocation of `blocks` VA blocks and the given kernels.
-std::string write_trace(const Scratch& s, unsigned blocks, const std::vector<trace::KernelRecord>& kernels,
-                        bool host_first = false) {
+std::string write_trace(const Scratch& s, unsigned blocks,
+                        const std::vector<trace::KernelRecord>& kernels, bool host_first = false) {
   const std::string path = s.file("t.fltrace");
   trace::TraceWriter w(path, {{"source", "test"}});
   w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, blocks * kBlockSize, 0, 0});
-  if (host_first) w.write(trace::HostAccessRecord{0, kBase, blocks * kBlockSize, AccessType::kWrite});
+  if (host_first)
+    w.write(trace::HostAccessRecord{0, kBase, blocks * kBlockSize, AccessType::kWrite});
   for (const auto& k : kernels) w.write(k);
   w.close();
   return path;
@@ -61,7 +64,7 @@ struct LinkBytes : TransferObserver {
   }
 };
 
-}  // namespace
+} // namespace
 
 TEST_CASE("a first touch on the GPU costs one batch and no copy", "[sim]") {
   Scratch s;
@@ -89,11 +92,12 @@ TEST_CASE("host-resident data is copied over the link inside the batch", "[sim]"
 TEST_CASE("eviction follows first residency and writes pages back", "[sim]") {
   Scratch s;
   const auto trace = write_trace(
-      s, 2, {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{0, 0}})});
+      s, 2,
+      {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{0, 0}})});
   const Outcome o = simulate(Scratch::run_config(), trace, 1);
   CHECK(o.stats.evictions == 2);
-  CHECK(o.stats.pages_d2h == 2 * kPagesPerBigPage);  // each victim held one big page
-  CHECK(o.stats.pages_h2d == kPagesPerBigPage);      // block 0 comes back from the host
+  CHECK(o.stats.pages_d2h == 2 * kPagesPerBigPage); // each victim held one big page
+  CHECK(o.stats.pages_h2d == kPagesPerBigPage);     // block 0 comes back from the host
   CHECK(o.stats.faults == 3);
 }
 
@@ -106,7 +110,7 @@ TEST_CASE("LRU keeps the recently used block that FIFO would evict", "[sim]") {
                                   kernel(4000, 1000, {{0, 0}})});
   const Outcome fifo = simulate(Scratch::run_config({{"eviction", "fifo"}}), trace, 2);
   const Outcome lru = simulate(Scratch::run_config({{"eviction", "lru"}}), trace, 2);
-  CHECK(fifo.stats.faults == 4);  // block 0 was evicted and faults again
+  CHECK(fifo.stats.faults == 4); // block 0 was evicted and faults again
   CHECK(lru.stats.faults == 3);
 }
 
@@ -130,7 +134,8 @@ TEST_CASE("batches hold at most batch_size entries and coalesce duplicates", "[s
   Scratch s;
   // Five faults raised before the first batch is fetched: same time, same kernel.
   const auto trace = write_trace(s, 1, {kernel(0, 1000, {{0, 0}, {0, 0}, {1, 0}, {2, 0}, {3, 0}})});
-  const Outcome o = simulate(Scratch::run_config({{"batch_size", 2}, {"prefetch", false}}), trace, 4);
+  const Outcome o =
+      simulate(Scratch::run_config({{"batch_size", 2}, {"prefetch", false}}), trace, 4);
   CHECK(o.stats.faults == 5);
   CHECK(o.stats.batches == 3);
   CHECK(o.stats.duplicate_faults == 1);
@@ -161,17 +166,18 @@ namespace {
 
 // Prefetches every argument of a kernel before it launches.
 class PrefetchArgs : public policies::IPolicy {
- public:
+public:
   PrefetchArgs(const nlohmann::json& params, const std::string& where) {
     config::Reader(params, where).finish();
   }
   void on_kernel_launch(const policies::LaunchEvent& e, policies::Actions& out) override {
-    for (const auto& r : e.args) out.push_back({policies::ActionKind::kPrefetch, r, gpu_processor(0)});
+    for (const auto& r : e.args)
+      out.push_back({policies::ActionKind::kPrefetch, r, gpu_processor(0)});
   }
 };
 FAULTLINE_REGISTER_POLICY(PrefetchArgs, "test_prefetch_args");
 
-}  // namespace
+} // namespace
 
 TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim][policy]") {
   Scratch s;
@@ -179,7 +185,8 @@ TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim
   trace::KernelRecord k = kernel(0, 4000000, {{0, 3000000}, {1, 3000000}});
   k.args = {1};
   const std::string path = write_trace(s, 1, {k}, true);
-  const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
+  const Outcome o =
+      simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
   CHECK(o.stats.faults == 0);
   CHECK(o.stats.prefetch_issued == kPagesPerBlock);
   CHECK(o.stats.prefetch_used == 2 * kPagesPerBigPage);
@@ -187,16 +194,18 @@ TEST_CASE("policy prefetch actions are executed and their use is counted", "[sim
   CHECK(o.stats.pages_h2d == kPagesPerBlock);
 }
 
-TEST_CASE("a fault on a page still in flight waits for the copy and uses the prefetch", "[sim][policy]") {
+TEST_CASE("a fault on a page still in flight waits for the copy and uses the prefetch",
+          "[sim][policy]") {
   Scratch s;
   trace::KernelRecord k = kernel(0, 1000, {{0, 0}});
   k.args = {1};
   const std::string path = write_trace(s, 1, {k}, true);
-  const Outcome o = simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
+  const Outcome o =
+      simulate(Scratch::run_config(nlohmann::json::object(), "test_prefetch_args"), path, 4);
   CHECK(o.stats.faults == 1);
-  CHECK(o.stats.pages_h2d == kPagesPerBlock);  // nothing is copied twice
+  CHECK(o.stats.pages_h2d == kPagesPerBlock); // nothing is copied twice
   CHECK(o.stats.prefetch_used == kPagesPerBigPage);
-  CHECK(o.end >= 1000 + static_cast<Time>(kBlockSize));  // the copy bounds the batch
+  CHECK(o.end >= 1000 + static_cast<Time>(kBlockSize)); // the copy bounds the batch
 }
 
 TEST_CASE("randomized runs keep every invariant", "[sim][invariants]") {
@@ -234,7 +243,7 @@ TEST_CASE("randomized runs keep every invariant", "[sim][invariants]") {
     CHECK(st.prefetch_used + st.prefetch_wasted == st.prefetch_issued);
     Time previous_end = 0;
     for (const KernelRow& k : st.kernel_rows) {
-      CHECK(k.start >= previous_end);  // time never goes back
+      CHECK(k.start >= previous_end); // time never goes back
       CHECK(k.end - k.start == k.compute_ns + k.stall_ns);
       CHECK(k.stall_ns >= 0);
       previous_end = k.end;
@@ -259,7 +268,8 @@ TEST_CASE("same inputs give byte-identical results and timelines", "[sim][determ
   }
   CHECK(outputs[0] == outputs[1]);
   std::ifstream a(s.file("tl0.json")), b(s.file("tl1.json"));
-  const std::string ta((std::istreambuf_iterator<char>(a)), {}), tb((std::istreambuf_iterator<char>(b)), {});
+  const std::string ta((std::istreambuf_iterator<char>(a)), {}),
+      tb((std::istreambuf_iterator<char>(b)), {});
   CHECK(ta == tb);
   CHECK(nlohmann::json::parse(ta)["traceEvents"].size() > 10);
 }
@@ -272,7 +282,8 @@ TEST_CASE("thrashing detection pins a ping-ponging block and maps it remotely", 
   const Outcome off = simulate(Scratch::run_config({{"thrashing_detection", false}}), trace, 1);
   // Each round trip takes ~150 us here (eviction copy + fetch copy), so a 10 ms lapse sees them.
   const Outcome on = simulate(
-      Scratch::run_config({{"thrashing_detection", true}, {"thrashing_lapse_ns", 10'000'000}}), trace, 1);
+      Scratch::run_config({{"thrashing_detection", true}, {"thrashing_lapse_ns", 10'000'000}}),
+      trace, 1);
   CHECK(off.stats.thrashing_pins == 0);
   CHECK(off.stats.evictions == 11);
   CHECK(on.stats.thrashing_pins >= 1);

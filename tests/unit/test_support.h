@@ -9,23 +9,20 @@
 //   const std::string trace = fltest::write_small_trace(dir.file("small.fltrace"));
 #pragma once
 
-#include <zstd.h>
+#include "sim/core/types.h"
+#include "sim/trace/writer.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
-
-#include "sim/core/types.h"
-#include "sim/trace/writer.h"
+#include <zstd.h>
 
 namespace fltest {
 
@@ -35,7 +32,7 @@ using nlohmann::json;
 // A fresh, uniquely named directory under the system temp dir; removed with everything in it
 // when the object goes out of scope. Not copyable.
 class TempDir {
- public:
+public:
   TempDir() {
     static std::atomic<unsigned> counter{0};
     std::random_device rd;
@@ -61,7 +58,7 @@ class TempDir {
   // The path of `name` inside the directory (parent folders are not created).
   std::string file(const std::string& name) const { return (path_ / name).string(); }
 
- private:
+private:
   fs::path path_;
 };
 
@@ -73,7 +70,9 @@ inline void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-inline void write_json(const fs::path& path, const json& doc) { write_text(path, doc.dump(2)); }
+inline void write_json(const fs::path& path, const json& doc) {
+  write_text(path, doc.dump(2));
+}
 
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -103,15 +102,14 @@ inline json test_gpu_profile() {
 // The "testlink" profile (PCIe). Forward: 1 us overhead, 4 GB/s at 4 KB, 16 GB/s at 64 KB,
 // 32 GB/s from 2 MB up, so transfer_ns(65536) = 1000 + 4096. Reverse: half those rates.
 inline json test_link_profile() {
-  return {{"name", "testlink"},
-          {"sources", {"unit-test profile with round numbers"}},
-          {"kind", "pcie"},
-          {"forward",
-           {{"overhead_ns", 1000},
-            {"bandwidth_gbps", {{4096, 4.0}, {65536, 16.0}, {2097152, 32.0}}}}},
-          {"reverse",
-           {{"overhead_ns", 1000},
-            {"bandwidth_gbps", {{4096, 2.0}, {65536, 8.0}, {2097152, 16.0}}}}}};
+  return {
+      {"name", "testlink"},
+      {"sources", {"unit-test profile with round numbers"}},
+      {"kind", "pcie"},
+      {"forward",
+       {{"overhead_ns", 1000}, {"bandwidth_gbps", {{4096, 4.0}, {65536, 16.0}, {2097152, 32.0}}}}},
+      {"reverse",
+       {{"overhead_ns", 1000}, {"bandwidth_gbps", {{4096, 2.0}, {65536, 8.0}, {2097152, 16.0}}}}}};
 }
 
 // Writes dir/gpus/testgpu.json and dir/links/testlink.json and points FAULTLINE_CONFIGS at
@@ -165,7 +163,7 @@ inline std::string write_small_trace(const std::string& path) {
   using namespace faultline;
   using namespace faultline::trace;
   constexpr Addr kManaged = 0x10000000;
-  constexpr uint64_t kPage = kManaged / kBigPageSize;  // 0x1000
+  constexpr uint64_t kPage = kManaged / kBigPageSize; // 0x1000
   TraceWriter w(path, {{"source", "test_support"}});
   w.write(AllocRecord{1, MemoryKind::kManaged, kManaged, 2 * kBlockSize, 0, 0});
   w.write(AllocRecord{2, MemoryKind::kDevice, 0x20000000, kBlockSize, 0, 0});
@@ -186,7 +184,8 @@ inline std::string write_small_trace(const std::string& path) {
   k1.start = 1300;
   k1.duration = 2000;
   k1.args = {1, 2};
-  k1.accesses = {{kPage + kBigPagesPerBlock, 0, AccessType::kWrite}, {kPage, 500, AccessType::kRead}};
+  k1.accesses = {{kPage + kBigPagesPerBlock, 0, AccessType::kWrite},
+                 {kPage, 500, AccessType::kRead}};
   w.write(k1);
   w.write(SyncRecord{3400, SyncKind::kDevice, 0});
   w.write(FreeRecord{2, 3500});
@@ -195,4 +194,4 @@ inline std::string write_small_trace(const std::string& path) {
   return path;
 }
 
-}  // namespace fltest
+} // namespace fltest

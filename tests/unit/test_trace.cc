@@ -1,12 +1,5 @@
 // Trace format v1: round trips through TraceWriter and TraceReader, streaming of long kernels,
 // the reader's diagnostics for every kind of bad input, and the trace statistics.
-#include <catch2/catch.hpp>
-
-#include <cstdio>
-#include <sstream>
-#include <string>
-#include <vector>
-
 #include "sim/core/error.h"
 #include "sim/trace/format.h"
 #include "sim/trace/inspect.h"
@@ -14,6 +7,12 @@
 #include "sim/trace/varint.h"
 #include "sim/trace/writer.h"
 #include "test_support.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using namespace faultline;
 using namespace faultline::trace;
@@ -48,11 +47,11 @@ void put_u32(std::string& out, uint32_t v) {
 
 // Offsets of the block headers in a file holding one zstd frame (RFC 8878, section 3.1).
 std::vector<size_t> zstd_block_headers(const std::string& f) {
-  size_t pos = 4;  // magic
+  size_t pos = 4; // magic
   const auto fhd = static_cast<uint8_t>(f.at(pos++));
   const bool single_segment = fhd & 0x20;
   const unsigned fcs_flag = fhd >> 6, dict_flag = fhd & 3;
-  if (!single_segment) ++pos;  // window descriptor
+  if (!single_segment) ++pos; // window descriptor
   pos += dict_flag == 3 ? 4 : dict_flag;
   pos += fcs_flag == 0 ? (single_segment ? 1 : 0) : (size_t{1} << fcs_flag);
   std::vector<size_t> headers;
@@ -60,15 +59,15 @@ std::vector<size_t> zstd_block_headers(const std::string& f) {
     headers.push_back(pos);
     const uint32_t h = static_cast<uint8_t>(f[pos]) | static_cast<uint8_t>(f[pos + 1]) << 8 |
                        static_cast<uint32_t>(static_cast<uint8_t>(f[pos + 2])) << 16;
-    pos += 3 + (((h >> 1) & 3) == 1 ? 1 : h >> 3);  // RLE blocks hold one byte
-    if (h & 1) break;                                // last block
+    pos += 3 + (((h >> 1) & 3) == 1 ? 1 : h >> 3); // RLE blocks hold one byte
+    if (h & 1) break;                              // last block
   }
   return headers;
 }
 
 // Hand-built decompressed trace content, following the layout in writer.cc.
 class RawTrace {
- public:
+public:
   explicit RawTrace(const std::string& header_text = default_metadata().dump(),
                     uint32_t version = kVersion) {
     bytes_.append(kMagic.data(), kMagic.size());
@@ -115,7 +114,7 @@ class RawTrace {
     put_varint(bytes_, dt);
     put_varint(bytes_, name_id);
     put_varint(bytes_, 0);                             // stream
-    for (int i = 0; i < 6; ++i) put_varint(bytes_, 1);  // grid, block
+    for (int i = 0; i < 6; ++i) put_varint(bytes_, 1); // grid, block
     put_varint(bytes_, duration);
     put_varint(bytes_, args.size());
     for (uint64_t a : args) put_varint(bytes_, a);
@@ -137,7 +136,7 @@ class RawTrace {
   }
   void write(const std::string& path) const { fltest::write_zstd_file(path, bytes_); }
 
- private:
+private:
   void type(RecordType t) { bytes_.push_back(static_cast<char>(t)); }
   std::string bytes_;
 };
@@ -170,7 +169,7 @@ void check_equal(const KernelRecord& a, const KernelRecord& b) {
   for (size_t i = 0; i < a.accesses.size(); ++i) {
     const Access &x = a.accesses[i], &y = b.accesses[i];
     if (x.big_page == y.big_page && x.offset == y.offset && x.type == y.type) continue;
-    INFO("first differing access: " << i);  // reports only the first, not thousands
+    INFO("first differing access: " << i); // reports only the first, not thousands
     CHECK(x.big_page == y.big_page);
     CHECK(x.offset == y.offset);
     CHECK(x.type == y.type);
@@ -183,24 +182,30 @@ void check_equal(const Record& got, const Record& want) {
   REQUIRE(got.type == want.type);
   CHECK(got.time() == want.time());
   switch (want.type) {
-    case RecordType::kAlloc: check_equal(got.alloc, want.alloc); break;
-    case RecordType::kFree:
-      CHECK(got.free.id == want.free.id);
-      CHECK(got.free.time == want.free.time);
-      break;
-    case RecordType::kKernel: check_equal(got.kernel, want.kernel); break;
-    case RecordType::kHostAccess:
-      CHECK(got.host.time == want.host.time);
-      CHECK(got.host.address == want.host.address);
-      CHECK(got.host.size == want.host.size);
-      CHECK(got.host.type == want.host.type);
-      break;
-    case RecordType::kSync:
-      CHECK(got.sync.time == want.sync.time);
-      CHECK(got.sync.kind == want.sync.kind);
-      CHECK(got.sync.stream == want.sync.stream);
-      break;
-    default: FAIL("unexpected record type"); break;
+  case RecordType::kAlloc:
+    check_equal(got.alloc, want.alloc);
+    break;
+  case RecordType::kFree:
+    CHECK(got.free.id == want.free.id);
+    CHECK(got.free.time == want.free.time);
+    break;
+  case RecordType::kKernel:
+    check_equal(got.kernel, want.kernel);
+    break;
+  case RecordType::kHostAccess:
+    CHECK(got.host.time == want.host.time);
+    CHECK(got.host.address == want.host.address);
+    CHECK(got.host.size == want.host.size);
+    CHECK(got.host.type == want.host.type);
+    break;
+  case RecordType::kSync:
+    CHECK(got.sync.time == want.sync.time);
+    CHECK(got.sync.kind == want.sync.kind);
+    CHECK(got.sync.stream == want.sync.stream);
+    break;
+  default:
+    FAIL("unexpected record type");
+    break;
   }
 }
 
@@ -239,7 +244,8 @@ std::vector<Record> every_record_type() {
   std::vector<Record> v;
   v.push_back(make(AllocRecord{1, MemoryKind::kManaged, kSeg, 8 * kBlockSize, 10, 0}));
   v.push_back(make(AllocRecord{2, MemoryKind::kDevice, kSeg + 64 * kBlockSize, kBlockSize, 20, 0}));
-  v.push_back(make(AllocRecord{3, MemoryKind::kAllocatorBlock, kSeg + kBlockSize, 3 * kBigPageSize, 20, 1}));
+  v.push_back(make(
+      AllocRecord{3, MemoryKind::kAllocatorBlock, kSeg + kBlockSize, 3 * kBigPageSize, 20, 1}));
   KernelRecord k;
   k.name = "gemm_kernel<float, 128>";
   k.stream = 7;
@@ -249,17 +255,17 @@ std::vector<Record> every_record_type() {
   k.duration = 5000;
   k.args = {1, 3, 2};
   k.accesses = {{kSegPage + 40, 0, AccessType::kRead},
-                {kSegPage + 2, 0, AccessType::kWrite},        // negative delta
+                {kSegPage + 2, 0, AccessType::kWrite}, // negative delta
                 {kSegPage + 100, 100, AccessType::kAtomic},
                 {kSegPage, 4000, AccessType::kPrefetch},      // negative delta
                 {kSegPage, 4000, AccessType::kRead},          // zero delta, same offset
                 {0, 4500, AccessType::kWrite},                // huge negative delta
                 {UINT64_MAX >> 16, 5000, AccessType::kRead}}; // huge positive, at duration
   v.push_back(make(k));
-  KernelRecord empty;  // no name, no args, no accesses, zero duration
+  KernelRecord empty; // no name, no args, no accesses, zero duration
   empty.start = 5100;
   v.push_back(make(empty));
-  KernelRecord again = k;  // the name string is reused
+  KernelRecord again = k; // the name string is reused
   again.start = 5100;
   again.stream = 0;
   again.args = {2};
@@ -273,13 +279,13 @@ std::vector<Record> every_record_type() {
   v.push_back(make(SyncRecord{13000, SyncKind::kDevice, 0}));
   v.push_back(make(FreeRecord{3, 14000}));
   v.push_back(make(FreeRecord{1, 14000}));
-  v.push_back(make(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize, 15000, 0}));  // id reused
+  v.push_back(make(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize, 15000, 0})); // id reused
   v.push_back(make(FreeRecord{1, 15500}));
-  v.push_back(make(FreeRecord{2, uint64_t{1} << 40}));  // a large time step
+  v.push_back(make(FreeRecord{2, uint64_t{1} << 40})); // a large time step
   return v;
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("trace: every record type round-trips with its metadata", "[trace]") {
   fltest::TempDir dir;
@@ -296,16 +302,26 @@ TEST_CASE("trace: every record type round-trips with its metadata", "[trace]") {
         continue;
       }
       switch (r.type) {
-        case RecordType::kAlloc: w.write(r.alloc); break;
-        case RecordType::kFree: w.write(r.free); break;
-        case RecordType::kKernel: w.write(r.kernel); break;
-        case RecordType::kHostAccess: w.write(r.host); break;
-        default: w.write(r.sync); break;
+      case RecordType::kAlloc:
+        w.write(r.alloc);
+        break;
+      case RecordType::kFree:
+        w.write(r.free);
+        break;
+      case RecordType::kKernel:
+        w.write(r.kernel);
+        break;
+      case RecordType::kHostAccess:
+        w.write(r.host);
+        break;
+      default:
+        w.write(r.sync);
+        break;
       }
     }
     CHECK(w.records() == records.size());
     w.close();
-    w.close();  // idempotent
+    w.close(); // idempotent
   }
   TraceReader reader(path);
   CHECK(reader.path() == path);
@@ -316,12 +332,12 @@ TEST_CASE("trace: every record type round-trips with its metadata", "[trace]") {
   CHECK(m["format"] == "faultline-trace");
   CHECK(m["page_size"] == kPageSize);
   CHECK(m["access_granularity"] == kBigPageSize);
-  CHECK(m["driver"] == "unknown");  // defaults fill what the writer was not given
+  CHECK(m["driver"] == "unknown"); // defaults fill what the writer was not given
   CHECK(m["cuda"] == "unknown");
   CHECK(m["command"] == "unknown");
 
   Record got;
-  got.kernel.accesses.resize(99);  // stale storage from an earlier record must not leak
+  got.kernel.accesses.resize(99); // stale storage from an earlier record must not leak
   for (size_t i = 0; i < records.size(); ++i) {
     INFO("record " << i);
     REQUIRE(reader.next(got));
@@ -329,7 +345,7 @@ TEST_CASE("trace: every record type round-trips with its metadata", "[trace]") {
     CHECK(reader.records() == i + 1);
   }
   CHECK_FALSE(reader.next(got));
-  CHECK_FALSE(reader.next(got));  // stays at the end
+  CHECK_FALSE(reader.next(got)); // stays at the end
   CHECK(reader.records() == records.size());
 }
 
@@ -363,7 +379,7 @@ TEST_CASE("trace: a kernel with 100k accesses streams across buffer refills", "[
   big.args = {1};
   uint64_t x = 12345;
   for (uint64_t i = 0; i < 100000; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;  // LCG: pages jump both ways
+    x = x * 6364136223846793005ull + 1442695040888963407ull; // LCG: pages jump both ways
     big.accesses.push_back({kSegPage + (x >> 40) % 1000003, static_cast<Time>(3 * i + (i % 3 == 0)),
                             static_cast<AccessType>((x >> 20) & 3)});
   }
@@ -373,12 +389,12 @@ TEST_CASE("trace: a kernel with 100k accesses streams across buffer refills", "[
     w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, 1000003 * kBigPageSize, 0, 0});
     w.write(small);
     w.write(big);
-    w.write(big);  // twice, so the second starts at an arbitrary point of the buffer
+    w.write(big); // twice, so the second starts at an arbitrary point of the buffer
     w.write(FreeRecord{1, 200});
     w.close();
     raw = w.raw_bytes();
   }
-  REQUIRE(raw > 2 * (1u << 18));  // larger than the reader's 256 KB buffer, twice over
+  REQUIRE(raw > 2 * (1u << 18)); // larger than the reader's 256 KB buffer, twice over
   TraceReader reader(path);
   Record r;
   REQUIRE(reader.next(r));
@@ -396,10 +412,11 @@ TEST_CASE("trace: a kernel with 100k accesses streams across buffer refills", "[
   CHECK(reader.records() == 5);
 }
 
-TEST_CASE("trace: the reader rejects bad files naming the file and place and what was expected", "[trace]") {
+TEST_CASE("trace: the reader rejects bad files naming the file and place and what was expected",
+          "[trace]") {
   fltest::TempDir dir;
   const std::string header = default_metadata().dump();
-  const size_t first = 16 + header.size();  // where the first record starts
+  const size_t first = 16 + header.size(); // where the first record starts
 
   SECTION("missing file") {
     const std::string path = dir.file("no-such.fltrace");
@@ -431,14 +448,14 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
   SECTION("wrong version") {
     const std::string path = dir.file("v2.fltrace");
     RawTrace(header, 2).end(0).write(path);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 8") &&
-                                      Contains("version 2") && Contains("reads version 1"));
+    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 8") && Contains("version 2") &&
+                                      Contains("reads version 1"));
   }
   SECTION("header not JSON") {
     const std::string path = dir.file("json.fltrace");
     RawTrace("{\"page_size\": 4096, oops").end(0).write(path);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 16") &&
-                                      Contains("header is not a JSON object"));
+    CHECK_THAT(trace_error(path),
+               Contains(path) && Contains("byte 16") && Contains("header is not a JSON object"));
   }
   SECTION("header is JSON but not an object") {
     const std::string path = dir.file("array.fltrace");
@@ -448,9 +465,10 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
   SECTION("header longer than the trace") {
     const std::string path = dir.file("long-header.fltrace");
     std::string bytes = RawTrace("{}").bytes();
-    bytes[12] = 100;  // claims 100 bytes of header; 2 follow
+    bytes[12] = 100; // claims 100 bytes of header; 2 follow
     fltest::write_zstd_file(path, bytes);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 12") && Contains("header of 100 bytes"));
+    CHECK_THAT(trace_error(path),
+               Contains(path) && Contains("byte 12") && Contains("header of 100 bytes"));
   }
   SECTION("header without page_size") {
     const std::string path = dir.file("nopage.fltrace");
@@ -471,7 +489,8 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
     nlohmann::json meta = default_metadata();
     meta["access_granularity"] = 4096;
     RawTrace(meta.dump()).end(0).write(path);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("\"access_granularity\" must be 65536"));
+    CHECK_THAT(trace_error(path),
+               Contains(path) && Contains("\"access_granularity\" must be 65536"));
   }
   SECTION("compressed file cut in half") {
     const std::string good = dir.file("good.fltrace");
@@ -557,7 +576,7 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
       w.close();
     }
     std::string bytes = fltest::read_text(good);
-    REQUIRE(bytes.size() > 3 * (1u << 17));  // several of the reader's input buffers
+    REQUIRE(bytes.size() > 3 * (1u << 17)); // several of the reader's input buffers
     const size_t flip = bytes.size() * 3 / 4;
     bytes[flip] = static_cast<char>(bytes[flip] ^ 0xff);
     const std::string path = dir.file("flipped.fltrace");
@@ -604,7 +623,7 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
       }
     }
     REQUIRE(damaged > 0);
-    bytes[damaged] = static_cast<char>(bytes[damaged] | 0x06);  // block type 3 is reserved
+    bytes[damaged] = static_cast<char>(bytes[damaged] | 0x06); // block type 3 is reserved
     const std::string path = dir.file("damaged.fltrace");
     fltest::write_text(path, bytes);
     const std::string msg = trace_error(path);
@@ -686,8 +705,8 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
     std::string bytes = RawTrace().alloc(0, 1, MemoryKind::kManaged, kSeg, kBlockSize).bytes();
     bytes.resize(bytes.size() - 2);
     fltest::write_zstd_file(path, bytes);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("record #0 (alloc)") &&
-                                      Contains("truncated"));
+    CHECK_THAT(trace_error(path),
+               Contains(path) && Contains("record #0 (alloc)") && Contains("truncated"));
   }
   SECTION("data after the end record") {
     const std::string path = dir.file("after.fltrace");
@@ -705,9 +724,10 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
     raw.alloc(0, 1, MemoryKind::kManaged, kSeg, kBlockSize);
     const size_t at = raw.offset();
     raw.alloc(0, 2, MemoryKind::kAllocatorBlock, kSeg, kBigPageSize, 42).end(2).write(path);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("record #1 (alloc)") &&
-                                      Contains("at byte " + std::to_string(at)) &&
-                                      Contains("block 2 names segment 42, which is not a live segment"));
+    CHECK_THAT(trace_error(path),
+               Contains(path) && Contains("record #1 (alloc)") &&
+                   Contains("at byte " + std::to_string(at)) &&
+                   Contains("block 2 names segment 42, which is not a live segment"));
   }
   SECTION("a block naming another block as its segment") {
     const std::string path = dir.file("nested.fltrace");
@@ -762,14 +782,15 @@ TEST_CASE("trace: the writer refuses records out of time order and stays usable"
     w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize, 100, 0});
     CHECK_THROWS_AS(w.write(FreeRecord{1, 99}), Error);
     CHECK_THROWS_WITH(w.write(SyncRecord{50, SyncKind::kDevice, 0}),
-                      Contains(path) && Contains("at time 50 ns is earlier than its predecessor at 100 ns"));
+                      Contains(path) &&
+                          Contains("at time 50 ns is earlier than its predecessor at 100 ns"));
     KernelRecord late;
-    late.name = "late";  // a new name: its string must not break the trace either
+    late.name = "late"; // a new name: its string must not break the trace either
     late.start = 20;
     CHECK_THROWS_WITH(w.write(late), Contains("earlier than its predecessor"));
     CHECK_THROWS_WITH(w.write(AllocRecord{0, MemoryKind::kManaged, kSeg, kBlockSize, 200, 0}),
                       Contains("id 0 is reserved"));
-    KernelRecord bad;  // an access beyond the duration is refused without writing anything
+    KernelRecord bad; // an access beyond the duration is refused without writing anything
     bad.name = "bad";
     bad.start = 150;
     bad.duration = 10;
@@ -778,7 +799,7 @@ TEST_CASE("trace: the writer refuses records out of time order and stays usable"
     bad.accesses = {{kSegPage, 5, AccessType::kRead}, {kSegPage, 4, AccessType::kRead}};
     CHECK_THROWS_WITH(w.write(bad), Contains("non-decreasing"));
     CHECK(w.records() == 1);
-    w.write(FreeRecord{1, 100});  // the same time as its predecessor is fine
+    w.write(FreeRecord{1, 100}); // the same time as its predecessor is fine
     w.close();
     CHECK_THROWS_WITH(w.write(FreeRecord{1, 300}), Contains("write after close"));
   }
@@ -830,7 +851,7 @@ TEST_CASE("trace: compute_stats and dump on a hand-built trace", "[trace]") {
     w.write(kernel("a", 20, 100, {{32, 0, R}, {33, 10, W}, {32, 20, R}, {64, 30, A}}));
     // 33 and 32 were touched by kernel 1: 2 reuses; 100 is new (block 3)
     w.write(kernel("b", 200, 100, {{33, 0, R}, {100, 10, R}, {32, 20, P}}));
-    w.write(FreeRecord{3, 300});  // {1, 2}
+    w.write(FreeRecord{3, 300}); // {1, 2}
     // {1, 2, 16, 17}: the peak, 4 chunks
     w.write(AllocRecord{5, MemoryKind::kManaged, 0x2000000, (2 << 20) + 4096, 400, 0});
     // 100 was touched by kernel 2: 1 reuse
