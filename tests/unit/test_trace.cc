@@ -285,6 +285,26 @@ std::vector<Record> every_record_type() {
   return v;
 }
 
+// 20 kernels of 20,000 pseudo-random accesses each: compressed, several reader input buffers long.
+std::string write_long_random_trace(const std::string& path, uint64_t seed) {
+  TraceWriter w(path, {}, 1);
+  w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize * 1024, 0, 0});
+  uint64_t x = seed;
+  for (int k = 0; k < 20; ++k) {
+    KernelRecord kr;
+    kr.name = "kernel";
+    kr.start = k * 1000000;
+    kr.duration = 1000000;
+    for (int i = 0; i < 20000; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      kr.accesses.push_back({kSegPage + (x >> 30) % 32768, i * 20, AccessType::kRead});
+    }
+    w.write(kr);
+  }
+  w.close();
+  return path;
+}
+
 } // namespace
 
 TEST_CASE("trace: every record type round-trips with its metadata", "[trace]") {
@@ -557,24 +577,7 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
     // zstd checks the frame's checksum only at its end, so the damaged data may first decode
     // into a bad record; the reader must still say that the compressed data is corrupt, and
     // name compressed bytes that exist.
-    const std::string good = dir.file("good.fltrace");
-    {
-      TraceWriter w(good, {}, 1);
-      w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize * 1024, 0, 0});
-      uint64_t x = 3;
-      for (int k = 0; k < 20; ++k) {
-        KernelRecord kr;
-        kr.name = "kernel";
-        kr.start = k * 1000000;
-        kr.duration = 1000000;
-        for (int i = 0; i < 20000; ++i) {
-          x = x * 6364136223846793005ull + 1442695040888963407ull;
-          kr.accesses.push_back({kSegPage + (x >> 30) % 32768, i * 20, AccessType::kWrite});
-        }
-        w.write(kr);
-      }
-      w.close();
-    }
+    const std::string good = write_long_random_trace(dir.file("good.fltrace"), 3);
     std::string bytes = fltest::read_text(good);
     REQUIRE(bytes.size() > 3 * (1u << 17)); // several of the reader's input buffers
     const size_t flip = bytes.size() * 3 / 4;
@@ -594,24 +597,7 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
   }
   SECTION("a damaged zstd block late in a long trace") {
     // zstd fails on the block header itself; the compressed bytes named must include it.
-    const std::string good = dir.file("good.fltrace");
-    {
-      TraceWriter w(good, {}, 1);
-      w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, kBlockSize * 1024, 0, 0});
-      uint64_t x = 5;
-      for (int k = 0; k < 20; ++k) {
-        KernelRecord kr;
-        kr.name = "kernel";
-        kr.start = k * 1000000;
-        kr.duration = 1000000;
-        for (int i = 0; i < 20000; ++i) {
-          x = x * 6364136223846793005ull + 1442695040888963407ull;
-          kr.accesses.push_back({kSegPage + (x >> 30) % 32768, i * 20, AccessType::kRead});
-        }
-        w.write(kr);
-      }
-      w.close();
-    }
+    const std::string good = write_long_random_trace(dir.file("good.fltrace"), 5);
     std::string bytes = fltest::read_text(good);
     const std::vector<size_t> headers = zstd_block_headers(bytes);
     REQUIRE(headers.size() > 4);
