@@ -44,12 +44,4 @@ private:
   TransferObserver* observer_ = nullptr;
 };
 
-// A full-duplex connection between two endpoints.
-struct Link {
-  Link(const std::string& name, const config::LinkProfile& profile)
-      : forward(name + " fwd", profile.forward), reverse(name + " rev", profile.reverse) {}
-  LinkDirection forward;
-  LinkDirection reverse;
-};
-
 } // namespace faultline

@@ -115,7 +115,7 @@ nlohmann::json run_job(const SimJob& job) {
   if (timeline) timeline->close();
 
   nlohmann::json out;
-  out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", 1}};
+  out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", job.trace_path},
                   {"metadata", sim.reader().metadata()},
                   {"footprint_bytes", trace_stats.footprint_bytes()}};
