@@ -38,7 +38,6 @@ public:
   Time next_time() const { return queue_.empty() ? INT64_MAX : queue_.top().at; }
   void progress() { last_progress_ = now_; }
   std::string describe_in_flight() const;
-  uint64_t events() const { return sequence_; }
 
 private:
   struct Event {

@@ -10,8 +10,6 @@ Transfer LinkDirection::transfer(Time ready, Bytes bytes, const char* cause) {
   t.end = t.start + curve_.transfer_ns(bytes);
   busy_until_ = t.end;
   bytes_ += bytes;
-  ++transfers_;
-  busy_time_ += t.end - t.start;
   if (observer_) observer_->on_transfer(name_, bytes, t, cause);
   return t;
 }

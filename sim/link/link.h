@@ -30,8 +30,6 @@ public:
   Time busy_until() const { return busy_until_; }
   const std::string& name() const { return name_; }
   Bytes bytes() const { return bytes_; }
-  uint64_t transfers() const { return transfers_; }
-  Time busy_time() const { return busy_time_; }
   void set_observer(TransferObserver* observer) { observer_ = observer; }
 
 private:
@@ -39,8 +37,6 @@ private:
   config::LinkCurve curve_;
   Time busy_until_ = 0;
   Bytes bytes_ = 0;
-  uint64_t transfers_ = 0;
-  Time busy_time_ = 0;
   TransferObserver* observer_ = nullptr;
 };
 

@@ -34,7 +34,6 @@ public:
   void set_check_invariants(bool on) { check_invariants_ = on; }
 
   const Stats& run();
-  const MemoryModel& memory() const { return memory_; }
   Time end_time() const { return end_time_; }
   const trace::TraceReader& reader() const { return reader_; }
 

@@ -4,6 +4,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/run/simulator.h"
+#include "test_support.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,27 +17,20 @@ namespace simtest {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with the object.
+// A temporary directory with the round-number profiles below, named by FAULTLINE_CONFIGS.
 class Scratch {
 public:
   Scratch() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("faultline-sim-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_ / "gpus");
-    fs::create_directories(path_ / "links");
+    fs::create_directories(dir_.path() / "gpus");
+    fs::create_directories(dir_.path() / "links");
     write("gpus/simgpu.json", gpu_profile());
     write("links/simlink.json", link_profile());
-    setenv("FAULTLINE_CONFIGS", path_.c_str(), 1);
+    setenv("FAULTLINE_CONFIGS", dir_.path().c_str(), 1);
   }
-  ~Scratch() {
-    unsetenv("FAULTLINE_CONFIGS");
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  ~Scratch() { unsetenv("FAULTLINE_CONFIGS"); }
+  std::string file(const std::string& name) const { return dir_.file(name); }
   void write(const std::string& name, const nlohmann::json& doc) const {
-    std::ofstream(path_ / name) << doc.dump(2);
+    fltest::write_json(dir_.path() / name, doc);
   }
 
   // Batch = 10 us + 1 us per fault + 2 us per VA block (+1 us page tables) + copies.
@@ -63,7 +57,7 @@ public:
   }
 
 private:
-  fs::path path_;
+  fltest::TempDir dir_;
 };
 
 inline faultline::config::RunConfig parse(const nlohmann::json& doc) {
