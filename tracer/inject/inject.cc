@@ -1,0 +1,173 @@
+// The CUPTI injection library behind `faultline capture`. CUDA loads it through
+// CUDA_INJECTION64_PATH and calls InitializeInjection(); `faultline capture --managed` also
+// LD_PRELOADs it so its cudaMalloc turns device allocations into managed ones.
+//
+// It writes the raw stream of tracer/raw/raw_format.h to $FAULTLINE_RAW_OUT. Environment:
+//   FAULTLINE_RAW_OUT     output path (required)
+//   FAULTLINE_MODE        observe | timing | access          (default observe)
+//   FAULTLINE_RANGE       all | profiler: manipulate and mark only inside cudaProfilerStart/Stop
+//   FAULTLINE_MANAGED     1: cudaMalloc becomes cudaMallocManaged (needs LD_PRELOAD)
+//   FAULTLINE_MARGIN      bytes of GPU memory that managed allocations must leave free
+//
+// Modes: observe changes nothing. timing prefetches each launch's argument allocations to the GPU
+// on the launch's stream, so kernel durations are the all-resident compute times. access moves all
+// managed memory to the host before every kernel, copy and memset and waits for each to finish, so
+// every 64 KB the operation touches migrates on demand and shows up as an HtoD record.
+#include "tracer/inject/state.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
+#include <vector>
+#include <unistd.h>
+
+namespace faultline::inject {
+namespace {
+
+std::mutex g_init_mutex;
+bool g_initialized = false;
+CUpti_SubscriberHandle g_subscriber;
+
+#define CUPTI_CHECK(call)                                                                          \
+  do {                                                                                             \
+    CUptiResult status_ = (call);                                                                  \
+    if (status_ != CUPTI_SUCCESS) {                                                                \
+      const char* text_ = nullptr;                                                                 \
+      cuptiGetResultString(status_, &text_);                                                       \
+      fatal(std::string("CUPTI call failed: ") + #call + ": " + (text_ ? text_ : "?"));            \
+    }                                                                                              \
+  } while (0)
+
+void configure_um_counters() {
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
+  CUpti_ActivityUnifiedMemoryCounterConfig config[8];
+  for (int i = 0; i < 8; ++i) {
+    config[i] = {};
+    config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    config[i].kind = kinds[i];
+    config[i].deviceId = 0;
+    config[i].enable = 1;
+  }
+  CUPTI_CHECK(cuptiActivityConfigureUnifiedMemoryCounter(config, 8));
+}
+
+// Some kinds (unified-memory counters among them) can be enabled only once a context exists;
+// before that CUPTI answers NOT_READY. Those start at the first context's creation.
+std::vector<CUpti_ActivityKind> g_deferred;
+
+void enable_kind(CUpti_ActivityKind kind, bool at_init) {
+  CUptiResult status = cuptiActivityEnable(kind);
+  if (status == CUPTI_ERROR_NOT_READY && at_init)
+    return g_deferred.push_back(kind);
+  CUPTI_CHECK(status);
+}
+
+void on_first_context() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    configure_um_counters();
+    enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
+    for (CUpti_ActivityKind kind : g_deferred)
+      enable_kind(kind, false);
+  });
+}
+
+void CUPTIAPI dispatch(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                       const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+    return on_first_context();
+  // Records still queued when a context goes are lost; the runtime's own exit handler destroys
+  // contexts before ours runs.
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+    return (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  on_callback(userdata, domain, id, data);
+}
+
+void enable_callbacks() {
+  CUPTI_CHECK(cuptiSubscribe(&g_subscriber, dispatch, nullptr));
+  CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+  CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+  for (CUpti_CallbackId id : driver_callback_ids())
+    CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
+  for (CUpti_CallbackId id : runtime_callback_ids())
+    CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+}
+
+void enable_activities() {
+  CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
+  const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+      CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_MEMORY2,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  for (CUpti_ActivityKind kind : kinds)
+    enable_kind(kind, true);
+  // Deliver buffers while the program runs rather than all at exit.
+  CUPTI_CHECK(cuptiActivityFlushPeriod(500));
+}
+
+void at_exit() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  state().sink.finish();
+}
+
+} // namespace
+
+void fatal(const std::string& message) {
+  std::fprintf(stderr, "faultline capture: %s\n", message.c_str());
+  state().sink.error(message);
+  state().sink.finish();
+  _exit(70);
+}
+
+} // namespace faultline::inject
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  using namespace faultline::inject;
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  if (g_initialized)
+    return 1;
+  g_initialized = true;
+  State& s = state();
+  s.options = read_options();
+  s.sink.open(s.options.out_path);
+  uint32_t cupti_version = 0;
+  cuptiGetVersion(&cupti_version);
+  s.sink.meta(initial_meta(s.options, cupti_version));
+  enable_activities();
+  enable_callbacks();
+  std::atexit(at_exit);
+  return 1;
+}
+
+// cudaMalloc as `faultline capture --managed` wants it: managed memory, so an unmodified program
+// (PyTorch's caching allocator included) runs on unified memory, as DeepUM and PUMP do.
+extern "C" __attribute__((visibility("default"))) cudaError_t cudaMalloc(void** ptr, size_t size) {
+  using MallocFn = cudaError_t (*)(void**, size_t);
+  using ManagedFn = cudaError_t (*)(void**, size_t, unsigned);
+  static MallocFn real_malloc = reinterpret_cast<MallocFn>(dlsym(RTLD_NEXT, "cudaMalloc"));
+  static ManagedFn real_managed =
+      reinterpret_cast<ManagedFn>(dlsym(RTLD_NEXT, "cudaMallocManaged"));
+  const char* managed = std::getenv("FAULTLINE_MANAGED");
+  if (managed && std::strcmp(managed, "1") == 0 && real_managed)
+    return real_managed(ptr, size, cudaMemAttachGlobal);
+  if (!real_malloc) {
+    std::fprintf(stderr, "faultline capture: cudaMalloc not found after the injection library\n");
+    return cudaErrorMemoryAllocation;
+  }
+  return real_malloc(ptr, size);
+}

@@ -1,0 +1,110 @@
+// The raw sink and the options read from the environment.
+#include "tracer/inject/state.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace faultline::inject {
+
+State& state() {
+  static State* s = new State(); // never destroyed: atexit handlers and CUPTI threads outlive it
+  return *s;
+}
+
+void Sink::open(const std::string& path) {
+  file_ = std::fopen(path.c_str(), "wb");
+  if (!file_) {
+    std::fprintf(stderr, "faultline capture: cannot write %s\n", path.c_str());
+    _exit(70);
+  }
+  std::setvbuf(file_, nullptr, _IOFBF, 8 << 20);
+  raw::RawFileHeader header{};
+  std::memcpy(header.magic, raw::kMagic, sizeof(header.magic));
+  header.version = raw::kVersion;
+  std::fwrite(&header, sizeof(header), 1, file_);
+}
+
+void Sink::write(raw::RawType type, const void* a, uint32_t a_size, const void* b, uint32_t b_size,
+                 const void* c, uint32_t c_size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!file_)
+    return;
+  raw::RawRecordHead head{static_cast<uint16_t>(type), 0, a_size + b_size + c_size};
+  std::fwrite(&head, sizeof(head), 1, file_);
+  std::fwrite(a, 1, a_size, file_);
+  if (b_size)
+    std::fwrite(b, 1, b_size, file_);
+  if (c_size)
+    std::fwrite(c, 1, c_size, file_);
+  ++records_;
+}
+
+void Sink::add_dropped(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropped_ += n;
+}
+
+void Sink::finish() {
+  uint64_t dropped = 0, records = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!file_)
+      return;
+    dropped = dropped_;
+    records = records_;
+  }
+  raw::RawEnd end{dropped, records};
+  write(raw::RawType::kEnd, end);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::fclose(file_);
+  file_ = nullptr;
+}
+
+namespace {
+
+std::string env(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value ? value : fallback;
+}
+
+Mode parse_mode(const std::string& text) {
+  if (text == "observe")
+    return Mode::kObserve;
+  if (text == "timing")
+    return Mode::kTiming;
+  if (text == "access")
+    return Mode::kAccess;
+  std::fprintf(stderr, "faultline capture: FAULTLINE_MODE=%s; expected observe, timing or access\n",
+               text.c_str());
+  _exit(70);
+}
+
+} // namespace
+
+Options read_options() {
+  Options o;
+  o.out_path = env("FAULTLINE_RAW_OUT", "");
+  if (o.out_path.empty()) {
+    std::fprintf(stderr, "faultline capture: FAULTLINE_RAW_OUT is not set\n");
+    _exit(70);
+  }
+  o.mode = parse_mode(env("FAULTLINE_MODE", "observe"));
+  o.profiler_range = env("FAULTLINE_RANGE", "all") == "profiler";
+  o.managed = env("FAULTLINE_MANAGED", "0") == "1";
+  o.margin = std::strtoull(env("FAULTLINE_MARGIN", "2147483648").c_str(), nullptr, 10);
+  return o;
+}
+
+std::string initial_meta(const Options& o, uint32_t cupti_version) {
+  const char* mode = o.mode == Mode::kTiming ? "timing" : o.mode == Mode::kAccess ? "access" : "observe";
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "{\"mode\":\"%s\",\"range\":\"%s\",\"managed\":%s,\"margin\":%llu,"
+                "\"cupti_version\":%u,\"pid\":%d}",
+                mode, o.profiler_range ? "profiler" : "all", o.managed ? "true" : "false",
+                static_cast<unsigned long long>(o.margin), cupti_version, getpid());
+  return text;
+}
+
+} // namespace faultline::inject
