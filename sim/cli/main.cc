@@ -3,6 +3,7 @@
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/inspect.h"
+#include "tracer/capture/capture.h"
 
 #include <algorithm>
 #include <cstring>
@@ -24,6 +25,7 @@ const char* kUsage =
     "  synth       write a synthetic trace (tests and benchmarks only)\n"
     "  trace dump  print a trace as JSON lines\n"
     "  trace stats print a trace's footprint, kernels, accesses, blocks and reuse\n"
+    "  capture     record a trace of a CUDA program or PyTorch training run (needs a GPU)\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -189,7 +191,8 @@ int dispatch(int argc, char** argv) {
   if (cmd == "sim") return cmd_sim(argc, argv);
   if (cmd == "synth") return cmd_synth(argc, argv);
   if (cmd == "trace") return cmd_trace(argc, argv);
-  throw UsageError("unknown command \"" + cmd + "\"; known: sim, synth, trace");
+  if (cmd == "capture") return capture::capture_command(argc, argv);
+  throw UsageError("unknown command \"" + cmd + "\"; known: sim, synth, trace, capture");
 }
 
 } // namespace

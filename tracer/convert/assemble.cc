@@ -1,0 +1,359 @@
+#include "tracer/convert/assemble.h"
+
+#include "sim/core/error.h"
+#include "sim/trace/writer.h"
+#include "tracer/convert/access_sets.h"
+#include "tracer/convert/passes.h"
+#include "tracer/convert/torch_history.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace faultline::capture {
+namespace {
+
+using raw::RawType;
+constexpr uint64_t kBigPage = 64 * 1024;
+
+struct Translated {
+  std::vector<std::vector<trace::Access>> per_op; // timing-pass big pages, offsets unset
+  uint64_t untranslated = 0;
+};
+
+// Access-pass pages -> (allocation ordinal, offset) -> timing-pass pages.
+Translated translate(const RawStream& access_raw, const Pass& access, const AccessSets& sets,
+                     const std::vector<uint64_t>& timing_addresses) {
+  Translated out;
+  AllocationWalk walk;
+  size_t next = 0;
+  for (size_t i = 0; i < access_raw.api.size() && next < access.ops.size(); ++i) {
+    walk.apply(access_raw.api[i]);
+    if (access.ops[next].api_index != i)
+      continue;
+    std::vector<trace::Access> accesses;
+    for (const PageAccess& p : sets.per_op[next]) {
+      auto* hit = walk.find(p.big_page * kBigPage);
+      if (!hit || hit->second.ordinal >= timing_addresses.size()) {
+        ++out.untranslated;
+        continue;
+      }
+      uint64_t address = timing_addresses[hit->second.ordinal] + (p.big_page * kBigPage - hit->first);
+      accesses.push_back({address / kBigPage, 0, p.type});
+    }
+    out.per_op.push_back(std::move(accesses));
+    ++next;
+  }
+  return out;
+}
+
+// Emits the timing pass as trace records, merging in PyTorch's block events and host faults.
+class Emitter {
+public:
+  Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass,
+          Translated& accesses, const std::optional<TorchHistory>& history)
+      : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history) {
+    for (const raw::RawUm& u : raw.um)
+      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault))
+        cpu_faults_.push_back(&u);
+    std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
+                     [](auto* a, auto* b) { return a->start < b->start; });
+  }
+
+  void run() {
+    bool in_range = !pass_.has_range;
+    size_t next_op = 0;
+    for (size_t i = 0; i < raw_.api.size(); ++i) {
+      const ApiEvent& e = raw_.api[i];
+      place_history(e.cpu_time, e);
+      if (in_range)
+        place_host_faults(e.cpu_time);
+      else
+        skip_host_faults(e.cpu_time);
+      if (e.type == RawType::kRange && pass_.has_range)
+        in_range = e.range.on != 0;
+      emit(e, in_range, next_op, i);
+    }
+    place_history(UINT64_MAX, {});
+  }
+
+  nlohmann::json summary() const {
+    return {{"allocations", allocations_}, {"blocks", blocks_placed_},
+            {"unplaced_block_events", unplaced_}, {"host_faults", host_faults_}};
+  }
+
+private:
+  struct Segment {
+    uint64_t id, size;
+    trace::MemoryKind kind;
+  };
+  struct Block {
+    uint64_t id, size;
+  };
+
+  Time at(uint64_t cpu_time) {
+    Time t = cpu_time > pass_.range_start ? static_cast<Time>(cpu_time - pass_.range_start) : 0;
+    last_ = std::max(last_, t);
+    return last_;
+  }
+
+  void emit(const ApiEvent& e, bool in_range, size_t& next_op, size_t index) {
+    switch (e.type) {
+    case RawType::kAlloc:
+      return alloc_segment(e);
+    case RawType::kFree:
+      return free_segment(e);
+    case RawType::kSync:
+      if (in_range)
+        w_.write(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
+                                   stream_of(e.sync.handle)});
+      return;
+    case RawType::kLaunch:
+    case RawType::kCopy:
+      if (e.type == RawType::kLaunch)
+        streams_[e.launch.stream] = stream_for_launch(next_op, index);
+      if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index)
+        emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]), ++next_op;
+      return;
+    default:
+      return;
+    }
+  }
+
+  uint32_t stream_for_launch(size_t next_op, size_t index) const {
+    if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index)
+      return pass_.ops[next_op].stream;
+    return 0;
+  }
+
+  uint32_t stream_of(uint64_t handle) const {
+    auto it = streams_.find(handle);
+    return it == streams_.end() ? 0 : it->second;
+  }
+
+  void alloc_segment(const ApiEvent& e) {
+    trace::AllocRecord r;
+    r.id = next_id_++;
+    r.kind = e.alloc.kind == static_cast<uint32_t>(raw::AllocKind::kManaged)
+                 ? trace::MemoryKind::kManaged
+                 : trace::MemoryKind::kDevice;
+    r.address = e.alloc.address;
+    r.size = e.alloc.bytes;
+    r.time = at(e.cpu_time);
+    segments_[r.address] = {r.id, r.size, r.kind};
+    ++allocations_;
+    w_.write(r);
+  }
+
+  void free_segment(const ApiEvent& e) {
+    auto it = segments_.find(e.free.address);
+    if (it == segments_.end())
+      return; // a free of memory allocated before the tracer started, or of a null pointer
+    // Blocks inside the segment end with it (PyTorch frees a segment only when it is empty).
+    auto b = blocks_.lower_bound(it->first);
+    while (b != blocks_.end() && b->first < it->first + it->second.size) {
+      w_.write(trace::FreeRecord{b->second.id, at(e.cpu_time)});
+      b = blocks_.erase(b);
+    }
+    w_.write(trace::FreeRecord{it->second.id, at(e.cpu_time)});
+    segments_.erase(it);
+  }
+
+  const std::pair<const uint64_t, Segment>* segment_at(uint64_t address) const {
+    auto it = segments_.upper_bound(address);
+    if (it == segments_.begin())
+      return nullptr;
+    --it;
+    return address < it->first + it->second.size ? &*it : nullptr;
+  }
+
+  // The innermost live allocation holding `address`: its block if PyTorch named one.
+  uint64_t allocation_at(uint64_t address) const {
+    auto b = blocks_.upper_bound(address);
+    if (b != blocks_.begin() && address < std::prev(b)->first + std::prev(b)->second.size)
+      return std::prev(b)->second.id;
+    auto* s = segment_at(address);
+    return s ? s->second.id : 0;
+  }
+
+  void emit_operation(const Operation& op, std::vector<trace::Access>& accesses) {
+    trace::KernelRecord k;
+    k.name = op.name;
+    k.stream = op.stream;
+    k.grid = {op.grid[0], op.grid[1], op.grid[2]};
+    k.block = {op.block[0], op.block[1], op.block[2]};
+    k.start = at(op.cpu_time);
+    k.duration = static_cast<Time>(op.gpu_end > op.gpu_start ? op.gpu_end - op.gpu_start : 0);
+    for (uint64_t word : op.pointers)
+      if (uint64_t id = allocation_at(word); id && std::find(k.args.begin(), k.args.end(), id) == k.args.end())
+        k.args.push_back(id);
+    // The access pass gives order, not time: accesses are spread evenly over the duration.
+    const size_t n = accesses.size();
+    for (size_t j = 0; j < n; ++j)
+      accesses[j].offset = static_cast<Time>(static_cast<__int128>(k.duration) * j / n);
+    k.accesses = std::move(accesses);
+    w_.write(k);
+  }
+
+  void place_history(uint64_t now, const ApiEvent& e) {
+    if (!history_)
+      return;
+    const auto& events = history_->events;
+    // Frees of blocks in a segment about to be freed go first, whatever their time bound.
+    const bool segment_free = now != UINT64_MAX && e.type == RawType::kFree;
+    while (next_history_ < events.size()) {
+      const BlockEvent& b = events[next_history_];
+      bool due = b.time <= now || (segment_free && !b.alloc && b.address >= e.free.address &&
+                                   segment_at(e.free.address) &&
+                                   b.address < e.free.address + segment_at(e.free.address)->second.size);
+      if (!due)
+        return;
+      if (b.alloc && !place_block(b, now)) {
+        if (now != UINT64_MAX)
+          return; // its segment is not live yet: wait for the next API event
+        ++unplaced_;
+      } else if (!b.alloc) {
+        free_block(b, now);
+      }
+      ++next_history_;
+    }
+  }
+
+  bool place_block(const BlockEvent& b, uint64_t now) {
+    auto* s = segment_at(b.address);
+    if (!s || b.address + b.size > s->first + s->second.size)
+      return false;
+    trace::AllocRecord r;
+    r.id = next_id_++;
+    r.kind = trace::MemoryKind::kAllocatorBlock;
+    r.address = b.address;
+    r.size = b.size;
+    r.time = at(std::min(b.time, now));
+    r.segment = s->second.id;
+    blocks_[b.address] = {r.id, b.size};
+    ++blocks_placed_;
+    w_.write(r);
+    return true;
+  }
+
+  void free_block(const BlockEvent& b, uint64_t now) {
+    auto it = blocks_.find(b.address);
+    if (it == blocks_.end()) {
+      ++unplaced_;
+      return;
+    }
+    w_.write(trace::FreeRecord{it->second.id, at(std::min(b.time, now))});
+    blocks_.erase(it);
+  }
+
+  void skip_host_faults(uint64_t now) {
+    while (next_fault_ < cpu_faults_.size() && cpu_faults_[next_fault_]->start <= now)
+      ++next_fault_;
+  }
+
+  void place_host_faults(uint64_t now) {
+    for (; next_fault_ < cpu_faults_.size() && cpu_faults_[next_fault_]->start <= now; ++next_fault_) {
+      const raw::RawUm& u = *cpu_faults_[next_fault_];
+      auto* s = segment_at(u.address);
+      if (!s || s->second.kind != trace::MemoryKind::kManaged)
+        continue;
+      w_.write(trace::HostAccessRecord{at(u.start), u.address & ~uint64_t(4095), 4096,
+                                       AccessType::kRead});
+      ++host_faults_;
+    }
+  }
+
+  trace::TraceWriter& w_;
+  const RawStream& raw_;
+  const Pass& pass_;
+  Translated& accesses_;
+  const std::optional<TorchHistory>& history_;
+  std::vector<const raw::RawUm*> cpu_faults_;
+  std::map<uint64_t, Segment> segments_;
+  std::map<uint64_t, Block> blocks_;
+  std::unordered_map<uint64_t, uint32_t> streams_;
+  uint64_t next_id_ = 1;
+  size_t next_history_ = 0, next_fault_ = 0;
+  Time last_ = 0;
+  uint64_t allocations_ = 0, blocks_placed_ = 0, unplaced_ = 0, host_faults_ = 0;
+};
+
+std::vector<uint64_t> allocation_addresses(const RawStream& raw) {
+  std::vector<uint64_t> out;
+  for (const ApiEvent& e : raw.api)
+    if (e.type == RawType::kAlloc)
+      out.push_back(e.alloc.address);
+  return out;
+}
+
+void require_clean(const RawStream& raw) {
+  if (!raw.error.empty())
+    throw TraceError(raw.path + ": the capture stopped the program: " + raw.error);
+}
+
+// Operations of the timing pass during which data still migrated to the GPU: their durations
+// are not all-resident.
+uint64_t faulting_operations(const RawStream& raw, const Pass& pass) {
+  std::vector<uint64_t> starts;
+  for (const raw::RawUm& u : raw.um)
+    if (u.counter == static_cast<uint32_t>(raw::UmCounter::kHtoD) &&
+        u.flags == static_cast<uint32_t>(raw::MigrationCause::kCoherence))
+      starts.push_back(u.start);
+  std::sort(starts.begin(), starts.end());
+  uint64_t n = 0;
+  for (const Operation& op : pass.ops) {
+    auto it = std::lower_bound(starts.begin(), starts.end(), op.gpu_start);
+    n += it != starts.end() && *it <= op.gpu_end;
+  }
+  return n;
+}
+
+nlohmann::json header(const ConvertJob& job, const RawStream& timing,
+                      const std::optional<TorchHistory>& history) {
+  nlohmann::json h = job.metadata;
+  h["source"] = "faultline capture";
+  h["gpu"] = timing.meta.value("gpu", "unknown");
+  if (timing.meta.contains("cuda_driver_api")) {
+    int v = timing.meta["cuda_driver_api"].get<int>();
+    h["cuda"] = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  }
+  if (history)
+    h["pytorch"] = history->torch_version;
+  return h;
+}
+
+} // namespace
+
+nlohmann::json convert_capture(const ConvertJob& job) {
+  RawStream timing = read_raw(job.timing_path);
+  RawStream access = read_raw(job.access_path);
+  require_clean(timing);
+  require_clean(access);
+  Pass tpass = build_pass(timing);
+  Pass apass = build_pass(access);
+  align_passes(timing, tpass, access, apass);
+  AccessSets sets = assemble_access_sets(access, apass);
+  Translated translated = translate(access, apass, sets, allocation_addresses(timing));
+  std::optional<TorchHistory> history;
+  if (!job.history_path.empty())
+    history = read_torch_history(job.history_path);
+
+  nlohmann::json summary = {
+      {"operations", tpass.ops.size()},
+      {"access_pages", sets.pages},
+      {"access_pages_ordered_by_fault_records", sets.ordered_pages},
+      {"untranslated_pages", translated.untranslated},
+      {"timing_pass_faulting_operations", faulting_operations(timing, tpass)},
+      {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}}};
+  nlohmann::json meta = header(job, timing, history);
+  meta["capture"] = summary;
+  trace::TraceWriter writer(job.out_path, meta);
+  Emitter emitter(writer, timing, tpass, translated, history);
+  emitter.run();
+  writer.close();
+  summary.update(emitter.summary());
+  return summary;
+}
+
+} // namespace faultline::capture
