@@ -4,6 +4,7 @@
 #include "tracer/capture/observe.h"
 #include "tracer/convert/assemble.h"
 #include "tracer/convert/raw_reader.h"
+#include "version.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,9 +191,9 @@ std::string driver_version() {
   auto at = line.find("Kernel Module");
   if (at == std::string::npos)
     return "unknown";
-  std::string rest = line.substr(at + 13);
-  rest.erase(0, rest.find_first_not_of(' '));
-  return rest.substr(0, rest.find(' '));
+  std::smatch m;
+  std::string rest = line.substr(at);
+  return std::regex_search(rest, m, std::regex("\\b\\d+\\.\\d+(\\.\\d+)?\\b")) ? m.str() : "unknown";
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -220,6 +222,7 @@ int run_access_set(const Options& o, const std::string& lib, const std::string& 
   ConvertJob job{timing.raw, access.raw, timing.history, o.out, o.meta};
   job.metadata["command"] = joined(o.command);
   job.metadata["driver"] = driver_version();
+  job.metadata["faultline_git_revision"] = FAULTLINE_GIT_REVISION;
   job.metadata["capture_seconds"] = {{"timing_pass", round2(timing.seconds)},
                                      {"access_pass", round2(access.seconds)}};
   nlohmann::json summary = convert_capture(job);

@@ -131,37 +131,74 @@ std::vector<std::pair<uint64_t, uint64_t>> live_managed() {
 }
 
 // CUPTI's queue of unified-memory records is bounded and records beyond it are lost unreported,
-// so the queue is drained after every operation and after every chunk of an eviction. A 64 MB
-// chunk yields at most a few thousand DtoH records even when every other 64 KB page moves.
+// so the queue is drained after every operation and between parts of an eviction. In access
+// mode CUPTI's worker passes over it every millisecond (see enable_activities), which keeps a
+// flush short.
+thread_local std::vector<uint64_t> t_operation_pointers;
+uint64_t g_drains = 0, g_drain_ns = 0;
+bool g_host_clean = false; // all managed memory is on the host (access mode)
+
 void drain() {
+  const uint64_t began = now();
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   cuptiActivityFlushAll(0);
+  ++g_drains;
+  g_drain_ns += now() - began;
+}
+
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// Prefetches the ranges to the host, draining after every `budget` bytes and at the end.
+void prefetch_to_host(const Ranges& ranges, uint64_t budget) {
+  CUmemLocation host{};
+  host.type = CU_MEM_LOCATION_TYPE_HOST;
+  uint64_t pending = 0;
+  for (const auto& [address, size] : ranges) {
+    for (uint64_t offset = 0; offset < size;) {
+      uint64_t n = std::min(size - offset, budget - pending);
+      check(cuMemPrefetchAsync(address + offset, n, host, 0, nullptr), "cuMemPrefetchAsync to host");
+      offset += n;
+      pending += n;
+      if (pending == budget) {
+        drain();
+        pending = 0;
+      }
+    }
+  }
+  if (pending)
+    drain();
 }
 
 // Access mode: everything managed goes to the host and the GPU is idle. After an operation the
-// DtoH records of this eviction name every page the operation left on the GPU.
+// DtoH records of this eviction name every page the operation left on the GPU. The allocations
+// its arguments name go first, in parts of at most 1 GB, since they hold nearly all it touched;
+// the rest follows in one sweep, normally moving nothing.
 void evict_all_to_host(raw::EvictPurpose purpose) {
-  constexpr uint64_t kChunk = 64ull << 20;
+  constexpr uint64_t kPart = 1ull << 30;
   ToolScope scope;
   drain();
   const uint64_t begin = now();
-  CUmemLocation host{};
-  host.type = CU_MEM_LOCATION_TYPE_HOST;
-  for (const auto& [address, size] : live_managed()) {
-    for (uint64_t offset = 0; offset < size; offset += kChunk) {
-      check(cuMemPrefetchAsync(address + offset, std::min(kChunk, size - offset), host, 0, nullptr),
-            "cuMemPrefetchAsync to host");
-      drain();
-    }
+  Ranges named, rest;
+  for (const auto& range : live_managed()) {
+    bool hit = false;
+    for (uint64_t p : t_operation_pointers)
+      hit |= p >= range.first && p < range.first + range.second;
+    (hit ? named : rest).push_back(range);
   }
+  prefetch_to_host(named, kPart);
+  prefetch_to_host(rest, UINT64_MAX);
   raw::RawEvict record{begin, now(), static_cast<uint32_t>(purpose), 0};
   state().sink.write(RawType::kEvict, record);
+  g_host_clean = true;
 }
 
 bool access_mode_active() { return state().options.mode == Mode::kAccess && manipulating(); }
 
-void before_operation() {
-  if (access_mode_active())
+// Only the first operation of a range needs a clean host: after that, every operation in the
+// range is followed by an eviction, and host code moves pages only towards the host.
+void before_operation(std::vector<uint64_t> pointers) {
+  t_operation_pointers = std::move(pointers);
+  if (access_mode_active() && !g_host_clean)
     evict_all_to_host(raw::EvictPurpose::kBeforeOperation);
 }
 
@@ -319,7 +356,7 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
                      info.name.size(), words.data(), words.size() * 8);
   if (state().options.mode == Mode::kTiming && manipulating())
     prefetch_to_gpu(words, a.stream);
-  before_operation();
+  before_operation(std::move(words));
 }
 
 // ---- driver and runtime dispatch ---------------------------------------------------------
@@ -343,6 +380,7 @@ void on_range(bool on) {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.in_range = on;
   }
+  g_host_clean = false;
   raw::RawRange record{now(), on ? 1u : 0u, 0};
   s.sink.write(RawType::kRange, record);
 }
@@ -430,7 +468,7 @@ void on_copy(const CUpti_CallbackData* cb, raw::CopyOp op, uint64_t dst, uint64_
   raw::RawCopy record{now(), stream, dst, src, bytes, cb->correlationId, static_cast<uint32_t>(op),
                       kind, 0};
   state().sink.write(RawType::kCopy, record);
-  before_operation();
+  before_operation({dst, src});
 }
 
 template <typename P> void memcpy_call(const CUpti_CallbackData* cb, uint64_t stream) {
@@ -485,6 +523,11 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
 }
 
 } // namespace
+
+std::string drain_meta() {
+  return "{\"access_drains\":" + std::to_string(g_drains) +
+         ",\"access_drain_seconds\":" + std::to_string(g_drain_ns / 1e9) + "}";
+}
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                           const void* data) {

@@ -116,12 +116,14 @@ void enable_activities() {
       CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
   for (CUpti_ActivityKind kind : kinds)
     enable_kind(kind, true);
-  // Deliver buffers while the program runs rather than all at exit.
-  CUPTI_CHECK(cuptiActivityFlushPeriod(500));
+  // Deliver records while the program runs. Access mode moves gigabytes around every operation,
+  // and its unified-memory records overflow CUPTI's bounded queue unless it is emptied often.
+  CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
 }
 
 void at_exit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  state().sink.meta(drain_meta());
   state().sink.finish();
 }
 
