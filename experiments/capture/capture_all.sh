@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the shipped real traces on a GPU machine and measures the tracer's overhead.
 #   experiments/capture/capture_all.sh OUT_DIR WORKLOAD...
-# WORKLOAD: stream, strided (microbenchmarks), gpt2-medium, resnet50, bert-large, pagerank.
+# WORKLOAD: stream, strided (microbenchmarks), gpt2-small, gpt2-medium, resnet50, bert-large, pagerank.
 # Needs build-gpu/ with libfaultline_inject.so, um_micro and faultline (see traces/README.md).
 # For each workload it runs the program plain, with managed memory only, under the tracer in
 # observe mode, and under `faultline capture` (timing + access passes), and writes
@@ -32,6 +32,9 @@ done
 # and each step has about 2500 operations.
 cmd[gpt2-medium]="python3 $here/workloads.py gpt2-medium --warmup 1 --steps 1 --batch 4"
 meta[gpt2-medium]="--meta workload=gpt2-medium --meta iterations=1 --meta batch=4 --meta sequence=1024"
+cmd[gpt2-small]="python3 $here/workloads.py gpt2-small --warmup 1 --steps 1 --batch 8"
+meta[gpt2-small]="--meta workload=gpt2-small --meta iterations=1 --meta batch=8 --meta sequence=1024"
+opts[gpt2-small]="--torch --range profiler"
 cmd[bert-large]="python3 $here/workloads.py bert-large --warmup 1 --steps 1 --batch 8"
 meta[bert-large]="--meta workload=bert-large --meta iterations=1 --meta batch=8 --meta sequence=512"
 cmd[resnet50]+=" --batch 64"; meta[resnet50]+=" --meta batch=64 --meta image=224"

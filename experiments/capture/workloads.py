@@ -2,7 +2,7 @@
 
     python3 workloads.py NAME [--batch B] [--warmup W] [--steps S]
 
-NAME: gpt2-medium, resnet50, bert-large, pagerank or mlp (a tiny smoke test). The warm-up steps
+NAME: gpt2-small, gpt2-medium, resnet50, bert-large, pagerank or mlp (a tiny smoke test). The warm-up steps
 run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. The script
 prints one JSON line with the workload's settings and the wall time of the measured steps.
@@ -15,9 +15,17 @@ import torch
 
 
 def gpt2_medium(batch, seq=1024):
+    return _gpt2(batch, seq, n_embd=1024, n_layer=24, n_head=16)
+
+
+def gpt2_small(batch, seq=1024):
+    return _gpt2(batch, seq, n_embd=768, n_layer=12, n_head=12)
+
+
+def _gpt2(batch, seq, **shape):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(n_embd=1024, n_layer=24, n_head=16, n_positions=seq)
+    config = GPT2Config(n_positions=seq, **shape)
     model = GPT2LMHeadModel(config).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
@@ -109,7 +117,7 @@ def mlp(batch):
     return model, step
 
 
-WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "bert-large": (bert_large, 16),
+WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
              "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256)}
 
 
