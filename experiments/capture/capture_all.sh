@@ -60,18 +60,23 @@ PY
   echo "$name $mode $(tail -1 "$out/$name.runs.jsonl" | cut -c1-160)"
 }
 
+modes=${MODES:-plain managed observe access-set} # MODES=access-set reruns the capture alone
+has() { [[ " $modes " == *" $1 "* ]]; }
 for w in "$@"; do
-  rm -f "$out/$w.runs.jsonl"
   read -r -a c <<<"${cmd[$w]}"
   read -r -a o <<<"${opts[$w]}"
   read -r -a m <<<"${meta[$w]}"
-  run "$w" plain "${c[@]}"
-  if [[ " ${o[*]} " == *" --torch "* ]]; then
+  if has plain; then run "$w" plain "${c[@]}"; fi
+  if has managed && [[ " ${o[*]} " == *" --torch "* ]]; then
     run "$w" managed env LD_PRELOAD="$lib" FAULTLINE_MANAGED=1 "${c[@]}"
   fi
-  run "$w" observe "$bin/faultline" capture --mode observe "${o[@]}" "${m[@]}" \
-    --out "$out/$w.observe.json" -- "${c[@]}"
-  run "$w" access-set "$bin/faultline" capture "${o[@]}" "${m[@]}" \
-    --out "$out/$w.fltrace" -- "${c[@]}"
-  "$bin/faultline" trace stats "$out/$w.fltrace" >"$out/$w.stats.json"
+  if has observe; then
+    run "$w" observe "$bin/faultline" capture --mode observe "${o[@]}" "${m[@]}" \
+      --out "$out/$w.observe.json" -- "${c[@]}"
+  fi
+  if has access-set; then
+    run "$w" access-set "$bin/faultline" capture "${o[@]}" "${m[@]}" \
+      --out "$out/$w.fltrace" -- "${c[@]}"
+    "$bin/faultline" trace stats "$out/$w.fltrace" >"$out/$w.stats.json"
+  fi
 done

@@ -332,7 +332,7 @@ nlohmann::json convert_capture(const ConvertJob& job) {
   require_clean(access);
   Pass tpass = build_pass(timing);
   Pass apass = build_pass(access);
-  align_passes(timing, tpass, access, apass);
+  const uint64_t differing_arguments = align_passes(timing, tpass, access, apass);
   AccessSets sets = assemble_access_sets(access, apass);
   Translated translated = translate(access, apass, sets, allocation_addresses(timing));
   std::optional<TorchHistory> history;
@@ -345,6 +345,7 @@ nlohmann::json convert_capture(const ConvertJob& job) {
       {"access_pages_ordered_by_fault_records", sets.ordered_pages},
       {"untranslated_pages", translated.untranslated},
       {"timing_pass_faulting_operations", faulting_operations(timing, tpass)},
+      {"operations_with_differing_argument_allocations", differing_arguments},
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}}};
   nlohmann::json meta = header(job, timing, history);
   meta["capture"] = summary;

@@ -20,6 +20,12 @@ public:
                      std::to_string(record_offset_) + ": " + what);
   }
   bool done() const { return offset_ == bytes_.size(); }
+  // A defect found after the last record: names the record that should have come next.
+  [[noreturn]] void fail_at_end(const std::string& what) {
+    ++record_;
+    record_offset_ = offset_;
+    fail(what);
+  }
 
   // Returns the next record's type and payload; checks the payload fits in the file.
   std::pair<uint16_t, std::string_view> next() {
@@ -183,8 +189,8 @@ RawStream read_raw(const std::string& path) {
     read_record(c, s, type, payload);
   }
   if (!s.ended && s.error.empty())
-    throw TraceError(path + ": truncated: the raw stream has no end record (the program did " +
-                     "not exit normally, or the stream was cut)");
+    c.fail_at_end("truncated: the raw stream has no end record (the program did not exit "
+                  "normally, or the stream was cut)");
   return s;
 }
 

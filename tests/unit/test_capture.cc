@@ -1,0 +1,505 @@
+// The capture converter (tracer/convert/): raw streams recorded on an H200 turned into traces
+// whose access sets match what the microbenchmarks are known to touch, argument matching,
+// determinism, and the diagnostics for broken raw streams, mismatched passes and bad PyTorch
+// allocator histories.
+#include "sim/core/error.h"
+#include "sim/trace/format.h"
+#include "sim/trace/reader.h"
+#include "test_support.h"
+#include "tracer/capture/observe.h"
+#include "tracer/convert/access_sets.h"
+#include "tracer/convert/assemble.h"
+#include "tracer/convert/passes.h"
+#include "tracer/convert/raw_reader.h"
+#include "tracer/convert/torch_history.h"
+#include "tracer/raw/raw_format.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace faultline;
+using namespace faultline::capture;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kBigPage = 64 * 1024;
+
+std::string data(const std::string& name) {
+  return std::string(FAULTLINE_TEST_DATA) + "/capture/" + name;
+}
+
+// Converts tests/data/capture/<prog>-{timing,access}.raw (and the history, if asked) to `out`.
+json convert(const std::string& prog, const std::string& out, bool history = false) {
+  ConvertJob job;
+  job.timing_path = data(prog + "-timing.raw");
+  job.access_path = data(prog + "-access.raw");
+  if (history) job.history_path = data(prog + "-timing.history.json");
+  job.out_path = out;
+  return convert_capture(job);
+}
+
+// A whole trace read back: every alloc record (in order) and every kernel record.
+struct Contents {
+  std::vector<trace::AllocRecord> allocs;
+  std::vector<trace::KernelRecord> kernels;
+  std::vector<bool> segment_live_at_block; // per kAllocatorBlock alloc, in order
+};
+
+Contents read_trace(const std::string& path) {
+  trace::TraceReader reader(path);
+  trace::Record r;
+  Contents c;
+  std::map<uint64_t, trace::MemoryKind> live;
+  while (reader.next(r)) {
+    if (r.type == trace::RecordType::kAlloc) {
+      c.allocs.push_back(r.alloc);
+      live[r.alloc.id] = r.alloc.kind;
+      if (r.alloc.kind == trace::MemoryKind::kAllocatorBlock) {
+        auto seg = live.find(r.alloc.segment);
+        c.segment_live_at_block.push_back(seg != live.end() &&
+                                          seg->second != trace::MemoryKind::kAllocatorBlock);
+      }
+    } else if (r.type == trace::RecordType::kFree) {
+      live.erase(r.free.id);
+    } else if (r.type == trace::RecordType::kKernel) {
+      c.kernels.push_back(r.kernel);
+    }
+  }
+  return c;
+}
+
+std::vector<trace::AllocRecord> managed(const Contents& c) {
+  std::vector<trace::AllocRecord> out;
+  for (const auto& a : c.allocs)
+    if (a.kind == trace::MemoryKind::kManaged) out.push_back(a);
+  return out;
+}
+
+using PageSet = std::vector<std::pair<int64_t, uint64_t>>; // (managed index, page offset)
+
+// A kernel's accesses as (managed allocation index, 64 KB page from its base), sorted;
+// a page outside every managed allocation becomes (-1, big page).
+PageSet pages_of(const trace::KernelRecord& k, const std::vector<trace::AllocRecord>& m) {
+  PageSet out;
+  for (const auto& a : k.accesses) {
+    const uint64_t addr = a.big_page * kBigPage;
+    std::pair<int64_t, uint64_t> p{-1, a.big_page};
+    for (size_t i = 0; i < m.size(); ++i)
+      if (addr >= m[i].address && addr < m[i].address + m[i].size)
+        p = {static_cast<int64_t>(i), (addr - m[i].address) / kBigPage};
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The expectation's [alloc_index, first_page, last_page, step] ranges as a sorted PageSet.
+PageSet expected_pages(const json& ranges) {
+  PageSet out;
+  for (const auto& r : ranges)
+    for (uint64_t p = r[1].get<uint64_t>(); p <= r[2].get<uint64_t>(); p += r[3].get<uint64_t>())
+      out.emplace_back(r[0].get<int64_t>(), p);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Checks a converted microbenchmark trace against <prog>.expect.json.
+void check_against_expectation(const std::string& prog) {
+  fltest::TempDir dir;
+  const std::string out = dir.file(prog + ".fltrace");
+  const json summary = convert(prog, out);
+  const json expect = json::parse(fltest::read_text(data(prog + ".expect.json")));
+  const Contents c = read_trace(out);
+  const auto m = managed(c);
+  REQUIRE(m.size() == expect["allocations"].size());
+  for (size_t i = 0; i < m.size(); ++i)
+    CHECK(m[i].size == expect["allocations"][i].get<uint64_t>());
+  const json& ops = expect["operations"];
+  REQUIRE(c.kernels.size() == ops.size());
+  CHECK(summary["operations"] == ops.size());
+  CHECK(summary["untranslated_pages"] == 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    INFO(prog << " operation #" << i << ": " << c.kernels[i].name);
+    const std::string name = ops[i]["name"].get<std::string>();
+    if (name.front() == '[')
+      CHECK(c.kernels[i].name == name);
+    else
+      CHECK_THAT(c.kernels[i].name, Contains(name + "("));
+    CHECK(pages_of(c.kernels[i], m) == expected_pages(ops[i]["pages"]));
+  }
+}
+
+// The TraceError message of `f`; fails the test if it does not throw one.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  FAIL("no TraceError thrown");
+  return "";
+}
+
+// A raw stream split into its file header and records (each head + payload, as in the file).
+struct RawFile {
+  std::string header;
+  std::vector<std::string> records;
+};
+
+uint16_t type_of(const std::string& record) {
+  uint16_t t;
+  std::memcpy(&t, record.data(), 2);
+  return t;
+}
+
+RawFile split_raw(const std::string& path) {
+  const std::string b = fltest::read_text(path);
+  RawFile f{b.substr(0, sizeof(raw::RawFileHeader)), {}};
+  for (size_t off = f.header.size(); off < b.size();) {
+    uint32_t size;
+    std::memcpy(&size, b.data() + off + 4, 4);
+    f.records.push_back(b.substr(off, sizeof(raw::RawRecordHead) + size));
+    off += f.records.back().size();
+  }
+  return f;
+}
+
+std::string join(const RawFile& f) {
+  std::string out = f.header;
+  for (const auto& r : f.records) out += r;
+  return out;
+}
+
+// Byte offset of record #i in the joined file.
+size_t offset_of(const RawFile& f, size_t i) {
+  size_t off = f.header.size();
+  for (size_t k = 0; k < i; ++k) off += f.records[k].size();
+  return off;
+}
+
+size_t index_of_type(const RawFile& f, raw::RawType type, size_t nth = 0) {
+  for (size_t i = 0; i < f.records.size(); ++i)
+    if (type_of(f.records[i]) == static_cast<uint16_t>(type) && nth-- == 0) return i;
+  FAIL("no such record");
+  return 0;
+}
+
+std::string write_raw(const fltest::TempDir& dir, const std::string& name, const std::string& b) {
+  const std::string path = dir.file(name);
+  fltest::write_text(path, b);
+  return path;
+}
+
+std::string raw_error(const std::string& path) {
+  return error_of([&] { read_raw(path); });
+}
+
+// The message names the file and record #i of `f` at its byte offset.
+void check_where(const std::string& msg, const std::string& path, const RawFile& f, size_t i) {
+  CHECK_THAT(msg, Contains(path));
+  CHECK_THAT(msg, Contains("record #" + std::to_string(i) + " "));
+  CHECK_THAT(msg, Contains("byte " + std::to_string(offset_of(f, i)) + ":"));
+}
+
+} // namespace
+
+TEST_CASE("capture: strided microbenchmark pages match the expectation", "[capture]") {
+  check_against_expectation("strided");
+}
+
+TEST_CASE("capture: stream microbenchmark pages match the expectation", "[capture]") {
+  check_against_expectation("stream");
+}
+
+TEST_CASE("capture: strided kernels name the managed allocation through interior pointers",
+          "[capture]") {
+  fltest::TempDir dir;
+  const std::string out = dir.file("strided.fltrace");
+  convert("strided", out);
+  const Contents c = read_trace(out);
+  const auto m = managed(c);
+  REQUIRE(m.size() == 1);
+  REQUIRE(c.kernels.size() == 6);
+  for (const auto& k : c.kernels) {
+    INFO(k.name);
+    CHECK(std::find(k.args.begin(), k.args.end(), m[0].id) != k.args.end());
+  }
+}
+
+TEST_CASE("capture: mlp with PyTorch history has blocks in live segments and named arguments",
+          "[capture]") {
+  fltest::TempDir dir;
+  const std::string out = dir.file("mlp.fltrace");
+  const json summary = convert("mlp", out, true);
+  const Contents c = read_trace(out);
+  std::set<uint64_t> block_ids;
+  for (const auto& a : c.allocs)
+    if (a.kind == trace::MemoryKind::kAllocatorBlock) block_ids.insert(a.id);
+  REQUIRE(!block_ids.empty());
+  CHECK(summary["blocks"] == block_ids.size());
+  CHECK(summary["unplaced_block_events"] == 0);
+  REQUIRE(c.segment_live_at_block.size() == block_ids.size());
+  for (size_t i = 0; i < c.segment_live_at_block.size(); ++i) {
+    INFO("block #" << i);
+    CHECK(c.segment_live_at_block[i]);
+  }
+  REQUIRE(!c.kernels.empty());
+  size_t named = 0, naming_blocks = 0;
+  for (const auto& k : c.kernels) {
+    named += !k.args.empty();
+    naming_blocks += std::any_of(k.args.begin(), k.args.end(),
+                                 [&](uint64_t id) { return block_ids.count(id) > 0; });
+  }
+  INFO(named << " of " << c.kernels.size() << " operations name an argument, " << naming_blocks
+             << " name a block");
+  CHECK(named * 4 >= c.kernels.size() * 3);
+  CHECK(naming_blocks * 2 >= c.kernels.size());
+}
+
+TEST_CASE("capture: converting the same inputs twice gives identical files", "[capture]") {
+  fltest::TempDir dir;
+  for (auto [prog, history] : {std::pair{"stream", false}, std::pair{"mlp", true}}) {
+    INFO(prog);
+    const std::string a = dir.file(std::string(prog) + "-a.fltrace");
+    const std::string b = dir.file(std::string(prog) + "-b.fltrace");
+    convert(prog, a, history);
+    convert(prog, b, history);
+    CHECK(fltest::read_text(a) == fltest::read_text(b));
+  }
+}
+
+TEST_CASE("capture: raw reader reports where and what is wrong", "[capture]") {
+  fltest::TempDir dir;
+  const std::string good = data("strided-access.raw");
+  const RawFile f = split_raw(good);
+  REQUIRE(f.records.size() > 10);
+  REQUIRE(type_of(f.records.back()) == static_cast<uint16_t>(raw::RawType::kEnd));
+  REQUIRE_NOTHROW(read_raw(good));
+
+  SECTION("missing file") {
+    const std::string path = dir.file("absent.raw");
+    const std::string msg = raw_error(path);
+    CHECK_THAT(msg, Contains(path));
+    CHECK_THAT(msg, Contains("cannot open"));
+  }
+  SECTION("bad magic") {
+    std::string b = join(f);
+    b[0] = 'X';
+    const std::string path = write_raw(dir, "magic.raw", b);
+    const std::string msg = raw_error(path);
+    CHECK_THAT(msg, Contains(path + ": byte 0:"));
+    CHECK_THAT(msg, Contains("bad magic"));
+  }
+  SECTION("wrong version") {
+    std::string b = join(f);
+    const uint32_t version = raw::kVersion + 1;
+    std::memcpy(b.data() + 8, &version, 4);
+    const std::string path = write_raw(dir, "version.raw", b);
+    const std::string msg = raw_error(path);
+    CHECK_THAT(msg, Contains(path + ": byte 8:"));
+    CHECK_THAT(msg, Contains("version " + std::to_string(version)));
+  }
+  SECTION("truncated inside a payload") {
+    const size_t i = index_of_type(f, raw::RawType::kLaunch, 2);
+    const std::string b = join(f).substr(0, offset_of(f, i) + sizeof(raw::RawRecordHead) + 10);
+    const std::string path = write_raw(dir, "cut-payload.raw", b);
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("truncated"));
+    CHECK_THAT(msg, Contains("runs past the end"));
+  }
+  SECTION("truncated inside a record head") {
+    const size_t i = index_of_type(f, raw::RawType::kUm, 100);
+    const std::string path = write_raw(dir, "cut-head.raw", join(f).substr(0, offset_of(f, i) + 5));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("ends inside a record head"));
+  }
+  SECTION("payload of the wrong size") {
+    RawFile broken = f;
+    const size_t i = index_of_type(f, raw::RawType::kAlloc);
+    std::string& rec = broken.records[i];
+    rec.resize(rec.size() - 8); // drop the last field and say so in the head
+    const uint32_t size = static_cast<uint32_t>(rec.size() - sizeof(raw::RawRecordHead));
+    std::memcpy(rec.data() + 4, &size, 4);
+    const std::string path = write_raw(dir, "size.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("alloc payload of " + std::to_string(size) + " bytes"));
+    CHECK_THAT(msg, Contains("expected " + std::to_string(sizeof(raw::RawAlloc))));
+  }
+  SECTION("launch payload whose name and words do not fit") {
+    RawFile broken = f;
+    const size_t i = index_of_type(f, raw::RawType::kLaunch, 1);
+    broken.records[i] += std::string(8, '\0'); // one word more than n_words says
+    const uint32_t size = static_cast<uint32_t>(broken.records[i].size() - 8);
+    std::memcpy(broken.records[i].data() + 4, &size, 4);
+    const std::string path = write_raw(dir, "launch.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("launch payload of " + std::to_string(size) + " bytes"));
+  }
+  SECTION("unknown record type") {
+    RawFile broken = f;
+    const size_t i = index_of_type(f, raw::RawType::kKernelAct, 3);
+    const uint16_t type = 9;
+    std::memcpy(broken.records[i].data(), &type, 2);
+    const std::string path = write_raw(dir, "type.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("unknown record type 9"));
+  }
+  SECTION("record after the end record") {
+    RawFile broken = f;
+    broken.records.push_back(f.records[0]); // a meta record
+    const std::string path = write_raw(dir, "after-end.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, broken, broken.records.size() - 1);
+    CHECK_THAT(msg, Contains("after the end record"));
+  }
+  SECTION("no end record") {
+    RawFile broken = f;
+    broken.records.pop_back(); // a cut exactly at a record boundary
+    const std::string path = write_raw(dir, "no-end.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, broken, broken.records.size()); // where the end record should be
+    CHECK_THAT(msg, Contains("no end record"));
+  }
+}
+
+TEST_CASE("capture: passes of different programs do not align", "[capture]") {
+  fltest::TempDir dir;
+  ConvertJob job;
+  job.timing_path = data("strided-timing.raw");
+  job.access_path = data("stream-access.raw");
+  job.out_path = dir.file("mixed.fltrace");
+  const std::string msg = error_of([&] { convert_capture(job); });
+  CHECK_THAT(msg, Contains(job.timing_path + " and " + job.access_path));
+  CHECK_THAT(msg, Contains("allocations"));
+  CHECK_THAT(msg, Contains("timing pass made 1 allocations, the access pass 2"));
+}
+
+TEST_CASE("capture: an operation launched differently in the two passes is named", "[capture]") {
+  fltest::TempDir dir;
+  RawFile f = split_raw(data("strided-access.raw"));
+  std::string& launch = f.records[index_of_type(f, raw::RawType::kLaunch, 3)];
+  const size_t grid_x = sizeof(raw::RawRecordHead) + offsetof(raw::RawLaunch, grid);
+  uint32_t grid;
+  std::memcpy(&grid, launch.data() + grid_x, 4);
+  grid += 1;
+  std::memcpy(launch.data() + grid_x, &grid, 4);
+  const RawStream timing = read_raw(data("strided-timing.raw"));
+  const RawStream access = read_raw(write_raw(dir, "grid.raw", join(f)));
+  const std::string msg =
+      error_of([&] { align_passes(timing, build_pass(timing), access, build_pass(access)); });
+  CHECK_THAT(msg, Contains("disagree at operation #3"));
+  CHECK_THAT(msg, Contains("grid (" + std::to_string(grid) + ","));
+}
+
+TEST_CASE("capture: an operation without its activity record is reported", "[capture]") {
+  fltest::TempDir dir;
+  RawFile f = split_raw(data("strided-access.raw"));
+  raw::RawLaunch launch;
+  std::memcpy(&launch, f.records[index_of_type(f, raw::RawType::kLaunch, 2)].data() + 8,
+              sizeof(launch));
+  const auto this_launch = [&](const std::string& rec) {
+    raw::RawKernelAct act;
+    std::memcpy(&act, rec.data() + 8, sizeof(act));
+    return type_of(rec) == static_cast<uint16_t>(raw::RawType::kKernelAct) &&
+           (act.corr == launch.corr_driver || act.corr == launch.corr_runtime);
+  };
+  const size_t before = f.records.size();
+  f.records.erase(std::remove_if(f.records.begin(), f.records.end(), this_launch), f.records.end());
+  REQUIRE(f.records.size() == before - 1);
+  ConvertJob job;
+  job.timing_path = data("strided-timing.raw");
+  job.access_path = write_raw(dir, "no-act.raw", join(f));
+  job.out_path = dir.file("out.fltrace");
+  const std::string msg = error_of([&] { convert_capture(job); });
+  CHECK_THAT(msg, Contains(job.access_path + ": operation #2 ("));
+  CHECK_THAT(msg, Contains("touch_strided("));
+  CHECK_THAT(msg, Contains("has no activity record"));
+}
+
+TEST_CASE("capture: access sets need an access-mode pass", "[capture]") {
+  const RawStream timing = read_raw(data("strided-timing.raw"));
+  const Pass pass = build_pass(timing);
+  REQUIRE(!pass.ops.empty());
+  const std::string msg = error_of([&] { assemble_access_sets(timing, pass); });
+  CHECK_THAT(msg, Contains(timing.path + ": operation #0"));
+  CHECK_THAT(msg, Contains("no eviction"));
+}
+
+TEST_CASE("capture: PyTorch allocator history is read with placement bounds", "[capture]") {
+  fltest::TempDir dir;
+  const std::string path = dir.file("h.json");
+  fltest::write_json(path, {{"torch", "2.x"},
+                            {"events",
+                             {{"segment_alloc", 4096, 8192, 0, 5},
+                              {"alloc", 4096, 512, 0, 7},
+                              {"free_requested", 4096, 512, 0, 8},
+                              {"free_completed", 4096, 512, 0, 9}}}});
+  const TorchHistory h = read_torch_history(path);
+  CHECK(h.torch_version == "2.x");
+  REQUIRE(h.events.size() == 2);
+  CHECK((h.events[0].alloc && h.events[0].address == 4096 && h.events[0].size == 512));
+  CHECK(h.events[0].time == 7000);
+  CHECK(!h.events[1].alloc);
+  CHECK(h.events[1].time == 9999);
+}
+
+TEST_CASE("capture: PyTorch allocator history errors name the file and JSON path", "[capture]") {
+  fltest::TempDir dir;
+  const auto history_error = [](const std::string& path) {
+    return error_of([&] { read_torch_history(path); });
+  };
+  SECTION("missing file") {
+    const std::string path = dir.file("absent.json");
+    const std::string msg = history_error(path);
+    CHECK_THAT(msg, Contains(path));
+    CHECK_THAT(msg, Contains("cannot open"));
+  }
+  SECTION("not JSON") {
+    const std::string path = dir.file("garbage.json");
+    fltest::write_text(path, "{\"torch\": \"2\", \"events\": [");
+    const std::string msg = history_error(path);
+    CHECK_THAT(msg, Contains(path));
+    CHECK_THAT(msg, Contains("not a JSON object"));
+  }
+  SECTION("no events") {
+    const std::string path = dir.file("no-events.json");
+    fltest::write_json(path, {{"torch", "2"}});
+    const std::string msg = history_error(path);
+    CHECK_THAT(msg, Contains(path + ": /events:"));
+    CHECK_THAT(msg, Contains("expected an array"));
+  }
+  SECTION("an address that is not an integer") {
+    json doc = json::parse(fltest::read_text(data("mlp-timing.history.json")));
+    REQUIRE(doc["events"].size() > 3);
+    doc["events"][3][1] = "0x7f0000000000";
+    const std::string path = dir.file("bad-address.json");
+    fltest::write_json(path, doc);
+    const std::string msg = history_error(path);
+    CHECK_THAT(msg, Contains(path + ": /events/3/1:"));
+    CHECK_THAT(msg, Contains("non-negative integer"));
+  }
+}
+
+TEST_CASE("capture: observe summary of the stream access pass", "[capture]") {
+  const json s = observe_summary(read_raw(data("stream-access.raw")));
+  CHECK(s["launches"] == 6);
+  CHECK(s["copies_and_memsets"] == 4);
+  CHECK(s["allocations"] == 2);
+  CHECK(s["dropped_records"] == 0);
+  CHECK(s["gpu"] == "NVIDIA H200");
+}
