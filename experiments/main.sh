@@ -3,7 +3,7 @@
 # Writes out/main/{results.json,timeline.json,figure.png}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-trace=${1:-traces/synthetic/dnn-2g.fltrace}
+trace=${1:-traces/real/resnet50.fltrace}
 config=${2:-configs/runs/default.json}
 mkdir -p out/main
 build/faultline sim --config "$config" --trace "$trace" \

@@ -176,5 +176,33 @@ else
     "$(head -c 600 "$WORK/result1.json")"
 fi
 
+# faultline capture: misuse and bad inputs, without a GPU.
+DATA=$SOURCE_DIR/tests/data/capture
+expect "capture without --out" 2 stderr "--out is required" -- "$FAULTLINE" capture -- true
+expect "capture without a command" 2 stderr "no command given" -- \
+  "$FAULTLINE" capture --out "$WORK/c.fltrace"
+expect "capture unknown option" 2 stderr "unknown option --bogus" -- \
+  "$FAULTLINE" capture --bogus --out "$WORK/c.fltrace" -- true
+expect "capture bad mode" 2 stderr "expected access-set or observe" -- \
+  "$FAULTLINE" capture --mode fast --out "$WORK/c.fltrace" -- true
+expect "capture bad margin" 2 stderr "expected a number of bytes" -- \
+  "$FAULTLINE" capture --margin 2G --out "$WORK/c.fltrace" -- true
+expect "capture bad meta" 2 stderr "expected KEY=VALUE" -- \
+  "$FAULTLINE" capture --meta novalue --out "$WORK/c.fltrace" -- true
+expect "capture missing injection library" 2 stderr "does not exist" -- \
+  "$FAULTLINE" capture --inject "$WORK/none.so" --out "$WORK/c.fltrace" -- true
+expect "capture convert missing inputs" 2 stderr "are required" -- \
+  "$FAULTLINE" capture convert --out "$WORK/c.fltrace"
+expect "capture convert missing raw stream" 1 stderr "cannot open raw stream" -- \
+  "$FAULTLINE" capture convert --timing "$WORK/none.raw" --access "$DATA/strided-access.raw" \
+  --out "$WORK/c.fltrace"
+expect "capture convert mismatched passes" 1 stderr "allocations" -- \
+  "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" \
+  --access "$DATA/stream-access.raw" --out "$WORK/c.fltrace"
+expect "capture convert" 0 any "" -- \
+  "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" \
+  --access "$DATA/strided-access.raw" --meta workload=strided --out "$WORK/c.fltrace"
+expect "converted trace reads back" 0 stdout '"kernels": 6' -- "$FAULTLINE" trace stats "$WORK/c.fltrace"
+
 echo "$PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

@@ -181,6 +181,9 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
     }
     throw Error("capture: the program " + why + " in the " + mode + " pass" + detail);
   }
+  if (!fs::exists(r.raw))
+    throw Error("capture: the program ran but never initialised CUDA, so nothing was recorded " +
+                std::string("(is it a CUDA program?)"));
   return r;
 }
 
@@ -273,10 +276,14 @@ int capture_command(int argc, char** argv) {
   Options o = parse(argc, argv);
   const std::string lib = find_injection_library(o.inject);
   const std::string dir = work_dir(o);
-  int status = o.mode == "observe" ? run_observe(o, lib, dir) : run_access_set(o, lib, dir);
-  if (o.keep.empty())
-    fs::remove_all(dir);
-  return status;
+  struct Cleanup { // raw streams are large: keep them only when asked to
+    std::string dir;
+    ~Cleanup() {
+      if (!dir.empty())
+        fs::remove_all(dir);
+    }
+  } cleanup{o.keep.empty() ? dir : ""};
+  return o.mode == "observe" ? run_observe(o, lib, dir) : run_access_set(o, lib, dir);
 }
 
 } // namespace faultline::capture
