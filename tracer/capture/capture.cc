@@ -55,8 +55,7 @@ struct Options {
 
 void add_meta(nlohmann::json& meta, const std::string& kv) {
   auto eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw UsageError("--meta " + kv + ": expected KEY=VALUE");
+  if (eq == std::string::npos || eq == 0) throw UsageError("--meta " + kv + ": expected KEY=VALUE");
   nlohmann::json v = nlohmann::json::parse(kv.substr(eq + 1), nullptr, false);
   meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
 }
@@ -64,8 +63,7 @@ void add_meta(nlohmann::json& meta, const std::string& kv) {
 uint64_t parse_bytes(const std::string& s) {
   char* end = nullptr;
   unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end)
-    throw UsageError("--margin " + s + ": expected a number of bytes");
+  if (s.empty() || *end) throw UsageError("--margin " + s + ": expected a number of bytes");
   return v;
 }
 
@@ -73,8 +71,7 @@ Options parse(int argc, char** argv) {
   Options o;
   int i = 2;
   auto value = [&](const std::string& name) -> std::string {
-    if (i + 1 >= argc)
-      throw UsageError(name + " needs a value");
+    if (i + 1 >= argc) throw UsageError(name + " needs a value");
     return argv[++i];
   };
   for (; i < argc; ++i) {
@@ -83,32 +80,39 @@ Options parse(int argc, char** argv) {
       o.command.assign(argv + i + 1, argv + argc);
       break;
     }
-    if (a == "--out") o.out = value(a);
-    else if (a == "--mode") o.mode = value(a);
-    else if (a == "--range") o.range = value(a);
-    else if (a == "--keep") o.keep = value(a);
-    else if (a == "--inject") o.inject = value(a);
-    else if (a == "--margin") o.margin = parse_bytes(value(a));
-    else if (a == "--meta") add_meta(o.meta, value(a));
-    else if (a == "--managed") o.managed = true;
-    else if (a == "--torch") o.torch = o.managed = true;
-    else throw UsageError("capture: unknown option " + a);
+    if (a == "--out")
+      o.out = value(a);
+    else if (a == "--mode")
+      o.mode = value(a);
+    else if (a == "--range")
+      o.range = value(a);
+    else if (a == "--keep")
+      o.keep = value(a);
+    else if (a == "--inject")
+      o.inject = value(a);
+    else if (a == "--margin")
+      o.margin = parse_bytes(value(a));
+    else if (a == "--meta")
+      add_meta(o.meta, value(a));
+    else if (a == "--managed")
+      o.managed = true;
+    else if (a == "--torch")
+      o.torch = o.managed = true;
+    else
+      throw UsageError("capture: unknown option " + a);
   }
   if (o.mode != "access-set" && o.mode != "observe")
     throw UsageError("--mode " + o.mode + ": expected access-set or observe");
   if (o.range != "all" && o.range != "profiler")
     throw UsageError("--range " + o.range + ": expected all or profiler");
-  if (o.out.empty())
-    throw UsageError("capture: --out is required");
-  if (o.command.empty())
-    throw UsageError("capture: no command given after --");
+  if (o.out.empty()) throw UsageError("capture: --out is required");
+  if (o.command.empty()) throw UsageError("capture: no command given after --");
   return o;
 }
 
 std::string find_injection_library(const std::string& given) {
   std::string path = given;
-  if (path.empty() && std::getenv("FAULTLINE_INJECT"))
-    path = std::getenv("FAULTLINE_INJECT");
+  if (path.empty() && std::getenv("FAULTLINE_INJECT")) path = std::getenv("FAULTLINE_INJECT");
   if (path.empty())
     path = (fs::read_symlink("/proc/self/exe").parent_path() / "libfaultline_inject.so").string();
   if (!fs::exists(path))
@@ -120,8 +124,7 @@ std::string find_injection_library(const std::string& given) {
 // The PyTorch hook: next to the binary (copied there by the build), else in the source tree.
 std::string torch_hook_dir() {
   fs::path beside = fs::read_symlink("/proc/self/exe").parent_path() / "torch_hook";
-  if (fs::exists(beside / "sitecustomize.py"))
-    return beside.string();
+  if (fs::exists(beside / "sitecustomize.py")) return beside.string();
   return std::string(FAULTLINE_SOURCE_DIR) + "/tracer/torch";
 }
 
@@ -134,12 +137,10 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
                     const std::string& dir) {
   PassResult r;
   r.raw = dir + "/" + mode + ".raw";
-  if (o.torch)
-    r.history = dir + "/" + mode + ".history.json";
+  if (o.torch) r.history = dir + "/" + mode + ".history.json";
   auto began = std::chrono::steady_clock::now();
   pid_t pid = fork();
-  if (pid < 0)
-    throw Error("capture: fork failed");
+  if (pid < 0) throw Error("capture: fork failed");
   if (pid == 0) {
     setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
     setenv("FAULTLINE_RAW_OUT", r.raw.c_str(), 1);
@@ -157,25 +158,25 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
       setenv("PYTHONPATH", path.c_str(), 1);
     }
     std::vector<char*> args;
-    for (const std::string& a : o.command)
-      args.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    std::cerr << "faultline capture: cannot run " << o.command[0] << ": " << strerror(errno) << "\n";
+    std::cerr << "faultline capture: cannot run " << o.command[0] << ": " << strerror(errno)
+              << "\n";
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string why = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                        : "was killed by signal " + std::to_string(WTERMSIG(status));
+    std::string why = WIFEXITED(status)
+                          ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                          : "was killed by signal " + std::to_string(WTERMSIG(status));
     std::string detail;
     if (fs::exists(r.raw)) {
       try {
         RawStream raw = read_raw(r.raw);
-        if (!raw.error.empty())
-          detail = ": " + raw.error;
+        if (!raw.error.empty()) detail = ": " + raw.error;
       } catch (const TraceError&) {
       }
     }
@@ -192,17 +193,16 @@ std::string driver_version() {
   std::string line;
   std::getline(in, line);
   auto at = line.find("Kernel Module");
-  if (at == std::string::npos)
-    return "unknown";
+  if (at == std::string::npos) return "unknown";
   std::smatch m;
   std::string rest = line.substr(at);
-  return std::regex_search(rest, m, std::regex("\\b\\d+\\.\\d+(\\.\\d+)?\\b")) ? m.str() : "unknown";
+  return std::regex_search(rest, m, std::regex("\\b\\d+\\.\\d+(\\.\\d+)?\\b")) ? m.str()
+                                                                               : "unknown";
 }
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
-  for (const auto& a : v)
-    s += (s.empty() ? "" : " ") + a;
+  for (const auto& a : v) s += (s.empty() ? "" : " ") + a;
   return s;
 }
 
@@ -212,12 +212,13 @@ std::string work_dir(const Options& o) {
     return o.keep;
   }
   std::string tmpl = (fs::temp_directory_path() / "faultline-capture-XXXXXX").string();
-  if (!mkdtemp(tmpl.data()))
-    throw Error("capture: cannot create a temporary directory");
+  if (!mkdtemp(tmpl.data())) throw Error("capture: cannot create a temporary directory");
   return tmpl;
 }
 
-double round2(double s) { return std::round(s * 100) / 100; }
+double round2(double s) {
+  return std::round(s * 100) / 100;
+}
 
 int run_access_set(const Options& o, const std::string& lib, const std::string& dir) {
   PassResult timing = run_pass(o, lib, "timing", dir);
@@ -249,15 +250,20 @@ int convert_command(int argc, char** argv) {
   ConvertJob job;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
-    if (i + 1 >= argc)
-      throw UsageError("capture convert: " + a + " needs a value");
+    if (i + 1 >= argc) throw UsageError("capture convert: " + a + " needs a value");
     std::string v = argv[++i];
-    if (a == "--timing") job.timing_path = v;
-    else if (a == "--access") job.access_path = v;
-    else if (a == "--history") job.history_path = v;
-    else if (a == "--out") job.out_path = v;
-    else if (a == "--meta") add_meta(job.metadata, v);
-    else throw UsageError("capture convert: unknown option " + a);
+    if (a == "--timing")
+      job.timing_path = v;
+    else if (a == "--access")
+      job.access_path = v;
+    else if (a == "--history")
+      job.history_path = v;
+    else if (a == "--out")
+      job.out_path = v;
+    else if (a == "--meta")
+      add_meta(job.metadata, v);
+    else
+      throw UsageError("capture convert: unknown option " + a);
   }
   if (job.timing_path.empty() || job.access_path.empty() || job.out_path.empty())
     throw UsageError("capture convert: --timing, --access and --out are required");
@@ -271,16 +277,14 @@ int convert_command(int argc, char** argv) {
 int capture_command(int argc, char** argv) {
   if (argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))
     return std::cout << kUsage, 0;
-  if (argc >= 3 && std::string(argv[2]) == "convert")
-    return convert_command(argc, argv);
+  if (argc >= 3 && std::string(argv[2]) == "convert") return convert_command(argc, argv);
   Options o = parse(argc, argv);
   const std::string lib = find_injection_library(o.inject);
   const std::string dir = work_dir(o);
   struct Cleanup { // raw streams are large: keep them only when asked to
     std::string dir;
     ~Cleanup() {
-      if (!dir.empty())
-        fs::remove_all(dir);
+      if (!dir.empty()) fs::remove_all(dir);
     }
   } cleanup{o.keep.empty() ? dir : ""};
   return o.mode == "observe" ? run_observe(o, lib, dir) : run_access_set(o, lib, dir);

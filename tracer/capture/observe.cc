@@ -6,8 +6,8 @@ namespace faultline::capture {
 namespace {
 
 const char* cause_name(uint32_t cause) {
-  static const char* names[] = {"unknown", "user", "coherence", "prefetch", "eviction",
-                                "access_counters"};
+  static const char* names[] = {"unknown",  "user",     "coherence",
+                                "prefetch", "eviction", "access_counters"};
   return cause < 6 ? names[cause] : "unknown";
 }
 
@@ -20,16 +20,14 @@ nlohmann::json migrations(const RawStream& raw, raw::UmCounter counter) {
       slot.second += u.value;
     }
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [cause, v] : by_cause)
-    j[cause] = {{"records", v.first}, {"bytes", v.second}};
+  for (const auto& [cause, v] : by_cause) j[cause] = {{"records", v.first}, {"bytes", v.second}};
   return j;
 }
 
 uint64_t count(const RawStream& raw, raw::UmCounter counter, bool sum_values) {
   uint64_t n = 0;
   for (const raw::RawUm& u : raw.um)
-    if (u.counter == static_cast<uint32_t>(counter))
-      n += sum_values ? u.value : 1;
+    if (u.counter == static_cast<uint32_t>(counter)) n += sum_values ? u.value : 1;
   return n;
 }
 

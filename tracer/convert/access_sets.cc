@@ -18,8 +18,7 @@ constexpr uint64_t kBigPage = 64 * 1024;
 std::vector<const RawUm*> of_kind(const RawStream& raw, UmCounter counter) {
   std::vector<const RawUm*> out;
   for (const RawUm& u : raw.um)
-    if (u.counter == static_cast<uint32_t>(counter))
-      out.push_back(&u);
+    if (u.counter == static_cast<uint32_t>(counter)) out.push_back(&u);
   std::stable_sort(out.begin(), out.end(),
                    [](const RawUm* a, const RawUm* b) { return a->start < b->start; });
   return out;
@@ -29,15 +28,12 @@ template <typename F>
 void in_window(const std::vector<const RawUm*>& records, uint64_t begin, uint64_t end, F f) {
   auto it = std::lower_bound(records.begin(), records.end(), begin,
                              [](const RawUm* u, uint64_t t) { return u->start < t; });
-  for (; it != records.end() && (*it)->start <= end; ++it)
-    f(**it);
+  for (; it != records.end() && (*it)->start <= end; ++it) f(**it);
 }
 
 template <typename F> void pages_of(const RawUm& u, F f) {
-  if (u.value == 0)
-    return;
-  for (uint64_t p = u.address / kBigPage; p <= (u.address + u.value - 1) / kBigPage; ++p)
-    f(p);
+  if (u.value == 0) return;
+  for (uint64_t p = u.address / kBigPage; p <= (u.address + u.value - 1) / kBigPage; ++p) f(p);
 }
 
 AccessType fault_type(uint32_t flags) {
@@ -85,8 +81,7 @@ std::vector<PageAccess> one_operation(const Records& r, const Operation& op,
   });
   ordered += out.size();
   for (const auto& [p, done] : resident)
-    if (!done)
-      out.push_back({p, type_of(p)});
+    if (!done) out.push_back({p, type_of(p)});
   return out;
 }
 
@@ -100,8 +95,8 @@ AccessSets assemble_access_sets(const RawStream& raw, const Pass& pass) {
     if (op.evict_after == Operation::kNone)
       throw TraceError(raw.path + ": operation #" + std::to_string(i) + " (" + op.name +
                        ") has no eviction after it; is this an access-mode pass?");
-    sets.per_op.push_back(one_operation(records, op, raw.api[op.evict_after].evict,
-                                        sets.ordered_pages));
+    sets.per_op.push_back(
+        one_operation(records, op, raw.api[op.evict_after].evict, sets.ordered_pages));
     sets.pages += sets.per_op.back().size();
   }
   return sets;

@@ -22,8 +22,8 @@ struct PageAccess {
 
 struct AccessSets {
   std::vector<std::vector<PageAccess>> per_op;
-  uint64_t pages = 0;          // total accesses
-  uint64_t ordered_pages = 0;  // of which ordered by an HtoD record
+  uint64_t pages = 0;         // total accesses
+  uint64_t ordered_pages = 0; // of which ordered by an HtoD record
 };
 
 // Throws TraceError when an operation has no eviction after it (the pass was not an access

@@ -30,8 +30,7 @@ Translated translate(const RawStream& access_raw, const Pass& access, const Acce
   size_t next = 0;
   for (size_t i = 0; i < access_raw.api.size() && next < access.ops.size(); ++i) {
     walk.apply(access_raw.api[i]);
-    if (access.ops[next].api_index != i)
-      continue;
+    if (access.ops[next].api_index != i) continue;
     std::vector<trace::Access> accesses;
     for (const PageAccess& p : sets.per_op[next]) {
       auto* hit = walk.find(p.big_page * kBigPage);
@@ -39,7 +38,8 @@ Translated translate(const RawStream& access_raw, const Pass& access, const Acce
         ++out.untranslated;
         continue;
       }
-      uint64_t address = timing_addresses[hit->second.ordinal] + (p.big_page * kBigPage - hit->first);
+      uint64_t address =
+          timing_addresses[hit->second.ordinal] + (p.big_page * kBigPage - hit->first);
       accesses.push_back({address / kBigPage, 0, p.type});
     }
     out.per_op.push_back(std::move(accesses));
@@ -51,12 +51,11 @@ Translated translate(const RawStream& access_raw, const Pass& access, const Acce
 // Emits the timing pass as trace records, merging in PyTorch's block events and host faults.
 class Emitter {
 public:
-  Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass,
-          Translated& accesses, const std::optional<TorchHistory>& history)
+  Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass, Translated& accesses,
+          const std::optional<TorchHistory>& history)
       : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history) {
     for (const raw::RawUm& u : raw.um)
-      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault))
-        cpu_faults_.push_back(&u);
+      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault)) cpu_faults_.push_back(&u);
     std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
                      [](auto* a, auto* b) { return a->start < b->start; });
   }
@@ -71,16 +70,17 @@ public:
         place_host_faults(e.cpu_time);
       else
         skip_host_faults(e.cpu_time);
-      if (e.type == RawType::kRange && pass_.has_range)
-        in_range = e.range.on != 0;
+      if (e.type == RawType::kRange && pass_.has_range) in_range = e.range.on != 0;
       emit(e, in_range, next_op, i);
     }
     place_history(UINT64_MAX, {});
   }
 
   nlohmann::json summary() const {
-    return {{"allocations", allocations_}, {"blocks", blocks_placed_},
-            {"unplaced_block_events", unplaced_}, {"host_faults", host_faults_}};
+    return {{"allocations", allocations_},
+            {"blocks", blocks_placed_},
+            {"unplaced_block_events", unplaced_},
+            {"host_faults", host_faults_}};
   }
 
 private:
@@ -111,8 +111,7 @@ private:
       return;
     case RawType::kLaunch:
     case RawType::kCopy:
-      if (e.type == RawType::kLaunch)
-        streams_[e.launch.stream] = stream_for_launch(next_op, index);
+      if (e.type == RawType::kLaunch) streams_[e.launch.stream] = stream_for_launch(next_op, index);
       if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index)
         emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]), ++next_op;
       return;
@@ -162,8 +161,7 @@ private:
 
   const std::pair<const uint64_t, Segment>* segment_at(uint64_t address) const {
     auto it = segments_.upper_bound(address);
-    if (it == segments_.begin())
-      return nullptr;
+    if (it == segments_.begin()) return nullptr;
     --it;
     return address < it->first + it->second.size ? &*it : nullptr;
   }
@@ -186,7 +184,8 @@ private:
     k.start = at(op.cpu_time);
     k.duration = static_cast<Time>(op.gpu_end > op.gpu_start ? op.gpu_end - op.gpu_start : 0);
     for (uint64_t word : op.pointers)
-      if (uint64_t id = allocation_at(word); id && std::find(k.args.begin(), k.args.end(), id) == k.args.end())
+      if (uint64_t id = allocation_at(word);
+          id && std::find(k.args.begin(), k.args.end(), id) == k.args.end())
         k.args.push_back(id);
     // The access pass gives order, not time: accesses are spread evenly over the duration.
     const size_t n = accesses.size();
@@ -197,21 +196,19 @@ private:
   }
 
   void place_history(uint64_t now, const ApiEvent& e) {
-    if (!history_)
-      return;
+    if (!history_) return;
     const auto& events = history_->events;
     // Frees of blocks in a segment about to be freed go first, whatever their time bound.
     const bool segment_free = now != UINT64_MAX && e.type == RawType::kFree;
     while (next_history_ < events.size()) {
       const BlockEvent& b = events[next_history_];
-      bool due = b.time <= now || (segment_free && !b.alloc && b.address >= e.free.address &&
-                                   segment_at(e.free.address) &&
-                                   b.address < e.free.address + segment_at(e.free.address)->second.size);
-      if (!due)
-        return;
+      bool due =
+          b.time <= now ||
+          (segment_free && !b.alloc && b.address >= e.free.address && segment_at(e.free.address) &&
+           b.address < e.free.address + segment_at(e.free.address)->second.size);
+      if (!due) return;
       if (b.alloc && !place_block(b, now)) {
-        if (now != UINT64_MAX)
-          return; // its segment is not live yet: wait for the next API event
+        if (now != UINT64_MAX) return; // its segment is not live yet: wait for the next API event
         ++unplaced_;
       } else if (!b.alloc) {
         free_block(b, now);
@@ -222,8 +219,7 @@ private:
 
   bool place_block(const BlockEvent& b, uint64_t now) {
     auto* s = segment_at(b.address);
-    if (!s || b.address + b.size > s->first + s->second.size)
-      return false;
+    if (!s || b.address + b.size > s->first + s->second.size) return false;
     trace::AllocRecord r;
     r.id = next_id_++;
     r.kind = trace::MemoryKind::kAllocatorBlock;
@@ -253,11 +249,11 @@ private:
   }
 
   void place_host_faults(uint64_t now) {
-    for (; next_fault_ < cpu_faults_.size() && cpu_faults_[next_fault_]->start <= now; ++next_fault_) {
+    for (; next_fault_ < cpu_faults_.size() && cpu_faults_[next_fault_]->start <= now;
+         ++next_fault_) {
       const raw::RawUm& u = *cpu_faults_[next_fault_];
       auto* s = segment_at(u.address);
-      if (!s || s->second.kind != trace::MemoryKind::kManaged)
-        continue;
+      if (!s || s->second.kind != trace::MemoryKind::kManaged) continue;
       w_.write(trace::HostAccessRecord{at(u.start), u.address & ~uint64_t(4095), 4096,
                                        AccessType::kRead});
       ++host_faults_;
@@ -282,8 +278,7 @@ private:
 std::vector<uint64_t> allocation_addresses(const RawStream& raw) {
   std::vector<uint64_t> out;
   for (const ApiEvent& e : raw.api)
-    if (e.type == RawType::kAlloc)
-      out.push_back(e.alloc.address);
+    if (e.type == RawType::kAlloc) out.push_back(e.alloc.address);
   return out;
 }
 
@@ -318,8 +313,7 @@ nlohmann::json header(const ConvertJob& job, const RawStream& timing,
     int v = timing.meta["cuda_driver_api"].get<int>();
     h["cuda"] = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
   }
-  if (history)
-    h["pytorch"] = history->torch_version;
+  if (history) h["pytorch"] = history->torch_version;
   return h;
 }
 
@@ -336,8 +330,7 @@ nlohmann::json convert_capture(const ConvertJob& job) {
   AccessSets sets = assemble_access_sets(access, apass);
   Translated translated = translate(access, apass, sets, allocation_addresses(timing));
   std::optional<TorchHistory> history;
-  if (!job.history_path.empty())
-    history = read_torch_history(job.history_path);
+  if (!job.history_path.empty()) history = read_torch_history(job.history_path);
 
   nlohmann::json summary = {
       {"operations", tpass.ops.size()},

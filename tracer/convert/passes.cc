@@ -32,10 +32,8 @@ struct Activities {
   std::unordered_map<uint32_t, const raw::RawCopyAct*> copies;
 
   explicit Activities(const RawStream& raw) {
-    for (const auto& k : raw.kernels)
-      kernels[k.corr] = &k;
-    for (const auto& c : raw.copies)
-      copies[c.corr] = &c;
+    for (const auto& k : raw.kernels) kernels[k.corr] = &k;
+    for (const auto& c : raw.copies) copies[c.corr] = &c;
   }
 };
 
@@ -45,8 +43,7 @@ struct Activities {
                    std::to_string(raw.dropped) + ")");
 }
 
-Operation kernel_op(const RawStream& raw, const Activities& acts, const ApiEvent& e,
-                    size_t index) {
+Operation kernel_op(const RawStream& raw, const Activities& acts, const ApiEvent& e, size_t index) {
   Operation op;
   op.kind = OpKind::kKernel;
   op.name = demangle(e.name);
@@ -57,10 +54,8 @@ Operation kernel_op(const RawStream& raw, const Activities& acts, const ApiEvent
   }
   op.pointers = e.words;
   auto it = acts.kernels.find(e.launch.corr_driver);
-  if (it == acts.kernels.end())
-    it = acts.kernels.find(e.launch.corr_runtime);
-  if (it == acts.kernels.end())
-    missing(raw, index, op);
+  if (it == acts.kernels.end()) it = acts.kernels.find(e.launch.corr_runtime);
+  if (it == acts.kernels.end()) missing(raw, index, op);
   op.stream = it->second->stream;
   op.gpu_start = it->second->start;
   op.gpu_end = it->second->end;
@@ -74,18 +69,18 @@ Operation copy_op(const RawStream& raw, const Activities& acts, const ApiEvent& 
   op.name = memset ? "[memset]" : copy_name(e.copy.kind);
   op.cpu_time = e.cpu_time;
   op.pointers = {e.copy.dst};
-  if (!memset)
-    op.pointers.push_back(e.copy.src);
+  if (!memset) op.pointers.push_back(e.copy.src);
   auto it = acts.copies.find(e.copy.corr);
-  if (it == acts.copies.end())
-    missing(raw, index, op);
+  if (it == acts.copies.end()) missing(raw, index, op);
   op.stream = it->second->stream;
   op.gpu_start = it->second->start;
   op.gpu_end = it->second->end;
   return op;
 }
 
-bool is_operation(RawType t) { return t == RawType::kLaunch || t == RawType::kCopy; }
+bool is_operation(RawType t) {
+  return t == RawType::kLaunch || t == RawType::kCopy;
+}
 
 } // namespace
 
@@ -105,17 +100,14 @@ Pass build_pass(const RawStream& raw) {
     const ApiEvent& e = raw.api[i];
     if (pass.range_start == 0 && (in_range || (e.type == RawType::kRange && e.range.on)))
       pass.range_start = e.cpu_time;
-    if (e.type == RawType::kRange && pass.has_range)
-      in_range = e.range.on != 0;
-    if (!in_range)
-      continue;
+    if (e.type == RawType::kRange && pass.has_range) in_range = e.range.on != 0;
+    if (!in_range) continue;
     if (e.type == RawType::kGraphLaunch)
       throw TraceError(raw.path + ": a CUDA graph is launched inside the capture range; the " +
                        "tracer records kernels launched one by one and cannot expand graphs");
     if (e.type == RawType::kEvict && e.evict.purpose == 1 && !pass.ops.empty())
       pass.ops.back().evict_after = i;
-    if (!is_operation(e.type))
-      continue;
+    if (!is_operation(e.type)) continue;
     size_t index = pass.ops.size();
     pass.ops.push_back(e.type == RawType::kLaunch ? kernel_op(raw, acts, e, index)
                                                   : copy_op(raw, acts, e, index));
@@ -138,8 +130,7 @@ void AllocationWalk::apply(const ApiEvent& e) {
 const std::pair<const uint64_t, AllocationWalk::Live>*
 AllocationWalk::find(uint64_t address) const {
   auto it = live_.upper_bound(address);
-  if (it == live_.begin())
-    return nullptr;
+  if (it == live_.begin()) return nullptr;
   --it;
   return address < it->first + it->second.size ? &*it : nullptr;
 }
@@ -157,8 +148,7 @@ std::vector<Resolved> resolve_arguments(const RawStream& raw, const Pass& pass,
     if (next < pass.ops.size() && pass.ops[next].api_index == i) {
       Resolved r;
       for (uint64_t word : pass.ops[next].pointers)
-        if (auto* hit = walk.find(word))
-          r.emplace_back(hit->second.ordinal, word - hit->first);
+        if (auto* hit = walk.find(word)) r.emplace_back(hit->second.ordinal, word - hit->first);
       out.push_back(std::move(r));
       ++next;
     }
@@ -170,8 +160,7 @@ std::vector<Resolved> resolve_arguments(const RawStream& raw, const Pass& pass,
 // offsets: library workspaces are carved differently when timing differs.
 std::vector<uint64_t> ordinals(const Resolved& r) {
   std::vector<uint64_t> out;
-  for (const auto& [ordinal, offset] : r)
-    out.push_back(ordinal);
+  for (const auto& [ordinal, offset] : r) out.push_back(ordinal);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -181,12 +170,14 @@ std::string dims(const uint32_t* d) {
   return "(" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]) + ")";
 }
 
-std::string describe(const Operation& op) { return op.name + " grid " + dims(op.grid) + " block " + dims(op.block); }
+std::string describe(const Operation& op) {
+  return op.name + " grid " + dims(op.grid) + " block " + dims(op.block);
+}
 
 } // namespace
 
-uint64_t align_passes(const RawStream& timing_raw, const Pass& timing,
-                      const RawStream& access_raw, const Pass& access) {
+uint64_t align_passes(const RawStream& timing_raw, const Pass& timing, const RawStream& access_raw,
+                      const Pass& access) {
   uint64_t differing = 0;
   const std::string where = timing_raw.path + " and " + access_raw.path;
   AllocationWalk tw, aw;
@@ -196,8 +187,8 @@ uint64_t align_passes(const RawStream& timing_raw, const Pass& timing,
   const auto& aa = aw.history();
   for (size_t i = 0; i < std::min(ta.size(), aa.size()); ++i)
     if (ta[i] != aa[i])
-      throw TraceError(where + ": the passes disagree at allocation #" + std::to_string(i) +
-                       ": " + std::to_string(ta[i].first) + " bytes in the timing pass, " +
+      throw TraceError(where + ": the passes disagree at allocation #" + std::to_string(i) + ": " +
+                       std::to_string(ta[i].first) + " bytes in the timing pass, " +
                        std::to_string(aa[i].first) + " in the access pass");
   if (ta.size() != aa.size())
     throw TraceError(where + ": the timing pass made " + std::to_string(ta.size()) +
@@ -207,8 +198,7 @@ uint64_t align_passes(const RawStream& timing_raw, const Pass& timing,
     const Operation& a = access.ops[i];
     if (describe(t) != describe(a))
       throw TraceError(where + ": the passes disagree at operation #" + std::to_string(i) +
-                       ": the timing pass ran " + describe(t) + ", the access pass " +
-                       describe(a));
+                       ": the timing pass ran " + describe(t) + ", the access pass " + describe(a));
     differing += ordinals(targs[i]) != ordinals(aargs[i]);
   }
   if (timing.ops.size() != access.ops.size())

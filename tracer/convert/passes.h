@@ -16,7 +16,7 @@ enum class OpKind { kKernel, kMemcpy, kMemset };
 
 struct Operation {
   OpKind kind = OpKind::kKernel;
-  std::string name;  // demangled kernel name, or "[memcpy HtoD]", "[memset]", ...
+  std::string name;     // demangled kernel name, or "[memcpy HtoD]", "[memset]", ...
   size_t api_index = 0; // position of its API record in RawStream::api
   uint64_t cpu_time = 0;
   uint32_t grid[3] = {1, 1, 1};
@@ -65,8 +65,8 @@ private:
 // or operation that differs. Returns how many operations' argument words fall in different
 // allocations in the two passes: structures passed by value may carry uninitialised slots
 // (PyTorch's CatArrInputTensorMetadata does), so such differences are counted, not fatal.
-uint64_t align_passes(const RawStream& timing_raw, const Pass& timing,
-                      const RawStream& access_raw, const Pass& access);
+uint64_t align_passes(const RawStream& timing_raw, const Pass& timing, const RawStream& access_raw,
+                      const Pass& access);
 
 std::string demangle(const std::string& name);
 

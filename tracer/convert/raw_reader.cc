@@ -75,8 +75,7 @@ private:
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw TraceError(path + ": cannot open raw stream: " + std::strerror(errno));
+  if (!in) throw TraceError(path + ": cannot open raw stream: " + std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
@@ -97,8 +96,7 @@ void read_launch(const Cursor& c, std::string_view p, ApiEvent& e) {
 
 void read_meta(const Cursor& c, std::string_view p, nlohmann::json& meta) {
   nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
-  if (!j.is_object())
-    c.fail("meta record is not a JSON object");
+  if (!j.is_object()) c.fail("meta record is not a JSON object");
   meta.update(j);
 }
 
@@ -139,8 +137,7 @@ ApiEvent api_event(const Cursor& c, RawType type, std::string_view p) {
 }
 
 void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
-  if (s.ended)
-    c.fail("record after the end record");
+  if (s.ended) c.fail("record after the end record");
   switch (static_cast<RawType>(type)) {
   case RawType::kMeta:
     return read_meta(c, p, s.meta);

@@ -46,7 +46,8 @@ TorchHistory read_torch_history(const std::string& path) {
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     if (!e.is_array() || e.size() != 5 || !e[0].is_string())
-      bad(path, "/events/" + std::to_string(i), "expected [action, address, size, stream, time_us]");
+      bad(path, "/events/" + std::to_string(i),
+          "expected [action, address, size, stream, time_us]");
     const std::string action = e[0].get<std::string>();
     if (action == "alloc" || action == "free_completed")
       h.events.push_back(block_event(path, e, i, action == "alloc"));

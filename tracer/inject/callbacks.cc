@@ -29,8 +29,7 @@ uint64_t now() {
 }
 
 void check(CUresult result, const char* what) {
-  if (result == CUDA_SUCCESS)
-    return;
+  if (result == CUDA_SUCCESS) return;
   const char* text = nullptr;
   cuGetErrorString(result, &text);
   fatal(std::string(what) + " failed: " + (text ? text : "unknown error"));
@@ -46,8 +45,7 @@ bool manipulating() {
 
 void note_free_memory() {
   State& s = state();
-  if (s.free_at_start)
-    return;
+  if (s.free_at_start) return;
   size_t free_bytes = 0, total = 0;
   ToolScope scope;
   check(cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
@@ -55,8 +53,7 @@ void note_free_memory() {
   CUdevice device = 0;
   char name[128] = "unknown";
   int driver = 0;
-  if (cuCtxGetDevice(&device) == CUDA_SUCCESS)
-    cuDeviceGetName(name, sizeof(name), device);
+  if (cuCtxGetDevice(&device) == CUDA_SUCCESS) cuDeviceGetName(name, sizeof(name), device);
   cuDriverGetVersion(&driver);
   char text[400];
   std::snprintf(text, sizeof(text),
@@ -72,8 +69,7 @@ void guard_managed(uint64_t request) {
   std::lock_guard<std::mutex> lock(s.mutex);
   note_free_memory();
   uint64_t after = s.managed_bytes + s.device_bytes + request;
-  if (after + s.options.margin <= s.free_at_start)
-    return;
+  if (after + s.options.margin <= s.free_at_start) return;
   fatal("refusing a managed allocation of " + std::to_string(request) + " bytes: managed and " +
         "device allocations would reach " + std::to_string(after) + " bytes, more than the " +
         std::to_string(s.free_at_start) + " bytes the GPU had free minus the margin of " +
@@ -84,8 +80,7 @@ void guard_managed(uint64_t request) {
 // allocates it in place, with no migration to record.
 void populate_on_host(uint64_t address, uint64_t size) {
   volatile char* p = reinterpret_cast<volatile char*>(address);
-  for (uint64_t offset = 0; offset < size; offset += 4096)
-    p[offset] = 0;
+  for (uint64_t offset = 0; offset < size; offset += 4096) p[offset] = 0;
 }
 
 void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t corr) {
@@ -102,8 +97,7 @@ void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t
 }
 
 void record_free(uint64_t address, uint32_t corr) {
-  if (address == 0)
-    return;
+  if (address == 0) return;
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -125,8 +119,7 @@ std::vector<std::pair<uint64_t, uint64_t>> live_managed() {
   std::lock_guard<std::mutex> lock(s.mutex);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [address, a] : s.live)
-    if (a.kind == raw::AllocKind::kManaged)
-      ranges.emplace_back(address, a.size);
+    if (a.kind == raw::AllocKind::kManaged) ranges.emplace_back(address, a.size);
   return ranges;
 }
 
@@ -156,7 +149,8 @@ void prefetch_to_host(const Ranges& ranges, uint64_t budget) {
   for (const auto& [address, size] : ranges) {
     for (uint64_t offset = 0; offset < size;) {
       uint64_t n = std::min(size - offset, budget - pending);
-      check(cuMemPrefetchAsync(address + offset, n, host, 0, nullptr), "cuMemPrefetchAsync to host");
+      check(cuMemPrefetchAsync(address + offset, n, host, 0, nullptr),
+            "cuMemPrefetchAsync to host");
       offset += n;
       pending += n;
       if (pending == budget) {
@@ -165,8 +159,7 @@ void prefetch_to_host(const Ranges& ranges, uint64_t budget) {
       }
     }
   }
-  if (pending)
-    drain();
+  if (pending) drain();
 }
 
 // Access mode: everything managed goes to the host and the GPU is idle. After an operation the
@@ -192,19 +185,19 @@ void evict_all_to_host(raw::EvictPurpose purpose) {
   g_host_clean = true;
 }
 
-bool access_mode_active() { return state().options.mode == Mode::kAccess && manipulating(); }
+bool access_mode_active() {
+  return state().options.mode == Mode::kAccess && manipulating();
+}
 
 // Only the first operation of a range needs a clean host: after that, every operation in the
 // range is followed by an eviction, and host code moves pages only towards the host.
 void before_operation(std::vector<uint64_t> pointers) {
   t_operation_pointers = std::move(pointers);
-  if (access_mode_active() && !g_host_clean)
-    evict_all_to_host(raw::EvictPurpose::kBeforeOperation);
+  if (access_mode_active() && !g_host_clean) evict_all_to_host(raw::EvictPurpose::kBeforeOperation);
 }
 
 void after_operation() {
-  if (access_mode_active())
-    evict_all_to_host(raw::EvictPurpose::kAfterOperation);
+  if (access_mode_active()) evict_all_to_host(raw::EvictPurpose::kAfterOperation);
 }
 
 // Timing mode, before a launch: the managed allocations its arguments name go to the GPU on its
@@ -216,8 +209,7 @@ void prefetch_to_gpu(const std::vector<uint64_t>& words, CUstream stream) {
     std::lock_guard<std::mutex> lock(s.mutex);
     for (uint64_t word : words) {
       auto it = s.live.upper_bound(word);
-      if (it == s.live.begin())
-        continue;
+      if (it == s.live.begin()) continue;
       --it;
       if (it->second.kind == raw::AllocKind::kManaged && word < it->first + it->second.size)
         targets.emplace_back(it->first, it->second.size);
@@ -239,8 +231,7 @@ const FunctionInfo& function_info(CUfunction handle) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.functions.find(handle);
-  if (it != s.functions.end())
-    return it->second;
+  if (it != s.functions.end()) return it->second;
   CUfunction f = handle;
   ToolScope scope;
   FunctionInfo info;
@@ -256,8 +247,7 @@ const FunctionInfo& function_info(CUfunction handle) {
   info.name = name ? name : "unknown";
   for (size_t i = 0;; ++i) {
     size_t offset = 0, size = 0;
-    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS)
-      break;
+    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS) break;
     info.params.emplace_back(static_cast<uint32_t>(offset), static_cast<uint32_t>(size));
   }
   return s.functions.emplace(handle, std::move(info)).first->second;
@@ -270,8 +260,7 @@ void scan_words(const char* bytes, size_t size, uint64_t low, uint64_t high,
   for (size_t offset = 0; offset + 8 <= size; offset += 8) {
     uint64_t word = 0;
     std::memcpy(&word, bytes + offset, 8);
-    if (word >= low && word < high)
-      words.push_back(word);
+    if (word >= low && word < high) words.push_back(word);
   }
 }
 
@@ -280,8 +269,7 @@ std::vector<uint64_t> pointer_words(const FunctionInfo& info, void** params, voi
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.live.empty())
-      return {};
+    if (s.live.empty()) return {};
     low = s.live.begin()->first;
     high = s.live.rbegin()->first + s.live.rbegin()->second.size;
   }
@@ -299,8 +287,7 @@ std::vector<uint64_t> pointer_words(const FunctionInfo& info, void** params, voi
     else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
       buffer_size = *static_cast<const size_t*>(extra[i + 1]);
   }
-  if (buffer)
-    scan_words(buffer, buffer_size, low, high, words);
+  if (buffer) scan_words(buffer, buffer_size, low, high, words);
   return words;
 }
 
@@ -318,29 +305,37 @@ LaunchArgs launch_args(CUpti_CallbackId id, const void* p) {
       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
     auto* q = static_cast<const cuLaunchKernelEx_params*>(p);
     const CUlaunchConfig* c = q->config;
-    a = {q->f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ},
-         c->hStream, q->kernelParams, q->extra};
+    a = {q->f,
+         {c->gridDimX, c->gridDimY, c->gridDimZ},
+         {c->blockDimX, c->blockDimY, c->blockDimZ},
+         c->hStream,
+         q->kernelParams,
+         q->extra};
     return a;
   }
   if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz) {
     auto* q = static_cast<const cuLaunchCooperativeKernel_params*>(p);
-    a = {q->f,           {q->gridDimX, q->gridDimY, q->gridDimZ},
+    a = {q->f,
+         {q->gridDimX, q->gridDimY, q->gridDimZ},
          {q->blockDimX, q->blockDimY, q->blockDimZ},
-         q->hStream,     q->kernelParams,
+         q->hStream,
+         q->kernelParams,
          nullptr};
     return a;
   }
   auto* q = static_cast<const cuLaunchKernel_params*>(p);
-  a = {q->f,       {q->gridDimX, q->gridDimY, q->gridDimZ}, {q->blockDimX, q->blockDimY, q->blockDimZ},
-       q->hStream, q->kernelParams,
+  a = {q->f,
+       {q->gridDimX, q->gridDimY, q->gridDimZ},
+       {q->blockDimX, q->blockDimY, q->blockDimZ},
+       q->hStream,
+       q->kernelParams,
        q->extra};
   return a;
 }
 
 void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
-  if (cb->callbackSite == CUPTI_API_EXIT)
-    return after_operation();
+  if (cb->callbackSite == CUPTI_API_EXIT) return after_operation();
   LaunchArgs a = launch_args(id, cb->functionParams);
   const FunctionInfo& info = function_info(a.f);
   std::vector<uint64_t> words = pointer_words(info, a.params, a.extra);
@@ -352,10 +347,9 @@ void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
                         {a.block[0], a.block[1], a.block[2]},
                         static_cast<uint32_t>(info.name.size()),
                         static_cast<uint32_t>(words.size())};
-  state().sink.write(RawType::kLaunch, &record, sizeof(record), info.name.data(),
-                     info.name.size(), words.data(), words.size() * 8);
-  if (state().options.mode == Mode::kTiming && manipulating())
-    prefetch_to_gpu(words, a.stream);
+  state().sink.write(RawType::kLaunch, &record, sizeof(record), info.name.data(), info.name.size(),
+                     words.data(), words.size() * 8);
+  if (state().options.mode == Mode::kTiming && manipulating()) prefetch_to_gpu(words, a.stream);
   before_operation(std::move(words));
 }
 
@@ -393,8 +387,7 @@ void on_sync(raw::SyncOp op, uint64_t handle, uint32_t corr) {
 void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   const bool enter = cb->callbackSite == CUPTI_API_ENTER;
   const void* p = cb->functionParams;
-  if (is_launch(id))
-    return on_launch(id, cb);
+  if (is_launch(id)) return on_launch(id, cb);
   switch (id) {
   case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
     auto* q = static_cast<const cuMemAllocManaged_params*>(p);
@@ -421,24 +414,22 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     return;
   }
   case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-    if (enter)
-      record_free(static_cast<const cuMemFree_v2_params*>(p)->dptr, cb->correlationId);
+    if (enter) record_free(static_cast<const cuMemFree_v2_params*>(p)->dptr, cb->correlationId);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
   case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-    if (enter)
-      record_free(static_cast<const cuMemFreeAsync_params*>(p)->dptr, cb->correlationId);
+    if (enter) record_free(static_cast<const cuMemFreeAsync_params*>(p)->dptr, cb->correlationId);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
-    if (enter)
-      on_sync(raw::SyncOp::kDevice, 0, cb->correlationId);
+    if (enter) on_sync(raw::SyncOp::kDevice, 0, cb->correlationId);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
     if (enter)
-      on_sync(raw::SyncOp::kStream,
-              reinterpret_cast<uint64_t>(static_cast<const cuStreamSynchronize_params*>(p)->hStream),
-              cb->correlationId);
+      on_sync(
+          raw::SyncOp::kStream,
+          reinterpret_cast<uint64_t>(static_cast<const cuStreamSynchronize_params*>(p)->hStream),
+          cb->correlationId);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
     if (enter)
@@ -447,8 +438,7 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
               cb->correlationId);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
-    if (enter)
-      on_range(true);
+    if (enter) on_range(true);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
     if (enter) {
@@ -463,10 +453,9 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
 
 void on_copy(const CUpti_CallbackData* cb, raw::CopyOp op, uint64_t dst, uint64_t src,
              uint64_t bytes, uint32_t kind, uint64_t stream) {
-  if (cb->callbackSite == CUPTI_API_EXIT)
-    return after_operation();
+  if (cb->callbackSite == CUPTI_API_EXIT) return after_operation();
   raw::RawCopy record{now(), stream, dst, src, bytes, cb->correlationId, static_cast<uint32_t>(op),
-                      kind, 0};
+                      kind,  0};
   state().sink.write(RawType::kCopy, record);
   before_operation({dst, src});
 }
@@ -479,8 +468,7 @@ template <typename P> void memcpy_call(const CUpti_CallbackData* cb, uint64_t st
 
 template <typename P> void memset_call(const CUpti_CallbackData* cb, uint64_t stream) {
   auto* q = static_cast<const P*>(cb->functionParams);
-  on_copy(cb, raw::CopyOp::kMemset, reinterpret_cast<uint64_t>(q->devPtr), 0, q->count, 0,
-          stream);
+  on_copy(cb, raw::CopyOp::kMemset, reinterpret_cast<uint64_t>(q->devPtr), 0, q->count, 0, stream);
 }
 
 template <typename P> uint64_t stream_of(const CUpti_CallbackData* cb) {
@@ -501,15 +489,15 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     return memcpy_call<cudaMemcpy_v3020_params>(cb, 0);
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
-    return memcpy_call<cudaMemcpyAsync_v3020_params>(
-        cb, stream_of<cudaMemcpyAsync_v3020_params>(cb));
+    return memcpy_call<cudaMemcpyAsync_v3020_params>(cb,
+                                                     stream_of<cudaMemcpyAsync_v3020_params>(cb));
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
     return memset_call<cudaMemset_v3020_params>(cb, 0);
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
-    return memset_call<cudaMemsetAsync_v3020_params>(
-        cb, stream_of<cudaMemsetAsync_v3020_params>(cb));
+    return memset_call<cudaMemsetAsync_v3020_params>(cb,
+                                                     stream_of<cudaMemsetAsync_v3020_params>(cb));
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
     if (enter) {
@@ -531,8 +519,7 @@ std::string drain_meta() {
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                           const void* data) {
-  if (t_in_tool)
-    return;
+  if (t_in_tool) return;
   auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
     on_runtime(id, cb);

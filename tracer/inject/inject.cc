@@ -23,8 +23,8 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
-#include <vector>
 #include <unistd.h>
+#include <vector>
 
 namespace faultline::inject {
 namespace {
@@ -70,8 +70,7 @@ std::vector<CUpti_ActivityKind> g_deferred;
 
 void enable_kind(CUpti_ActivityKind kind, bool at_init) {
   CUptiResult status = cuptiActivityEnable(kind);
-  if (status == CUPTI_ERROR_NOT_READY && at_init)
-    return g_deferred.push_back(kind);
+  if (status == CUPTI_ERROR_NOT_READY && at_init) return g_deferred.push_back(kind);
   CUPTI_CHECK(status);
 }
 
@@ -80,8 +79,7 @@ void on_first_context() {
   std::call_once(once, [] {
     configure_um_counters();
     enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
-    for (CUpti_ActivityKind kind : g_deferred)
-      enable_kind(kind, false);
+    for (CUpti_ActivityKind kind : g_deferred) enable_kind(kind, false);
   });
 }
 
@@ -111,11 +109,9 @@ void enable_callbacks() {
 void enable_activities() {
   CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
   const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_MEMORY2,
-      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
-  for (CUpti_ActivityKind kind : kinds)
-    enable_kind(kind, true);
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  for (CUpti_ActivityKind kind : kinds) enable_kind(kind, true);
   // Deliver records while the program runs. Access mode moves gigabytes around every operation,
   // and its unified-memory records overflow CUPTI's bounded queue unless it is emptied often.
   CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
@@ -141,8 +137,7 @@ void fatal(const std::string& message) {
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   using namespace faultline::inject;
   std::lock_guard<std::mutex> lock(g_init_mutex);
-  if (g_initialized)
-    return 1;
+  if (g_initialized) return 1;
   g_initialized = true;
   State& s = state();
   s.options = read_options();

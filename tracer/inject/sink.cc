@@ -28,15 +28,12 @@ void Sink::open(const std::string& path) {
 void Sink::write(raw::RawType type, const void* a, uint32_t a_size, const void* b, uint32_t b_size,
                  const void* c, uint32_t c_size) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!file_)
-    return;
+  if (!file_) return;
   raw::RawRecordHead head{static_cast<uint16_t>(type), 0, a_size + b_size + c_size};
   std::fwrite(&head, sizeof(head), 1, file_);
   std::fwrite(a, 1, a_size, file_);
-  if (b_size)
-    std::fwrite(b, 1, b_size, file_);
-  if (c_size)
-    std::fwrite(c, 1, c_size, file_);
+  if (b_size) std::fwrite(b, 1, b_size, file_);
+  if (c_size) std::fwrite(c, 1, c_size, file_);
   ++records_;
 }
 
@@ -49,8 +46,7 @@ void Sink::finish() {
   uint64_t dropped = 0, records = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!file_)
-      return;
+    if (!file_) return;
     dropped = dropped_;
     records = records_;
   }
@@ -69,12 +65,9 @@ std::string env(const char* name, const char* fallback) {
 }
 
 Mode parse_mode(const std::string& text) {
-  if (text == "observe")
-    return Mode::kObserve;
-  if (text == "timing")
-    return Mode::kTiming;
-  if (text == "access")
-    return Mode::kAccess;
+  if (text == "observe") return Mode::kObserve;
+  if (text == "timing") return Mode::kTiming;
+  if (text == "access") return Mode::kAccess;
   std::fprintf(stderr, "faultline capture: FAULTLINE_MODE=%s; expected observe, timing or access\n",
                text.c_str());
   _exit(70);
@@ -97,7 +90,9 @@ Options read_options() {
 }
 
 std::string initial_meta(const Options& o, uint32_t cupti_version) {
-  const char* mode = o.mode == Mode::kTiming ? "timing" : o.mode == Mode::kAccess ? "access" : "observe";
+  const char* mode = o.mode == Mode::kTiming   ? "timing"
+                     : o.mode == Mode::kAccess ? "access"
+                                               : "observe";
   char text[512];
   std::snprintf(text, sizeof(text),
                 "{\"mode\":\"%s\",\"range\":\"%s\",\"managed\":%s,\"margin\":%llu,"

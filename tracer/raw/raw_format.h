@@ -22,21 +22,21 @@ struct RawFileHeader {
 };
 
 enum class RawType : uint16_t {
-  kMeta = 1,        // JSON text: what the injector knows about the run
-  kLaunch = 2,      // RawLaunch, then name bytes, then n_words u64 candidate pointer words
-  kCopy = 3,        // RawCopy: a cudaMemcpy/cudaMemset call
-  kAlloc = 4,       // RawAlloc
-  kFree = 5,        // RawFree
-  kSync = 6,        // RawSync
-  kRange = 7,       // RawRange: cudaProfilerStart/Stop
-  kKernelAct = 10,  // RawKernelAct
-  kCopyAct = 11,    // RawCopyAct
-  kUm = 12,         // RawUm
-  kSyncAct = 13,    // RawSyncAct
-  kMemoryAct = 14,  // RawMemoryAct
-  kDropped = 15,    // RawDropped: CUPTI records lost for want of buffer space
-  kError = 16,      // text: the injector stopped the program (e.g. the managed-memory guard)
-  kEnd = 17,        // RawEnd: written at exit after the last flush
+  kMeta = 1,         // JSON text: what the injector knows about the run
+  kLaunch = 2,       // RawLaunch, then name bytes, then n_words u64 candidate pointer words
+  kCopy = 3,         // RawCopy: a cudaMemcpy/cudaMemset call
+  kAlloc = 4,        // RawAlloc
+  kFree = 5,         // RawFree
+  kSync = 6,         // RawSync
+  kRange = 7,        // RawRange: cudaProfilerStart/Stop
+  kKernelAct = 10,   // RawKernelAct
+  kCopyAct = 11,     // RawCopyAct
+  kUm = 12,          // RawUm
+  kSyncAct = 13,     // RawSyncAct
+  kMemoryAct = 14,   // RawMemoryAct
+  kDropped = 15,     // RawDropped: CUPTI records lost for want of buffer space
+  kError = 16,       // text: the injector stopped the program (e.g. the managed-memory guard)
+  kEnd = 17,         // RawEnd: written at exit after the last flush
   kGraphLaunch = 18, // RawSync layout: a CUDA graph launch, which the tracer cannot expand
   kEvict = 19        // RawEvict: access mode moved all managed memory to the host
 };
@@ -160,7 +160,7 @@ struct RawUm {
   uint64_t start;
   uint64_t end;
   uint64_t address;
-  uint64_t value; // bytes for migrations, fault-group count for GPU faults, PC for CPU faults
+  uint64_t value;   // bytes for migrations, fault-group count for GPU faults, PC for CPU faults
   uint32_t counter; // UmCounter
   uint32_t src;
   uint32_t dst;
