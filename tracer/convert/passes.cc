@@ -167,7 +167,10 @@ std::vector<uint64_t> ordinals(const Resolved& r) {
 }
 
 std::string dims(const uint32_t* d) {
-  return "(" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]) + ")";
+  std::string s = "(";
+  for (int i = 0; i < 3; ++i)
+    s.append(std::to_string(d[i])).append(i < 2 ? "," : ")");
+  return s;
 }
 
 std::string describe(const Operation& op) {
