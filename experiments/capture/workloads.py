@@ -14,6 +14,20 @@ import time
 import torch
 
 
+def training_step(model, optimizer, loss, bf16=False):
+    """One optimisation step: loss() under bf16 autocast if asked, backward, update."""
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            value = loss()
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return value
+
+    return model, step
+
+
 def gpt2_medium(batch, seq=1024):
     return _gpt2(batch, seq, n_embd=1024, n_layer=24, n_head=16)
 
@@ -29,16 +43,8 @@ def _gpt2(batch, seq, **shape):
     model = GPT2LMHeadModel(config).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss
-
-    return model, step
+    return training_step(model, optimizer, lambda: model(input_ids=tokens, labels=tokens).loss,
+                         bf16=True)
 
 
 def bert_large(batch, seq=512):
@@ -50,16 +56,8 @@ def bert_large(batch, seq=512):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     tokens = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
     labels = torch.where(torch.rand(batch, seq, device="cuda") < 0.15, tokens, -100)
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=tokens, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss
-
-    return model, step
+    return training_step(model, optimizer, lambda: model(input_ids=tokens, labels=labels).loss,
+                         bf16=True)
 
 
 def resnet50(batch):
@@ -69,15 +67,8 @@ def resnet50(batch):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     images = torch.randn(batch, 3, 224, 224, device="cuda")
     labels = torch.randint(0, 1000, (batch,), device="cuda")
-
-    def step():
-        loss = torch.nn.functional.cross_entropy(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss
-
-    return model, step
+    return training_step(model, optimizer,
+                         lambda: torch.nn.functional.cross_entropy(model(images), labels))
 
 
 def pagerank(batch):
@@ -106,15 +97,7 @@ def mlp(batch):
                                 torch.nn.Linear(4096, 1024)).cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(batch, 1024, device="cuda")
-
-    def step():
-        loss = model(x).square().mean()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss
-
-    return model, step
+    return training_step(model, optimizer, lambda: model(x).square().mean())
 
 
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
