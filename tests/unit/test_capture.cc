@@ -12,6 +12,7 @@
 #include "tracer/convert/passes.h"
 #include "tracer/convert/raw_reader.h"
 #include "tracer/convert/torch_history.h"
+#include "tracer/raw/managed_budget.h"
 #include "tracer/raw/raw_format.h"
 
 #include <algorithm>
@@ -502,4 +503,18 @@ TEST_CASE("capture: observe summary of the stream access pass", "[capture]") {
   CHECK(s["allocations"] == 2);
   CHECK(s["dropped_records"] == 0);
   CHECK(s["gpu"] == "NVIDIA H200");
+}
+
+TEST_CASE("the managed-memory guard refuses what would exceed free memory minus the margin",
+          "[capture]") {
+  using faultline::raw::managed_refusal;
+  const uint64_t GiB = 1ull << 30;
+  CHECK(managed_refusal(0, 0, 10 * GiB, 100 * GiB, 2 * GiB).empty());
+  CHECK(managed_refusal(50 * GiB, 40 * GiB, 8 * GiB, 100 * GiB, 2 * GiB).empty()); // exactly at
+  const std::string refusal = managed_refusal(50 * GiB, 40 * GiB, 8 * GiB + 1, 100 * GiB, 2 * GiB);
+  CHECK_THAT(refusal, Contains("refusing a managed allocation of 8589934593 bytes"));
+  CHECK_THAT(refusal, Contains("would reach 105226698753 bytes"));
+  CHECK_THAT(refusal, Contains("minus the margin of 2147483648 bytes"));
+  CHECK_FALSE(managed_refusal(0, 0, 1, 1 * GiB, 2 * GiB).empty());      // margin above free memory
+  CHECK_FALSE(managed_refusal(0, 0, UINT64_MAX, 100 * GiB, 0).empty()); // no wrap-around
 }

@@ -2,6 +2,7 @@
 // guard managed allocations against the GPU's free memory, and in timing and access mode move
 // managed memory around each operation.
 #include "tracer/inject/state.h"
+#include "tracer/raw/managed_budget.h"
 
 #include <algorithm>
 #include <cstring>
@@ -68,12 +69,9 @@ void guard_managed(uint64_t request) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   note_free_memory();
-  uint64_t after = s.managed_bytes + s.device_bytes + request;
-  if (after + s.options.margin <= s.free_at_start) return;
-  fatal("refusing a managed allocation of " + std::to_string(request) + " bytes: managed and " +
-        "device allocations would reach " + std::to_string(after) + " bytes, more than the " +
-        std::to_string(s.free_at_start) + " bytes the GPU had free minus the margin of " +
-        std::to_string(s.options.margin) + " bytes (FAULTLINE_MARGIN)");
+  std::string refusal = raw::managed_refusal(s.managed_bytes, s.device_bytes, request,
+                                             s.free_at_start, s.options.margin);
+  if (!refusal.empty()) fatal(refusal);
 }
 
 // In access mode pages must start on the host: a GPU's first touch of a never-populated page
