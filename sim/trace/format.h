@@ -13,6 +13,7 @@ namespace faultline::trace {
 
 constexpr std::array<char, 8> kMagic = {'F', 'L', 'T', 'R', 'A', 'C', 'E', '\n'};
 constexpr uint32_t kVersion = 1;
+constexpr uint64_t kMaxStringBytes = 1 << 16; // longest kernel name a trace holds
 
 enum class RecordType : uint8_t {
   kString = 1, // internal: defines a kernel-name string; never returned by the reader

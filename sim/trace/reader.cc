@@ -12,7 +12,6 @@ namespace {
 
 constexpr size_t kBufferSize = 1 << 18;
 constexpr uint64_t kMaxHeaderBytes = 1 << 24;
-constexpr uint64_t kMaxStringBytes = 1 << 16;
 
 } // namespace
 

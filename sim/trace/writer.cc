@@ -54,6 +54,9 @@ void TraceWriter::begin(RecordType type, Time time) {
 uint64_t TraceWriter::string_id(const std::string& s) {
   auto it = strings_.find(s);
   if (it != strings_.end()) return it->second;
+  if (s.size() > kMaxStringBytes)
+    throw TraceError(path_ + ": kernel name of " + std::to_string(s.size()) +
+                     " bytes; a trace holds names of at most " + std::to_string(kMaxStringBytes));
   const uint64_t id = strings_.size();
   strings_.emplace(s, id);
   buf_.push_back(static_cast<char>(RecordType::kString));

@@ -287,7 +287,12 @@ int capture_command(int argc, char** argv) {
       if (!dir.empty()) fs::remove_all(dir);
     }
   } cleanup{o.keep.empty() ? dir : ""};
-  return o.mode == "observe" ? run_observe(o, lib, dir) : run_access_set(o, lib, dir);
+  try {
+    return o.mode == "observe" ? run_observe(o, lib, dir) : run_access_set(o, lib, dir);
+  } catch (const Error& e) {
+    cleanup.dir.clear(); // the message names files in it
+    throw Error(std::string(e.what()) + " (raw streams kept in " + dir + ")");
+  }
 }
 
 } // namespace faultline::capture

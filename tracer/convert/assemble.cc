@@ -54,6 +54,15 @@ public:
   Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass, Translated& accesses,
           const std::optional<TorchHistory>& history)
       : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history) {
+    // An event is due once it or any later event can have happened: PyTorch's microsecond
+    // stamps blur the order inside a microsecond (a block freed and its address reallocated
+    // just before a launch must both precede it), and the history's own order is exact.
+    if (history_) {
+      const auto& events = history_->events;
+      due_.assign(events.size(), UINT64_MAX);
+      for (size_t i = events.size(); i-- > 0;)
+        due_[i] = std::min(events[i].time, i + 1 < events.size() ? due_[i + 1] : UINT64_MAX);
+    }
     for (const raw::RawUm& u : raw.um)
       if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault)) cpu_faults_.push_back(&u);
     std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
@@ -111,19 +120,16 @@ private:
       return;
     case RawType::kLaunch:
     case RawType::kCopy:
-      if (e.type == RawType::kLaunch) streams_[e.launch.stream] = stream_for_launch(next_op, index);
-      if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index)
-        emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]), ++next_op;
+      if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index) {
+        streams_[e.type == RawType::kLaunch ? e.launch.stream : e.copy.stream] =
+            pass_.ops[next_op].stream;
+        emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]);
+        ++next_op;
+      }
       return;
     default:
       return;
     }
-  }
-
-  uint32_t stream_for_launch(size_t next_op, size_t index) const {
-    if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index)
-      return pass_.ops[next_op].stream;
-    return 0;
   }
 
   uint32_t stream_of(uint64_t handle) const {
@@ -203,12 +209,14 @@ private:
     while (next_history_ < events.size()) {
       const BlockEvent& b = events[next_history_];
       bool due =
-          b.time <= now ||
+          due_[next_history_] <= now ||
           (segment_free && !b.alloc && b.address >= e.free.address && segment_at(e.free.address) &&
            b.address < e.free.address + segment_at(e.free.address)->second.size);
       if (!due) return;
       if (b.alloc && !place_block(b, now)) {
-        if (now != UINT64_MAX) return; // its segment is not live yet: wait for the next API event
+        // Its segment's allocation precedes it by less than its microsecond: wait that long for
+        // the segment, then give up on the block (a segment the tracer does not see).
+        if (now != UINT64_MAX && now < b.time + 1000) return;
         ++unplaced_;
       } else if (!b.alloc) {
         free_block(b, now);
@@ -270,6 +278,7 @@ private:
   std::map<uint64_t, Block> blocks_;
   std::unordered_map<uint64_t, uint32_t> streams_;
   uint64_t next_id_ = 1;
+  std::vector<uint64_t> due_; // per history event: the earliest bound of it and all later ones
   size_t next_history_ = 0, next_fault_ = 0;
   Time last_ = 0;
   uint64_t allocations_ = 0, blocks_placed_ = 0, unplaced_ = 0, host_faults_ = 0;
@@ -339,6 +348,8 @@ nlohmann::json convert_capture(const ConvertJob& job) {
       {"untranslated_pages", translated.untranslated},
       {"timing_pass_faulting_operations", faulting_operations(timing, tpass)},
       {"operations_with_differing_argument_allocations", differing_arguments},
+      {"unattributed_gpu_operations",
+       {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}}};
   nlohmann::json meta = header(job, timing, history);
   meta["capture"] = summary;

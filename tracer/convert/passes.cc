@@ -3,9 +3,13 @@
 #include "sim/core/error.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <cxxabi.h>
+#include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace faultline::capture {
 namespace {
@@ -78,41 +82,77 @@ Operation copy_op(const RawStream& raw, const Activities& acts, const ApiEvent& 
   return op;
 }
 
-bool is_operation(RawType t) {
-  return t == RawType::kLaunch || t == RawType::kCopy;
+// A copy or memset of zero bytes reaches no GPU engine and leaves no activity record.
+bool is_operation(const ApiEvent& e) {
+  return e.type == RawType::kLaunch || (e.type == RawType::kCopy && e.copy.bytes > 0);
 }
 
 } // namespace
 
+// Demangled, and cut to 4096 bytes: some template kernels' names run past the trace's limit,
+// and the cut keeps a hash of the whole so different kernels keep different names.
 std::string demangle(const std::string& name) {
+  constexpr size_t kLongest = 4096;
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> out(
       abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? std::string(out.get()) : name;
+  std::string text = status == 0 && out ? std::string(out.get()) : name;
+  if (text.size() <= kLongest) return text;
+  char tag[32];
+  std::snprintf(tag, sizeof(tag), "...#%016zx", std::hash<std::string>{}(text));
+  return text.substr(0, kLongest - std::strlen(tag)) + tag;
 }
+
+namespace {
+
+// GPU work inside the capture range that no recorded call launched (driver-level copies,
+// cudaMemcpy2D, graph nodes...): the trace cannot contain it, so it is counted.
+uint64_t unattributed(const RawStream& raw, const Pass& pass,
+                      const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  std::unordered_set<uint64_t> known;
+  for (const Operation& op : pass.ops) known.insert(op.gpu_start);
+  auto inside = [&](uint64_t t) {
+    for (const auto& [begin, end] : ranges)
+      if (t >= begin && t < end) return true;
+    return false;
+  };
+  uint64_t n = 0;
+  for (const auto& k : raw.kernels) n += inside(k.start) && !known.count(k.start);
+  for (const auto& c : raw.copies) n += inside(c.start) && c.bytes > 0 && !known.count(c.start);
+  return n;
+}
+
+} // namespace
 
 Pass build_pass(const RawStream& raw) {
   Activities acts(raw);
   Pass pass;
   pass.has_range = raw.meta.value("range", "all") == "profiler";
   bool in_range = !pass.has_range;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges; // CPU-time intervals of the range
+  if (in_range) ranges.emplace_back(0, UINT64_MAX);
   for (size_t i = 0; i < raw.api.size(); ++i) {
     const ApiEvent& e = raw.api[i];
     if (pass.range_start == 0 && (in_range || (e.type == RawType::kRange && e.range.on)))
       pass.range_start = e.cpu_time;
-    if (e.type == RawType::kRange && pass.has_range) in_range = e.range.on != 0;
+    if (e.type == RawType::kRange && pass.has_range) {
+      if (e.range.on && !in_range) ranges.emplace_back(e.cpu_time, UINT64_MAX);
+      if (!e.range.on && in_range) ranges.back().second = e.cpu_time;
+      in_range = e.range.on != 0;
+    }
     if (!in_range) continue;
     if (e.type == RawType::kGraphLaunch)
       throw TraceError(raw.path + ": a CUDA graph is launched inside the capture range; the " +
                        "tracer records kernels launched one by one and cannot expand graphs");
     if (e.type == RawType::kEvict && e.evict.purpose == 1 && !pass.ops.empty())
       pass.ops.back().evict_after = i;
-    if (!is_operation(e.type)) continue;
+    if (!is_operation(e)) continue;
     size_t index = pass.ops.size();
     pass.ops.push_back(e.type == RawType::kLaunch ? kernel_op(raw, acts, e, index)
                                                   : copy_op(raw, acts, e, index));
     pass.ops.back().api_index = i;
   }
+  pass.unattributed = unattributed(raw, pass, ranges);
   return pass;
 }
 
@@ -168,8 +208,7 @@ std::vector<uint64_t> ordinals(const Resolved& r) {
 
 std::string dims(const uint32_t* d) {
   std::string s = "(";
-  for (int i = 0; i < 3; ++i)
-    s.append(std::to_string(d[i])).append(i < 2 ? "," : ")");
+  for (int i = 0; i < 3; ++i) s.append(std::to_string(d[i])).append(i < 2 ? "," : ")");
   return s;
 }
 

@@ -33,6 +33,7 @@ struct Pass {
   std::vector<Operation> ops; // inside the capture range, in launch order
   bool has_range = false;     // the program marked a range with cudaProfilerStart/Stop
   uint64_t range_start = 0;   // CPU time of the first cudaProfilerStart, or of the first event
+  uint64_t unattributed = 0;  // kernels and copies in the range that no recorded call launched
 };
 
 // Joins each in-range launch, copy and memset with its activity record. Throws TraceError when
