@@ -518,3 +518,41 @@ TEST_CASE("the managed-memory guard refuses what would exceed free memory minus 
   CHECK_FALSE(managed_refusal(0, 0, 1, 1 * GiB, 2 * GiB).empty());      // margin above free memory
   CHECK_FALSE(managed_refusal(0, 0, UINT64_MAX, 100 * GiB, 0).empty()); // no wrap-around
 }
+
+TEST_CASE("capture: a block whose segment the tracer never saw does not hold back the others",
+          "[capture]") {
+  fltest::TempDir dir;
+  json history = json::parse(fltest::read_text(data("mlp-timing.history.json")));
+  // An allocation at an address no recorded segment holds, early in the history.
+  history["events"].insert(history["events"].begin() + 2,
+                           json::array({"alloc", 16, 4096, 0, history["events"][1][4]}));
+  const std::string history_path = dir.file("history.json");
+  fltest::write_text(history_path, history.dump());
+  ConvertJob job;
+  job.timing_path = data("mlp-timing.raw");
+  job.access_path = data("mlp-access.raw");
+  job.history_path = history_path;
+  job.out_path = dir.file("mlp.fltrace");
+  const json summary = convert_capture(job);
+  CHECK(summary["unplaced_block_events"] == 1);
+  CHECK(summary["blocks"] == 44); // every other block is still placed
+  size_t naming = 0;
+  const Contents c = read_trace(job.out_path);
+  std::set<uint64_t> blocks;
+  for (const auto& a : c.allocs)
+    if (a.kind == trace::MemoryKind::kAllocatorBlock) blocks.insert(a.id);
+  for (const auto& k : c.kernels)
+    naming +=
+        std::any_of(k.args.begin(), k.args.end(), [&](uint64_t id) { return blocks.count(id); });
+  CHECK(naming * 2 >= c.kernels.size());
+}
+
+TEST_CASE("capture: kernel names are cut below the trace's limit, keeping them distinct",
+          "[capture]") {
+  const std::string a(10000, 'a'), b = std::string(9999, 'a') + "b";
+  const std::string short_name = "_Z4fillPfmf";
+  CHECK(demangle(short_name) == "fill(float*, unsigned long, float)");
+  CHECK(demangle(a).size() == 4096);
+  CHECK(demangle(a) != demangle(b));
+  CHECK(demangle(a).substr(0, 100) == a.substr(0, 100));
+}
