@@ -1,4 +1,6 @@
 // Golden results: small configs whose full results are committed in tests/golden/<name>/.
+// The trace is synthesised from synth.json, or named (relative to the source tree) by
+// trace.json for a shipped real trace.
 // A change to the model shows here first; if it is intended, regenerate with
 //   FAULTLINE_UPDATE_GOLDEN=1 build/tests/faultline_tests "[golden]"
 // and explain the difference in the commit.
@@ -19,12 +21,18 @@ namespace {
 void check_golden(const std::string& name) {
   unsetenv("FAULTLINE_CONFIGS"); // the shipped profiles
   const fs::path dir = fs::path(FAULTLINE_GOLDEN_DIR) / name;
-  const fs::path trace = fs::temp_directory_path() / ("faultline-golden-" + name + ".fltrace");
-  const synth::Params params =
-      synth::params_from_json(config::load_json_file((dir / "synth.json").string()), name);
-  synth::write_trace(params, trace.string(), "golden " + name);
+  const bool real = fs::exists(dir / "trace.json");
+  const fs::path trace =
+      real ? fs::path(FAULTLINE_SOURCE_DIR) /
+                 config::load_json_file((dir / "trace.json").string())["trace"].get<std::string>()
+           : fs::temp_directory_path() / ("faultline-golden-" + name + ".fltrace");
+  if (!real) {
+    const synth::Params params =
+        synth::params_from_json(config::load_json_file((dir / "synth.json").string()), name);
+    synth::write_trace(params, trace.string(), "golden " + name);
+  }
   const nlohmann::json out = run_job({(dir / "config.json").string(), trace.string(), ""});
-  fs::remove(trace);
+  if (!real) fs::remove(trace);
   nlohmann::json got = {{"results", out["results"]}, {"config", out["config"]}};
   if (out.contains("kernels")) got["kernels"] = out["kernels"];
   const fs::path expected_path = dir / "expected.json";
@@ -52,4 +60,8 @@ TEST_CASE("golden: DNN-like trace at 2x oversubscription", "[golden]") {
 
 TEST_CASE("golden: streaming trace with LRU and small batches", "[golden]") {
   check_golden("stream-lru-small-batches");
+}
+
+TEST_CASE("golden: real ResNet-50 trace under the default config", "[golden]") {
+  check_golden("real-resnet50-default");
 }
