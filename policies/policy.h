@@ -38,6 +38,13 @@ struct Action {
 
 using Actions = std::vector<Action>;
 
+// Once, before the first record: what the policy may size itself by.
+struct StartEvent {
+  Time now = 0;
+  Bytes gpu_capacity = 0; // bytes of GPU memory the run gives managed data, per GPU
+  unsigned gpus = 1;
+};
+
 struct AllocEvent {
   Time now = 0;
   uint64_t id = 0;
@@ -76,6 +83,7 @@ struct KernelEndEvent {
 class IPolicy {
 public:
   virtual ~IPolicy() = default;
+  virtual void on_start(const StartEvent&, Actions&) {}
   virtual void on_alloc(const AllocEvent&, Actions&) {}
   virtual void on_free(const FreeEvent&, Actions&) {}
   virtual void on_kernel_launch(const LaunchEvent&, Actions&) {}

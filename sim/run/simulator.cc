@@ -41,6 +41,9 @@ void Simulator::set_transfer_observer(TransferObserver* o) {
 const Stats& Simulator::run() {
   if (started_) throw SimulationError("a Simulator runs once");
   started_ = true;
+  actions_.clear();
+  policy_->on_start({0, memory_.capacity_chunks() * kBlockSize, config_.gpus}, actions_);
+  execute(actions_, 0);
   engine_.schedule(0, Priority::kHost, this, kStep);
   engine_.run();
   if (!finished_) {
