@@ -204,5 +204,10 @@ expect "capture convert" 0 any "" -- \
   --access "$DATA/strided-access.raw" --meta workload=strided --out "$WORK/c.fltrace"
 expect "converted trace reads back" 0 stdout '"kernels": 6' -- "$FAULTLINE" trace stats "$WORK/c.fltrace"
 
+# faultline sweep: misuse.
+expect "sweep without a file" 2 stderr "usage: faultline sweep" -- "$FAULTLINE" sweep
+expect "sweep missing file" 1 stderr "none.json" -- "$FAULTLINE" sweep "$WORK/none.json"
+expect "sweep bad jobs" 2 stderr "--jobs" -- "$FAULTLINE" sweep "$WORK/none.json" --jobs many
+
 echo "$PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

@@ -1,6 +1,7 @@
 // The faultline command line: one binary, one subcommand per job.
 #include "sim/core/error.h"
 #include "sim/run/results.h"
+#include "sim/sweep/sweep.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/inspect.h"
 #include "tracer/capture/capture.h"
@@ -22,6 +23,7 @@ const char* kUsage =
     "\n"
     "usage: faultline <command> [options]\n"
     "  sim         simulate a trace under a run config\n"
+    "  sweep       run a grid of simulations in parallel into one results table\n"
     "  synth       write a synthetic trace (tests and benchmarks only)\n"
     "  trace dump  print a trace as JSON lines\n"
     "  trace stats print a trace's footprint, kernels, accesses, blocks and reuse\n"
@@ -46,6 +48,14 @@ const char* kSynthUsage =
     "weights reused every iteration, activations freed in reverse order. SIZE takes K, M, G\n"
     "(powers of 1024). Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12,\n"
     "touches 1, ns-per-access 100.\n";
+
+const char* kSweepUsage =
+    "usage: faultline sweep SWEEP.json [--jobs N] [--progress | --no-progress]\n"
+    "Expands the sweep's grid (traces x policies x capacity fractions x varied config values),\n"
+    "runs the points not already finished on N threads (default: all cores) and writes\n"
+    "OUT/points/NNNN.json per point and OUT/results.csv and OUT/results.json for all.\n"
+    "An interrupted sweep resumes where it stopped. The sweep file format is in\n"
+    "experiments/README.md.\n";
 
 const char* kTraceUsage =
     "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
@@ -168,6 +178,24 @@ int cmd_synth(int argc, char** argv) {
   return 0;
 }
 
+int cmd_sweep(int argc, char** argv) {
+  Args args(argc, argv, 2, {"progress", "no-progress"});
+  if (args.help) return std::cout << kSweepUsage, 0;
+  if (args.positional.size() != 1) return std::cerr << kSweepUsage, 2;
+  sweep::RunOptions options;
+  const std::string jobs = args.take("jobs");
+  if (!jobs.empty()) options.jobs = static_cast<unsigned>(parse_number(jobs, "--jobs"));
+  options.progress = isatty(STDERR_FILENO) != 0;
+  if (args.flag("progress")) options.progress = true;
+  if (args.flag("no-progress")) options.progress = false;
+  args.done();
+  const sweep::Sweep s = sweep::load_sweep(args.positional[0]);
+  const sweep::Outcome o = sweep::run_sweep(s, options);
+  std::cerr << "sweep " << s.name << ": " << s.points.size() << " points (" << o.ran << " run, "
+            << o.reused << " already done); tables in " << s.out_dir << "\n";
+  return 0;
+}
+
 int cmd_trace(int argc, char** argv) {
   Args args(argc, argv, 2, {});
   if (args.help) return std::cout << kTraceUsage, 0;
@@ -190,9 +218,10 @@ int dispatch(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "sim") return cmd_sim(argc, argv);
   if (cmd == "synth") return cmd_synth(argc, argv);
+  if (cmd == "sweep") return cmd_sweep(argc, argv);
   if (cmd == "trace") return cmd_trace(argc, argv);
   if (cmd == "capture") return capture::capture_command(argc, argv);
-  throw UsageError("unknown command \"" + cmd + "\"; known: sim, synth, trace, capture");
+  throw UsageError("unknown command \"" + cmd + "\"; known: sim, sweep, synth, trace, capture");
 }
 
 } // namespace

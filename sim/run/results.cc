@@ -90,7 +90,9 @@ nlohmann::json stats_json(const Stats& s, Time total_ns) {
 }
 
 nlohmann::json run_job(const SimJob& job) {
-  config::RunConfig config = config::load_run_config(job.config_path);
+  config::RunConfig config = job.config_doc.is_null()
+                                 ? config::load_run_config(job.config_path)
+                                 : config::parse_run_config(job.config_doc, job.config_path);
   const trace::TraceStats trace_stats = trace::compute_stats(job.trace_path);
   uint64_t chunks = (config.capacity_bytes + kBlockSize - 1) / kBlockSize;
   if (config.capacity_fraction > 0) {

@@ -10,11 +10,12 @@
 namespace faultline {
 
 struct SimJob {
-  std::string config_path;
+  std::string config_path; // the run config file; or, when config_doc is set, its name in errors
   std::string trace_path;
   std::string timeline_path; // empty: none
   bool progress = false;     // a progress line on stderr
   bool check_invariants = false;
+  nlohmann::json config_doc; // the run config itself (null: read config_path)
 };
 
 // Runs the job and returns the result document: measured values, the fully resolved config

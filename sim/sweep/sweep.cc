@@ -1,0 +1,292 @@
+#include "sim/sweep/sweep.h"
+
+#include "policies/registry.h"
+#include "sim/config/reader.h"
+#include "sim/config/run_config.h"
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace faultline::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json policy_spec(const json& v, const std::string& file, const std::string& where) {
+  if (v.is_string()) return {{"name", v}, {"params", json::object()}};
+  if (!v.is_object())
+    throw ConfigError(file + ": " + where + ": expected a policy name or {\"name\", \"params\"}");
+  config::Reader r(v, file, where);
+  json spec = {{"name", r.get<std::string>("name")}, {"params", r.raw("params", json::object())}};
+  r.finish();
+  return spec;
+}
+
+json base_config(config::Reader& r) {
+  const json base = r.raw("base", json());
+  if (base.is_string()) return config::load_json_file(base.get<std::string>());
+  if (base.is_object()) return base;
+  r.fail("base", "expected a run config file name or a run config object");
+}
+
+// Every combination of the varied values, in the order the keys are listed.
+std::vector<json> combinations(const json& vary, const std::string& file) {
+  std::vector<json> out = {json::object()};
+  for (const auto& [pointer, values] : vary.items()) {
+    const std::string where = "$.vary[\"" + pointer + "\"]";
+    if (pointer.empty() || pointer[0] != '/')
+      throw ConfigError(file + ": " + where +
+                        ": expected a JSON pointer like \"/driver/eviction\"");
+    if (!values.is_array() || values.empty())
+      throw ConfigError(file + ": " + where + ": expected a non-empty array of values");
+    std::vector<json> next;
+    for (const json& partial : out)
+      for (const json& value : values) {
+        json c = partial;
+        c[pointer] = value;
+        next.push_back(c);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<double> fractions(config::Reader& r) {
+  const json list = r.raw("capacity_fractions", json());
+  if (!list.is_array() || list.empty())
+    r.fail("capacity_fractions", "expected a non-empty array of fractions in (0, 1]");
+  std::vector<double> out;
+  for (const json& f : list) {
+    if (!f.is_number() || f.get<double>() <= 0 || f.get<double>() > 1)
+      r.fail("capacity_fractions", "expected fractions in (0, 1], found " + f.dump());
+    out.push_back(f.get<double>());
+  }
+  return out;
+}
+
+std::vector<std::string> strings(config::Reader& r, const std::string& key) {
+  const json list = r.raw(key, json());
+  if (!list.is_array() || list.empty()) r.fail(key, "expected a non-empty array of strings");
+  std::vector<std::string> out;
+  for (const json& s : list) {
+    if (!s.is_string()) r.fail(key, "expected strings, found " + s.dump());
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+json point_config(const json& base, const json& policy, double fraction, const json& varied) {
+  json c = base;
+  c.erase("description");
+  c["policy"] = policy;
+  c["capacity"] = {{"fraction_of_footprint", fraction}};
+  for (const auto& [pointer, value] : varied.items()) c[json::json_pointer(pointer)] = value;
+  return c;
+}
+
+// Checks a point before anything runs: its run config parses and its policy can be built.
+void validate(const Point& p, const std::string& file) {
+  const std::string where = file + " (point " + std::to_string(p.index) + ")";
+  if (!fs::exists(p.trace)) throw ConfigError(file + ": trace " + p.trace + " does not exist");
+  const config::RunConfig rc = config::parse_run_config(p.config, where);
+  policies::Registry::instance().create(rc.policy, rc.policy_params, where + " $.policy");
+}
+
+std::string point_file(const Sweep& s, const Point& p) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%04zu.json", p.index);
+  return (fs::path(s.out_dir) / "points" / name).string();
+}
+
+// The point's stored result, if a previous run finished this very point.
+json finished(const Sweep& s, const Point& p) {
+  std::ifstream in(point_file(s, p));
+  if (!in) return json();
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("point") || doc["point"] != p.describe()) return json();
+  // A point computed by another build is stale: the model may have changed.
+  if (doc["result"]["faultline"]["git_revision"] != git_revision()) return json();
+  return doc;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << text;
+  fs::rename(tmp, path);
+}
+
+class Progress {
+public:
+  Progress(size_t total, bool enabled) : total_(total), enabled_(enabled) {}
+  void done(size_t n) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(kWidth * n / std::max<size_t>(1, total_));
+    std::cerr << "\rsweep [" << std::string(filled, '#') << std::string(kWidth - filled, '.')
+              << "] " << n << "/" << total_ << " points" << (n == total_ ? "\n" : "") << std::flush;
+  }
+
+private:
+  size_t total_;
+  bool enabled_;
+  std::mutex mutex_;
+};
+
+struct Runner {
+  const Sweep& sweep;
+  std::vector<json>& results;
+  std::vector<size_t> todo;
+  std::atomic<size_t> next{0}, finished_count{0};
+  std::mutex error_mutex;
+  std::string error;
+  Progress& progress;
+
+  void work() {
+    for (size_t i; (i = next++) < todo.size();) {
+      {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error.empty()) return;
+      }
+      const Point& p = sweep.points[todo[i]];
+      try {
+        SimJob job;
+        job.config_path = "sweep " + sweep.name + " point " + std::to_string(p.index);
+        job.config_doc = p.config;
+        job.trace_path = p.trace;
+        json doc = {{"point", p.describe()}, {"result", run_job(job)}};
+        write_atomically(point_file(sweep, p), doc.dump(2) + "\n");
+        results[p.index] = std::move(doc);
+        progress.done(++finished_count);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (error.empty())
+          error = "point " + std::to_string(p.index) + " (" + p.trace + ", " +
+                  p.policy["name"].get<std::string>() + "): " + e.what();
+      }
+    }
+  }
+};
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+const std::vector<std::string> kResultColumns = {
+    "total_time_ns", "compute_ns", "fault_stall_ns",    "faults",
+    "batches",       "evictions",  "bytes_host_to_gpu", "bytes_gpu_to_host"};
+
+// One row per point in grid order; the same points always give the same bytes.
+void write_tables(const Sweep& s, const std::vector<json>& results) {
+  json rows = json::array();
+  std::string csv = "index,trace,policy,policy_params,capacity_fraction,varied,capacity_bytes";
+  for (const auto& c : kResultColumns) csv += "," + c;
+  csv += ",prefetch_issued_bytes,prefetch_used_bytes,git_revision\n";
+  for (const Point& p : s.points) {
+    const json& doc = results[p.index];
+    const json& r = doc["result"]["results"];
+    rows.push_back({{"point", doc["point"]},
+                    {"config", doc["result"]["config"]},
+                    {"results", r},
+                    {"git_revision", doc["result"]["faultline"]["git_revision"]}});
+    std::vector<std::string> fields = {
+        std::to_string(p.index),
+        csv_field(p.trace),
+        csv_field(p.policy["name"].get<std::string>()),
+        csv_field(p.policy["params"].dump()),
+        json(p.capacity_fraction).dump(),
+        csv_field(p.varied.dump()),
+        doc["result"]["config"]["capacity"]["resolved_bytes"].dump()};
+    for (const auto& c : kResultColumns) fields.push_back(r[c].dump());
+    fields.push_back(r["prefetch"]["issued_bytes"].dump());
+    fields.push_back(r["prefetch"]["used_bytes"].dump());
+    fields.push_back(doc["result"]["faultline"]["git_revision"].get<std::string>());
+    for (size_t i = 0; i < fields.size(); ++i) csv.append(i ? "," : "").append(fields[i]);
+    csv.push_back('\n');
+  }
+  write_atomically((fs::path(s.out_dir) / "results.csv").string(), csv);
+  write_atomically((fs::path(s.out_dir) / "results.json").string(),
+                   json({{"sweep", s.name}, {"points", rows}}).dump(2) + "\n");
+}
+
+} // namespace
+
+json Point::describe() const {
+  return {{"index", index},   {"trace", trace},
+          {"policy", policy}, {"capacity_fraction", capacity_fraction},
+          {"varied", varied}, {"config", config}};
+}
+
+Sweep load_sweep(const std::string& path) {
+  const json doc = config::load_json_file(path);
+  config::Reader r(doc, path);
+  Sweep s;
+  s.name = r.get<std::string>("name");
+  s.out_dir = r.get<std::string>("out");
+  const json base = base_config(r);
+  const std::vector<std::string> traces = strings(r, "traces");
+  const json policy_list = r.raw("policies", json());
+  if (!policy_list.is_array() || policy_list.empty())
+    r.fail("policies", "expected a non-empty array of policies");
+  std::vector<json> policies;
+  for (size_t i = 0; i < policy_list.size(); ++i)
+    policies.push_back(policy_spec(policy_list[i], path, "$.policies[" + std::to_string(i) + "]"));
+  const std::vector<double> caps = fractions(r);
+  const json vary = r.raw("vary", json::object());
+  if (!vary.is_object()) r.fail("vary", "expected an object of JSON pointer -> values");
+  r.finish();
+  for (const std::string& trace : traces)
+    for (const json& policy : policies)
+      for (double fraction : caps)
+        for (const json& varied : combinations(vary, path)) {
+          Point p{s.points.size(), trace,  policy,
+                  fraction,        varied, point_config(base, policy, fraction, varied)};
+          validate(p, path);
+          s.points.push_back(std::move(p));
+        }
+  return s;
+}
+
+Outcome run_sweep(const Sweep& s, const RunOptions& options) {
+  fs::create_directories(fs::path(s.out_dir) / "points");
+  std::vector<json> results(s.points.size());
+  Outcome outcome;
+  std::vector<size_t> todo;
+  for (const Point& p : s.points) {
+    results[p.index] = finished(s, p);
+    if (results[p.index].is_null())
+      todo.push_back(p.index);
+    else
+      ++outcome.reused;
+  }
+  Progress progress(todo.size(), options.progress);
+  Runner runner{s, results, todo, {0}, {0}, {}, {}, progress};
+  const unsigned jobs =
+      options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::min<size_t>(jobs, todo.size()); ++t)
+    threads.emplace_back([&runner] { runner.work(); });
+  for (auto& t : threads) t.join();
+  if (!runner.error.empty())
+    throw SimulationError("sweep " + s.name + ": " + runner.error +
+                          " (finished points are kept in " + s.out_dir +
+                          "/points; rerun to resume)");
+  outcome.ran = todo.size();
+  write_tables(s, results);
+  return outcome;
+}
+
+} // namespace faultline::sweep

@@ -1,0 +1,119 @@
+// Sweeps: grid expansion, strict reading of the sweep file, parallel runs, resumption and
+// byte-identical tables.
+#include "sim/core/error.h"
+#include "sim/sweep/sweep.h"
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+
+using namespace faultline;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// Test profiles, two small traces and a sweep file over them; returns the sweep file's path.
+std::string write_sweep(const fltest::TempDir& dir, json overrides = json::object()) {
+  fltest::write_test_profiles(dir.path() / "configs");
+  fltest::write_small_trace(dir.file("a.fltrace"));
+  fltest::write_small_trace(dir.file("b.fltrace"));
+  json sweep = {
+      {"name", "test"},
+      {"base", fltest::test_run_config()},
+      {"traces", {dir.file("a.fltrace"), dir.file("b.fltrace")}},
+      {"policies", {"ondemand", {{"name", "pump"}, {"params", {{"memory_factor_percent", 60}}}}}},
+      {"capacity_fractions", {1.0, 0.5}},
+      {"vary", {{"/driver/eviction", {"fifo", "lru"}}}},
+      {"out", dir.file("out")}};
+  sweep.merge_patch(overrides);
+  fltest::write_json(dir.file("sweep.json"), sweep);
+  return dir.file("sweep.json");
+}
+
+} // namespace
+
+TEST_CASE("sweep: the grid expands in trace, policy, capacity, varied-value order", "[sweep]") {
+  fltest::TempDir dir;
+  const sweep::Sweep s = sweep::load_sweep(write_sweep(dir));
+  REQUIRE(s.points.size() == 16);
+  const sweep::Point& p = s.points[13]; // trace b (8), pump (+4), capacity 1.0 (+0), lru (+1)
+  CHECK(p.index == 13);
+  CHECK(p.trace == dir.file("b.fltrace"));
+  CHECK(p.policy["name"] == "pump");
+  CHECK(p.capacity_fraction == 1.0);
+  CHECK(p.varied == json({{"/driver/eviction", "lru"}}));
+  CHECK(p.config["driver"]["eviction"] == "lru");
+  CHECK(p.config["capacity"] == json({{"fraction_of_footprint", 1.0}}));
+  CHECK(p.config["policy"]["params"]["memory_factor_percent"] == 60);
+  CHECK(s.points[0].policy == json({{"name", "ondemand"}, {"params", json::object()}}));
+}
+
+TEST_CASE("sweep: runs in parallel, resumes, and writes the same tables", "[sweep]") {
+  fltest::TempDir dir;
+  const sweep::Sweep s = sweep::load_sweep(write_sweep(dir));
+  const sweep::Outcome first = sweep::run_sweep(s, {3, false});
+  CHECK(first.ran == 16);
+  CHECK(first.reused == 0);
+  const std::string csv = fltest::read_text(dir.file("out/results.csv"));
+  const std::string table = fltest::read_text(dir.file("out/results.json"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 17);
+  const json rows = json::parse(table)["points"];
+  REQUIRE(rows.size() == 16);
+  CHECK(rows[5]["config"]["capacity"].contains("resolved_bytes"));
+  CHECK(rows[5]["point"]["index"] == 5);
+
+  const sweep::Outcome again = sweep::run_sweep(s, {1, false});
+  CHECK(again.ran == 0);
+  CHECK(again.reused == 16);
+  std::filesystem::remove(dir.file("out/points/0006.json"));
+  const sweep::Outcome resumed = sweep::run_sweep(s, {2, false});
+  CHECK(resumed.ran == 1);
+  CHECK(fltest::read_text(dir.file("out/results.csv")) == csv);
+  CHECK(fltest::read_text(dir.file("out/results.json")) == table);
+}
+
+TEST_CASE("sweep: a point from a different sweep definition is not reused", "[sweep]") {
+  fltest::TempDir dir;
+  sweep::run_sweep(sweep::load_sweep(write_sweep(dir)), {2, false});
+  const sweep::Sweep changed =
+      sweep::load_sweep(write_sweep(dir, {{"capacity_fractions", {1.0, 0.75}}}));
+  const sweep::Outcome o = sweep::run_sweep(changed, {2, false});
+  CHECK(o.ran == 8); // the 0.75 points
+  CHECK(o.reused == 8);
+}
+
+TEST_CASE("sweep: a failing point is named and the finished points are kept", "[sweep]") {
+  fltest::TempDir dir;
+  // At a quarter of the footprint the device allocation leaves no chunk for managed data.
+  const sweep::Sweep s = sweep::load_sweep(write_sweep(dir, {{"capacity_fractions", {1.0, 0.25}}}));
+  CHECK_THROWS_WITH(sweep::run_sweep(s, {1, false}),
+                    Contains("sweep test: point 2 (") && Contains("rerun to resume"));
+  CHECK(std::filesystem::exists(dir.file("out/points/0001.json"))); // ran before point 2
+  CHECK_FALSE(std::filesystem::exists(dir.file("out/results.csv")));
+}
+
+TEST_CASE("sweep: bad sweep files name the file, the JSON path and what was expected", "[sweep]") {
+  fltest::TempDir dir;
+  auto error_of = [&](json overrides) {
+    try {
+      sweep::load_sweep(write_sweep(dir, overrides));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_of({{"colour", "red"}}), Contains("sweep.json") && Contains("colour"));
+  CHECK_THAT(error_of({{"capacity_fractions", {0.5, 1.5}}}),
+             Contains("capacity_fractions") && Contains("(0, 1]"));
+  CHECK_THAT(error_of({{"capacity_fractions", json::array()}}), Contains("non-empty"));
+  CHECK_THAT(error_of({{"traces", {"missing.fltrace"}}}),
+             Contains("missing.fltrace does not exist"));
+  CHECK_THAT(error_of({{"policies", {"magic"}}}),
+             Contains("magic") && Contains("ondemand") && Contains("pump"));
+  CHECK_THAT(error_of({{"policies", {{{"name", "pump"}, {"params", {{"factor", 1}}}}}}}),
+             Contains("factor"));
+  CHECK_THAT(error_of({{"vary", {{"driver.eviction", {"lru"}}}}}), Contains("JSON pointer"));
+  CHECK_THAT(error_of({{"vary", {{"/driver/eviction", {"random"}}}}}), Contains("eviction"));
+  CHECK_THAT(error_of({{"base", 3}}), Contains("base") && Contains("run config"));
+  CHECK_THAT(error_of({{"name", nullptr}}), Contains("name"));
+}
