@@ -43,6 +43,9 @@ struct StartEvent {
   Time now = 0;
   Bytes gpu_capacity = 0; // bytes of GPU memory the run gives managed data, per GPU
   unsigned gpus = 1;
+  // The trace being replayed. Only offline bounds (the oracle) read it: an online policy must
+  // learn from events alone.
+  std::string trace_path;
 };
 
 struct AllocEvent {

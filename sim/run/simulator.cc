@@ -16,7 +16,7 @@ uint64_t chunks_for(Bytes size) {
 
 Simulator::Simulator(const config::RunConfig& config, const std::string& trace_path,
                      uint64_t capacity_chunks)
-    : config_(config), reader_(trace_path), engine_(config.watchdog_ns),
+    : config_(config), trace_path_(trace_path), reader_(trace_path), engine_(config.watchdog_ns),
       memory_(config.gpus, capacity_chunks), to_gpu_("PCIe host->GPU0", config.host_link.forward),
       to_host_("PCIe GPU0->host", config.host_link.reverse),
       migrator_(memory_, to_gpu_, to_host_, config.gpu, config.driver, stats_),
@@ -42,7 +42,8 @@ const Stats& Simulator::run() {
   if (started_) throw SimulationError("a Simulator runs once");
   started_ = true;
   actions_.clear();
-  policy_->on_start({0, memory_.capacity_chunks() * kBlockSize, config_.gpus}, actions_);
+  policy_->on_start({0, memory_.capacity_chunks() * kBlockSize, config_.gpus, trace_path_},
+                    actions_);
   execute(actions_, 0);
   engine_.schedule(0, Priority::kHost, this, kStep);
   engine_.run();

@@ -56,6 +56,7 @@ private:
   void finish();
 
   const config::RunConfig& config_;
+  std::string trace_path_;
   trace::TraceReader reader_;
   Engine engine_;
   Stats stats_;

@@ -17,8 +17,8 @@ public:
   PolicyHarness(const std::string& name, const nlohmann::json& params)
       : policy_(Registry::instance().create(name, params, "test")) {}
 
-  Actions start(faultline::Bytes capacity) {
-    return call([&](Actions& a) { policy_->on_start({0, capacity, 1}, a); });
+  Actions start(faultline::Bytes capacity, const std::string& trace_path = "") {
+    return call([&](Actions& a) { policy_->on_start({0, capacity, 1, trace_path}, a); });
   }
   Actions alloc(uint64_t id, faultline::Addr start, faultline::Bytes bytes, bool block = false) {
     return call([&](Actions& a) {
@@ -27,6 +27,9 @@ public:
   }
   Actions launch(uint64_t kernel, const std::vector<Range>& args) {
     return call([&](Actions& a) { policy_->on_kernel_launch({now_, kernel, &name_, args}, a); });
+  }
+  Actions fault_batch(const std::vector<faultline::Addr>& pages) {
+    return call([&](Actions& a) { policy_->on_fault_batch({now_, 0, pages}, a); });
   }
   Actions end(uint64_t kernel) {
     return call([&](Actions& a) { policy_->on_kernel_end({now_, kernel}, a); });
