@@ -1,0 +1,47 @@
+#include "policies/deepum/tables.h"
+
+#include <algorithm>
+
+namespace faultline::policies::deepum {
+
+void ExecutionTable::record(uint64_t id, const uint64_t (&before)[3], uint64_t next) {
+  records_[id].push_back({{before[0], before[1], before[2]}, next});
+}
+
+std::optional<uint64_t> ExecutionTable::predict(uint64_t id, const uint64_t (&before)[3]) const {
+  auto it = records_.find(id);
+  if (it == records_.end() || it->second.empty()) return std::nullopt;
+  const auto& list = it->second;
+  for (auto r = list.rbegin(); r != list.rend(); ++r)
+    if (std::equal(before, before + 3, r->before)) return r->next;
+  for (auto r = list.rbegin(); r != list.rend(); ++r)
+    if (r->before[2] == before[2]) return r->next;
+  return list.back().next;
+}
+
+void BlockTable::add_successor(uint64_t block, uint64_t next) {
+  auto& set = sets_[block % rows_];
+  auto way = std::find_if(set.begin(), set.end(), [&](const Way& w) { return w.block == block; });
+  if (way == set.end()) {
+    if (set.size() == assoc_) set.pop_back(); // the least recently used way goes
+    set.push_front({block, {}});
+  } else if (way != set.begin()) {
+    Way moved = std::move(*way);
+    set.erase(way);
+    set.push_front(std::move(moved));
+  }
+  auto& succ = set.front().next;
+  auto old = std::find(succ.begin(), succ.end(), next);
+  if (old != succ.end()) succ.erase(old);
+  succ.push_front(next);
+  if (succ.size() > successors_) succ.pop_back();
+}
+
+std::vector<uint64_t> BlockTable::successors(uint64_t block) const {
+  const auto& set = sets_[block % rows_];
+  for (const Way& w : set)
+    if (w.block == block) return {w.next.begin(), w.next.end()};
+  return {};
+}
+
+} // namespace faultline::policies::deepum

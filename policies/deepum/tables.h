@@ -1,0 +1,58 @@
+// DeepUM's two kinds of correlation table (ASPLOS '23, §4; notes in
+// ../shared/reference/deepum-pump.md §1.3).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace faultline::policies::deepum {
+
+// Execution-ID correlation: for each ID, records of (the 3 IDs before it, the ID after it),
+// unbounded, as the paper keeps them.
+class ExecutionTable {
+public:
+  static constexpr uint64_t kNone = UINT64_MAX;
+
+  // Kernel `id` ran after `before` (oldest first) and was followed by `next`.
+  void record(uint64_t id, const uint64_t (&before)[3], uint64_t next);
+
+  // The next ID after `id` given the 3 before it. The record matching all three wins; the paper
+  // gives no tie-break, so failing that the latest record whose immediate predecessor matches,
+  // and failing that the latest record of `id`.
+  std::optional<uint64_t> predict(uint64_t id, const uint64_t (&before)[3]) const;
+
+private:
+  struct Record {
+    uint64_t before[3];
+    uint64_t next;
+  };
+  std::unordered_map<uint64_t, std::vector<Record>> records_;
+};
+
+// One UM-block correlation table: `rows` sets of `assoc` ways, each way a block with up to
+// `successors` MRU-ordered successor blocks; plus the first and last faulted block of the
+// kernel's last execution (its start and end blocks).
+class BlockTable {
+public:
+  BlockTable(unsigned rows, unsigned assoc, unsigned successors)
+      : rows_(rows), assoc_(assoc), successors_(successors), sets_(rows) {}
+
+  void add_successor(uint64_t block, uint64_t next);
+  // Successors of `block`, most recent first; empty if the block has no row.
+  std::vector<uint64_t> successors(uint64_t block) const;
+
+  std::optional<uint64_t> start, end;
+
+private:
+  struct Way {
+    uint64_t block;
+    std::deque<uint64_t> next; // MRU first
+  };
+  unsigned rows_, assoc_, successors_;
+  std::vector<std::deque<Way>> sets_; // each set's ways, most recently used first
+};
+
+} // namespace faultline::policies::deepum
