@@ -188,10 +188,10 @@ private:
   uint64_t room() const { return capacity_ > device_ ? capacity_ - device_ : 0; }
 
   // Pre-eviction: keeps `incoming` plus the reserve free by evicting the least recently
-  // migrated blocks the window does not protect. Without pre-eviction the driver evicts on
-  // demand, so there is always room.
+  // migrated blocks the window does not protect. Without pre-eviction a chain only fills free
+  // room: pushing the driver to evict for a prefetch evicts what the running kernel needs.
   bool make_room(uint64_t incoming, Actions& out) {
-    if (!p_.pre_evict) return true;
+    if (!p_.pre_evict) return resident_.size() + incoming <= room();
     const uint64_t reserve = std::min<uint64_t>(p_.free_blocks, room() / 4);
     for (auto it = order_.begin();
          it != order_.end() && resident_.size() + incoming + reserve > room();) {
@@ -216,11 +216,14 @@ private:
     drop(block);
   }
 
+  // Residency as the policy can know it: what it and the faults brought in, less what it
+  // evicted. Past the GPU's room the driver must have evicted, in its FIFO order: the oldest.
   void migrated(uint64_t block) {
     auto it = resident_.find(block);
     if (it != resident_.end()) return;
     order_.push_back(block);
     resident_[block] = std::prev(order_.end());
+    while (resident_.size() > std::max<uint64_t>(room(), 1)) drop(order_.front());
   }
 
   void drop(uint64_t block) {

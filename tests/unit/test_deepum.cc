@@ -94,38 +94,45 @@ TEST_CASE("deepum: the chain stops N kernels ahead and resumes when a kernel end
 
 TEST_CASE("deepum: pre-eviction takes the least recently migrated block outside the window",
           "[policy]") {
-  PolicyHarness p("deepum", {{"prefetch", false}, {"pre_evict_free_blocks", 0}});
-  p.start(3 * kBlockSize);
+  PolicyHarness p("deepum", {{"prefetch", false}, {"pre_evict_free_blocks", 1}});
+  p.start(4 * kBlockSize); // one block kept free
   run_kernel(p, 0, "A", {0, 1});
-  run_kernel(p, 1, "B", {2});
-  const Actions a = run_kernel(p, 2, "C", {3}, false); // 4 blocks on a 3-block GPU
+  // Kernel B's second fault fills the GPU: block 0 (migrated first, not needed by B) goes.
+  const Actions a = run_kernel(p, 1, "B", {2, 3}, false);
   CHECK(blocks_of(a, ActionKind::kEvict) == std::vector<uint64_t>{0});
 }
 
 TEST_CASE("deepum: an evicted block's pages in freed allocator blocks are discarded", "[policy]") {
-  PolicyHarness p("deepum", {{"prefetch", false}, {"pre_evict_free_blocks", 0}});
-  p.start(2 * kBlockSize);
-  p.alloc(1, kBase, 4 * kBlockSize);
-  p.alloc(2, kBase + kBlockSize / 2, kBlockSize, /*block=*/true);
-  run_kernel(p, 0, "A", {0});
-  run_kernel(p, 1, "B", {1});
-  p.free(2, kBase + kBlockSize / 2, kBlockSize, /*block=*/true);
-  const Actions a = run_kernel(p, 2, "C", {2}, false);
+  auto victim_actions = [](bool discard) {
+    PolicyHarness p(
+        "deepum", {{"prefetch", false}, {"pre_evict_free_blocks", 1}, {"discard_freed", discard}});
+    p.start(4 * kBlockSize);
+    p.alloc(2, kBase + kBlockSize / 2, kBlockSize, /*block=*/true);
+    run_kernel(p, 0, "A", {0});
+    run_kernel(p, 1, "B", {1});
+    p.free(2, kBase + kBlockSize / 2, kBlockSize, /*block=*/true);
+    return run_kernel(p, 2, "C", {2, 3}, false);
+  };
+  const Actions a = victim_actions(true);
   REQUIRE(a.size() == 2);
   CHECK(a[0].kind == ActionKind::kDiscard); // the freed half of block 0
   CHECK(a[0].range.start == kBase + kBlockSize / 2);
   CHECK(a[0].range.bytes == kBlockSize / 2);
   CHECK(a[1].kind == ActionKind::kEvict);
   CHECK(a[1].range.start == kBase);
+  const Actions kept = victim_actions(false);
+  CHECK(blocks_of(kept, ActionKind::kDiscard).empty());
+  CHECK(blocks_of(kept, ActionKind::kEvict) == std::vector<uint64_t>{0});
+}
 
-  PolicyHarness keep("deepum",
-                     {{"prefetch", false}, {"pre_evict_free_blocks", 0}, {"discard_freed", false}});
-  keep.start(2 * kBlockSize);
-  keep.alloc(2, kBase + kBlockSize / 2, kBlockSize, true);
-  run_kernel(keep, 0, "A", {0});
-  run_kernel(keep, 1, "B", {1});
-  keep.free(2, kBase + kBlockSize / 2, kBlockSize, true);
-  CHECK(blocks_of(run_kernel(keep, 2, "C", {2}, false), ActionKind::kDiscard).empty());
+TEST_CASE("deepum: without pre-eviction a chain fills only free room", "[policy]") {
+  PolicyHarness p("deepum", {{"pre_evict", false}});
+  p.start(3 * kBlockSize);
+  run_kernel(p, 0, "K0", {0, 1, 2, 3}); // trains 0 -> 1 -> 2 -> 3
+  p.free(1, kBase, 4 * kBlockSize);
+  const Actions a = run_kernel(p, 1, "K0", {0}, false);
+  CHECK(blocks_of(a, ActionKind::kPrefetch) == std::vector<uint64_t>{1, 2}); // 3 blocks fit
+  CHECK(blocks_of(a, ActionKind::kEvict).empty());
 }
 
 TEST_CASE("deepum: the ablation switches turn parts off", "[policy]") {
