@@ -28,12 +28,23 @@ enum class ActionKind : uint8_t {
   kPrefetch, // migrate the range to `target` (a GPU), copies queued behind others on the link
   kEvict,    // migrate the range's GPU pages to the host
   kDiscard,  // drop the range's pages everywhere without a copy (contents are dead)
+  kAdvise,   // set `advice` on the range (cudaMemAdvise)
+};
+
+enum class Advice : uint8_t {
+  kNone,
+  // Preferred location the host, accessed by the GPU (cudaMemAdviseSetPreferredLocation(CPU) +
+  // SetAccessedBy(GPU)): faults map the pages over the link instead of migrating them, and
+  // accesses are served remotely. Pages already on the GPU stay until evicted.
+  kAccessRemotely,
+  kClear, // back to the driver's default: migrate on fault
 };
 
 struct Action {
   ActionKind kind = ActionKind::kPrefetch;
   Range range;
   ProcessorId target = kHost;
+  Advice advice = Advice::kNone; // for kAdvise
 };
 
 using Actions = std::vector<Action>;
@@ -78,6 +89,14 @@ struct FaultBatchEvent {
   std::vector<Addr> faults; // distinct faulted 64 KB big pages (addresses), ascending
 };
 
+// After a fault batch during which the driver had to evict to make room.
+struct MemoryPressureEvent {
+  Time now = 0;
+  unsigned gpu = 0;
+  uint64_t evictions = 0; // 2 MB chunks the driver evicted in that batch
+  Bytes free_bytes = 0;   // GPU memory free after the batch
+};
+
 struct KernelEndEvent {
   Time now = 0;
   uint64_t kernel = 0;
@@ -91,6 +110,7 @@ public:
   virtual void on_free(const FreeEvent&, Actions&) {}
   virtual void on_kernel_launch(const LaunchEvent&, Actions&) {}
   virtual void on_fault_batch(const FaultBatchEvent&, Actions&) {}
+  virtual void on_memory_pressure(const MemoryPressureEvent&, Actions&) {}
   virtual void on_kernel_end(const KernelEndEvent&, Actions&) {}
 };
 

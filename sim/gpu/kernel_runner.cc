@@ -87,7 +87,8 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
     }
     return true;
   }
-  if (block->remote[gpu_].any_in_big_page(big) && migrator_.pinned(*block, t)) {
+  if (block->remote[gpu_].any_in_big_page(big) &&
+      (migrator_.pinned(*block, t) || block->access_remotely.any_in_big_page(big))) {
     ++stats_.remote_accesses;
     const Time end = to_gpu_.transfer(t, kBigPageSize, "remote").end;
     shift_ += end - t;

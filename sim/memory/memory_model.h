@@ -19,6 +19,7 @@ struct VaBlock {
   PageMask allocated;                   // pages inside a live managed allocation
   PageMask resident[1 + kMaxGpus];      // [kHost], [gpu_processor(i)]; disjoint sets
   PageMask remote[kMaxGpus];            // host-resident pages that GPU i maps over its link
+  PageMask access_remotely;             // pages advised to stay on the host, mapped on fault
   PageMask prefetched_unused[kMaxGpus]; // brought by a prefetch, not yet touched
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)

@@ -186,6 +186,12 @@ void Simulator::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
   for (uint64_t p : big_pages) event.faults.push_back(p * kBigPageSize);
   actions_.clear();
   policy_->on_fault_batch(event, actions_);
+  if (stats_.evictions > evictions_seen_) {
+    policy_->on_memory_pressure(
+        {now, 0, stats_.evictions - evictions_seen_, memory_.chunks_free(0) * kBlockSize},
+        actions_);
+    evictions_seen_ = stats_.evictions;
+  }
   execute(actions_, now);
 }
 
@@ -201,6 +207,14 @@ void Simulator::execute(const policies::Actions& actions, Time now) {
         const PageMask on_gpu = pages & block.resident[gpu_processor(0)];
         stats_.policy_evicted_pages += on_gpu.count();
         migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
+      });
+      break;
+    case policies::ActionKind::kAdvise:
+      memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
+        if (action.advice == policies::Advice::kAccessRemotely)
+          block.access_remotely |= pages & block.allocated;
+        else if (action.advice == policies::Advice::kClear)
+          block.access_remotely = block.access_remotely.minus(pages);
       });
       break;
     case policies::ActionKind::kDiscard:

@@ -57,6 +57,7 @@ private:
 
   const config::RunConfig& config_;
   std::string trace_path_;
+  uint64_t evictions_seen_ = 0; // driver evictions already reported as memory pressure
   trace::TraceReader reader_;
   Engine engine_;
   Stats stats_;

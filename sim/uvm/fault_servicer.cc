@@ -63,13 +63,15 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   VaBlock* block = memory_.find(faults.index);
   if (!block) return cpu; // freed since the fault was raised: nothing to do
   const ProcessorId dest = gpu_processor(gpu_);
-  const PageMask grown = grow_to_big_pages(faults.faulted) & block->allocated;
-  if (migrator_.pinned(*block, cpu)) {
-    // Thrashing pin: keep the pages on the host and map them remotely instead of migrating.
-    const PageMask host_pages = grown.minus(block->resident[dest]);
-    migrator_.to_host(*block, gpu_, host_pages, cpu, "pin");
+  PageMask grown = grow_to_big_pages(faults.faulted) & block->allocated;
+  // Thrashing pins and remote-access advice keep pages on the host and map them remotely.
+  const PageMask mapped = migrator_.pinned(*block, cpu) ? grown : grown & block->access_remotely;
+  if (mapped.any()) {
+    const PageMask host_pages = mapped.minus(block->resident[dest]);
+    migrator_.to_host(*block, gpu_, host_pages, cpu, "remote map");
     block->remote[gpu_] |= host_pages;
-    return cpu + profile_.page_table_update_ns;
+    grown = grown.minus(mapped);
+    if (grown.none()) return cpu + profile_.page_table_update_ns;
   }
   PageMask& unused = block->prefetched_unused[gpu_];
   stats_.prefetch_used += (unused & grown).count(); // prefetched, still in flight, needed now
@@ -78,7 +80,8 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   PageMask extra;
   if (driver_.prefetch) {
     extra =
-        density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold);
+        density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold)
+            .minus(block->access_remotely);
   }
   const PageMask pages = grown.minus(resident) | extra;
   if (pages.none()) { // already resident: wait for copies in flight, if any

@@ -290,3 +290,57 @@ TEST_CASE("thrashing detection pins a ping-ponging block and maps it remotely", 
   CHECK(on.stats.remote_accesses >= 1);
   CHECK(on.stats.evictions < off.stats.evictions);
 }
+
+namespace {
+
+// Test policies: one advises remote access for every managed allocation, one counts pressure.
+class AdviseRemote : public policies::IPolicy {
+public:
+  AdviseRemote(const nlohmann::json&, const std::string&) {}
+  void on_alloc(const policies::AllocEvent& e, policies::Actions& out) override {
+    if (e.managed && !e.block)
+      out.push_back(
+          {policies::ActionKind::kAdvise, e.range, kHost, policies::Advice::kAccessRemotely});
+  }
+};
+FAULTLINE_REGISTER_POLICY(AdviseRemote, "test-advise-remote");
+
+uint64_t g_pressure_events = 0, g_pressure_evictions = 0;
+class CountPressure : public policies::IPolicy {
+public:
+  CountPressure(const nlohmann::json&, const std::string&) {}
+  void on_memory_pressure(const policies::MemoryPressureEvent& e, policies::Actions&) override {
+    ++g_pressure_events;
+    g_pressure_evictions += e.evictions;
+  }
+};
+FAULTLINE_REGISTER_POLICY(CountPressure, "test-count-pressure");
+
+} // namespace
+
+TEST_CASE("advice to access remotely maps pages over the link instead of migrating", "[sim]") {
+  Scratch s;
+  const auto trace =
+      write_trace(s, 1, {kernel(0, 1000, {{0, 0}, {0, 10}}), kernel(2000, 1000, {{0, 0}})}, true);
+  const Outcome remote = simulate(Scratch::run_config(nlohmann::json::object(), "test-advise-remote"), trace, 4);
+  CHECK(remote.stats.pages_h2d == 0);       // nothing migrates
+  CHECK(remote.stats.faults == 1);          // the first touch maps the page
+  CHECK(remote.stats.remote_accesses == 2); // the other two go over the link
+  const Outcome migrate = simulate(Scratch::run_config(), trace, 4);
+  CHECK(migrate.stats.pages_h2d == kPagesPerBigPage);
+  CHECK(migrate.stats.remote_accesses == 0);
+}
+
+TEST_CASE("the policy hears of memory pressure when the driver evicts", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(
+      s, 2,
+      {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{0, 0}})});
+  g_pressure_events = g_pressure_evictions = 0;
+  const Outcome tight = simulate(Scratch::run_config(nlohmann::json::object(), "test-count-pressure"), trace, 1);
+  CHECK(g_pressure_evictions == tight.stats.evictions);
+  CHECK(g_pressure_events == 2);
+  g_pressure_events = 0;
+  simulate(Scratch::run_config(nlohmann::json::object(), "test-count-pressure"), trace, 2);
+  CHECK(g_pressure_events == 0);
+}
