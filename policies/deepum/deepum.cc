@@ -16,8 +16,8 @@
 #include <list>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace faultline::policies::deepum {
 namespace {
@@ -154,9 +154,9 @@ private:
   // Follows successors and predicted kernels, prefetching, until the chain runs out, loops,
   // reaches N kernels ahead (pause) or finds no room.
   void chain(Cursor c, Actions& out) {
-    std::unordered_set<uint64_t> seen; // (block, ahead) visited in this chain
-    for (unsigned steps = 0; steps < 100000; ++steps) {
-      if (!seen.insert(c.block * 64 + c.ahead % 64).second) return;
+    std::set<std::pair<uint64_t, unsigned>> seen; // (block, kernels ahead) visited in this chain
+    for (;;) {
+      if (!seen.insert({c.block, c.ahead}).second) return;
       BlockTable& t = table(c.id);
       const std::vector<uint64_t> next = t.successors(c.block);
       for (uint64_t s : next)

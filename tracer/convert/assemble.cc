@@ -205,13 +205,13 @@ private:
     if (!history_) return;
     const auto& events = history_->events;
     // Frees of blocks in a segment about to be freed go first, whatever their time bound.
-    const bool segment_free = now != UINT64_MAX && e.type == RawType::kFree;
+    const auto* freed =
+        now != UINT64_MAX && e.type == RawType::kFree ? segment_at(e.free.address) : nullptr;
     while (next_history_ < events.size()) {
       const BlockEvent& b = events[next_history_];
-      bool due =
-          due_[next_history_] <= now ||
-          (segment_free && !b.alloc && b.address >= e.free.address && segment_at(e.free.address) &&
-           b.address < e.free.address + segment_at(e.free.address)->second.size);
+      const bool due =
+          due_[next_history_] <= now || (freed && !b.alloc && b.address >= freed->first &&
+                                         b.address < freed->first + freed->second.size);
       if (!due) return;
       if (b.alloc && !place_block(b, now)) {
         // Its segment's allocation precedes it by less than its microsecond: wait that long for
