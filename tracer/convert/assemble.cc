@@ -326,6 +326,16 @@ nlohmann::json header(const ConvertJob& job, const RawStream& timing,
   return h;
 }
 
+// How the access pass drained CUPTI's unified-memory queue, as its injection library reported.
+nlohmann::json draining(const RawStream& access) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key :
+       {"drain_bytes", "drain_every", "flush", "access_drains", "access_drain_seconds",
+                          "access_evict_named_seconds", "access_evict_rest_seconds"})
+    if (access.meta.contains(key)) out[key] = access.meta[key];
+  return out;
+}
+
 } // namespace
 
 nlohmann::json convert_capture(const ConvertJob& job) {
@@ -350,7 +360,8 @@ nlohmann::json convert_capture(const ConvertJob& job) {
       {"operations_with_differing_argument_allocations", differing_arguments},
       {"unattributed_gpu_operations",
        {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
-      {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}}};
+      {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
+      {"access_pass_draining", draining(access)}};
   nlohmann::json meta = header(job, timing, history);
   meta["capture"] = summary;
   trace::TraceWriter writer(job.out_path, meta);

@@ -123,51 +123,60 @@ Ranges live_managed() {
   return ranges;
 }
 
-// CUPTI's queue of unified-memory records is bounded and records beyond it are lost unreported,
-// so the queue is drained after every operation and between parts of an eviction. A drain costs
-// about 20 ms on the H200 (measured), most of the access pass's time.
+// CUPTI's queue of unified-memory records is bounded and records beyond it are lost unreported
+// (measured: a 2 GiB operation followed by a 1 GB eviction lost every record of the eviction).
+// The converter attributes records to operations and evictions by time, not by position, so the
+// queue needs draining only before it can overflow; but GPT-2 small lost whole access sets (7 of
+// its first 160 operations) when an operation and its eviction shared one drain and the queue
+// was drained every 64 operations or 1 GB. So the queue is drained before every eviction, after
+// every 1 GB it moves, and after every `drain_every` evictions (1 unless experimenting). A drain
+// costs about 20-40 ms on the H200, most of the access pass's time.
 thread_local std::vector<uint64_t> t_operation_pointers;
-uint64_t g_drains = 0, g_drain_ns = 0;
+uint64_t g_drains = 0, g_drain_ns = 0, g_named_ns = 0, g_rest_ns = 0;
+uint64_t g_pending_bytes = 0; // bytes evicted since the last drain
+uint32_t g_operations_since_drain = 0;
 bool g_host_clean = false; // all managed memory is on the host (access mode)
+
+void synchronize() {
+  check(cuCtxSynchronize(), "cuCtxSynchronize");
+}
 
 void drain() {
   const uint64_t began = now();
-  check(cuCtxSynchronize(), "cuCtxSynchronize");
-  cuptiActivityFlushAll(0);
+  synchronize();
+  cuptiActivityFlushAll(state().options.flush_forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   ++g_drains;
   g_drain_ns += now() - began;
+  g_pending_bytes = 0;
+  g_operations_since_drain = 0;
 }
 
-// Prefetches the ranges to the host, draining after every `budget` bytes and at the end.
-void prefetch_to_host(const Ranges& ranges, uint64_t budget) {
+// Prefetches the ranges to the host; when `counted`, in parts of at most `drain_bytes` between
+// drains.
+void prefetch_to_host(const Ranges& ranges, bool counted) {
+  const uint64_t limit = state().options.drain_bytes;
   CUmemLocation host{};
   host.type = CU_MEM_LOCATION_TYPE_HOST;
-  uint64_t pending = 0;
   for (const auto& [address, size] : ranges) {
     for (uint64_t offset = 0; offset < size;) {
-      uint64_t n = std::min(size - offset, budget - pending);
+      uint64_t n = counted ? std::min(size - offset, limit - g_pending_bytes) : size;
       check(cuMemPrefetchAsync(address + offset, n, host, 0, nullptr),
             "cuMemPrefetchAsync to host");
       offset += n;
-      pending += n;
-      if (pending == budget) {
-        drain();
-        pending = 0;
-      }
+      if (!counted) continue;
+      g_pending_bytes += n;
+      if (g_pending_bytes == limit) drain();
     }
   }
-  if (pending) drain();
 }
 
 // Access mode: everything managed goes to the host and the GPU is idle. After an operation the
-// DtoH records of this eviction name every page the operation left on the GPU. The allocations
-// its arguments name go first, in parts of at most 1 GB, since they hold nearly all it touched;
-// the rest follows in one sweep, normally moving nothing.
+// DtoH records inside this eviction's time window name every page the operation left on the GPU.
+// The allocations its arguments name go first since they hold nearly all it touched; after an
+// operation the rest normally moves nothing and is not counted. Before the first operation of a
+// range everything may be on the GPU, so everything counts.
 void evict_all_to_host(raw::EvictPurpose purpose) {
-  constexpr uint64_t kPart = 1ull << 30;
   ToolScope scope;
-  drain();
-  const uint64_t begin = now();
   Ranges named, rest;
   for (const auto& range : live_managed()) {
     bool hit = false;
@@ -175,11 +184,20 @@ void evict_all_to_host(raw::EvictPurpose purpose) {
       hit |= p >= range.first && p < range.first + range.second;
     (hit ? named : rest).push_back(range);
   }
-  prefetch_to_host(named, kPart);
-  prefetch_to_host(rest, UINT64_MAX);
+  const bool after = purpose == raw::EvictPurpose::kAfterOperation;
+  drain(); // the operation's own records (faults, migrations in) apart from the eviction's
+  const uint64_t begin = now();
+  prefetch_to_host(named, true);
+  synchronize();
+  const uint64_t named_end = now();
+  prefetch_to_host(rest, !after);
+  synchronize();
+  g_named_ns += named_end - begin;
+  g_rest_ns += now() - named_end;
   raw::RawEvict record{begin, now(), static_cast<uint32_t>(purpose), 0};
   state().sink.write(RawType::kEvict, record);
   g_host_clean = true;
+  if (++g_operations_since_drain >= state().options.drain_every) drain();
 }
 
 bool access_mode_active() {
@@ -514,7 +532,9 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
 
 std::string drain_meta() {
   return "{\"access_drains\":" + std::to_string(g_drains) +
-         ",\"access_drain_seconds\":" + std::to_string(g_drain_ns / 1e9) + "}";
+         ",\"access_drain_seconds\":" + std::to_string(g_drain_ns / 1e9) +
+         ",\"access_evict_named_seconds\":" + std::to_string(g_named_ns / 1e9) +
+         ",\"access_evict_rest_seconds\":" + std::to_string(g_rest_ns / 1e9) + "}";
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,

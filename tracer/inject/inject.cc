@@ -8,6 +8,10 @@
 //   FAULTLINE_RANGE       all | profiler: manipulate and mark only inside cudaProfilerStart/Stop
 //   FAULTLINE_MANAGED     1: cudaMalloc becomes cudaMallocManaged (needs LD_PRELOAD)
 //   FAULTLINE_MARGIN      bytes of GPU memory that managed allocations must leave free
+//   FAULTLINE_DRAIN_BYTES access mode: drain CUPTI's unified-memory queue after evicting this
+//                         many bytes (1 GiB), and before every eviction
+//   FAULTLINE_DRAIN_EVERY access mode: and after every N evictions (1)
+//   FAULTLINE_FLUSH       normal | forced: the flag of cuptiActivityFlushAll when draining
 //
 // Modes: observe changes nothing. timing prefetches each launch's argument allocations to the GPU
 // on the launch's stream, so kernel durations are the all-resident compute times. access moves all
@@ -142,6 +146,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   g_initialized = true;
   State& s = state();
   s.options = read_options();
+  s.in_range = !s.options.profiler_range; // with a profiler range, nothing is moved before it
   s.sink.open(s.options.out_path);
   uint32_t cupti_version = 0;
   cuptiGetVersion(&cupti_version);

@@ -1,6 +1,7 @@
 // The raw sink and the options read from the environment.
 #include "tracer/inject/state.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -86,6 +87,11 @@ Options read_options() {
   o.profiler_range = env("FAULTLINE_RANGE", "all") == "profiler";
   o.managed = env("FAULTLINE_MANAGED", "0") == "1";
   o.margin = std::strtoull(env("FAULTLINE_MARGIN", "2147483648").c_str(), nullptr, 10);
+  o.drain_bytes = std::max(
+      64ull << 20, std::strtoull(env("FAULTLINE_DRAIN_BYTES", "1073741824").c_str(), nullptr, 10));
+  o.drain_every =
+      std::max(1ul, std::strtoul(env("FAULTLINE_DRAIN_EVERY", "1").c_str(), nullptr, 10));
+  o.flush_forced = env("FAULTLINE_FLUSH", "normal") == "forced";
   return o;
 }
 
@@ -94,11 +100,13 @@ std::string initial_meta(const Options& o, uint32_t cupti_version) {
                      : o.mode == Mode::kAccess ? "access"
                                                : "observe";
   char text[512];
-  std::snprintf(text, sizeof(text),
-                "{\"mode\":\"%s\",\"range\":\"%s\",\"managed\":%s,\"margin\":%llu,"
-                "\"cupti_version\":%u,\"pid\":%d}",
-                mode, o.profiler_range ? "profiler" : "all", o.managed ? "true" : "false",
-                static_cast<unsigned long long>(o.margin), cupti_version, getpid());
+  std::snprintf(
+      text, sizeof(text),
+      "{\"mode\":\"%s\",\"range\":\"%s\",\"managed\":%s,\"margin\":%llu,"
+      "\"drain_bytes\":%llu,\"drain_every\":%u,\"flush\":\"%s\",\"cupti_version\":%u,\"pid\":%d}",
+      mode, o.profiler_range ? "profiler" : "all", o.managed ? "true" : "false",
+      static_cast<unsigned long long>(o.margin), static_cast<unsigned long long>(o.drain_bytes),
+      o.drain_every, o.flush_forced ? "forced" : "normal", cupti_version, getpid());
   return text;
 }
 

@@ -24,6 +24,11 @@ struct Options {
   bool profiler_range = false; // manipulate only between cudaProfilerStart and Stop
   bool managed = false;
   uint64_t margin = 2ull << 30;
+  // Access mode: CUPTI's unified-memory queue is drained before every eviction, after every
+  // drain_bytes it moves and after every drain_every evictions (see callbacks.cc).
+  uint64_t drain_bytes = 1ull << 30;
+  uint32_t drain_every = 1;
+  bool flush_forced = false; // cuptiActivityFlushAll with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 };
 
 // Writes raw records; every write takes the lock so API and activity threads can share it.
