@@ -1,5 +1,6 @@
 // The faultline command line: one binary, one subcommand per job.
 #include "sim/core/error.h"
+#include "sim/live/command.h"
 #include "sim/run/results.h"
 #include "sim/sweep/sweep.h"
 #include "sim/synth/synth.h"
@@ -28,6 +29,7 @@ const char* kUsage =
     "  trace dump  print a trace as JSON lines\n"
     "  trace stats print a trace's footprint, kernels, accesses, blocks and reuse\n"
     "  capture     record a trace of a CUDA program or PyTorch training run (needs a GPU)\n"
+    "  replay      re-execute a trace on a real GPU under a policy and a budget (needs a GPU)\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -221,7 +223,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "sweep") return cmd_sweep(argc, argv);
   if (cmd == "trace") return cmd_trace(argc, argv);
   if (cmd == "capture") return capture::capture_command(argc, argv);
-  throw UsageError("unknown command \"" + cmd + "\"; known: sim, sweep, synth, trace, capture");
+  if (cmd == "replay") return live::replay_command(argc, argv);
+  throw UsageError("unknown command \"" + cmd +
+                   "\"; known: sim, sweep, synth, trace, capture, replay");
 }
 
 } // namespace

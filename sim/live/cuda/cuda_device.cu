@@ -1,0 +1,240 @@
+// LiveDevice on a real GPU (CUDA runtime + CUPTI), built as libfaultline_live.so. The replay
+// loads it with dlopen, so the faultline binary itself never links CUDA.
+//
+// Kernels, budget evictions and policy actions share one stream, so every eviction and prefetch
+// issued before a kernel completes before it starts (the contract in device.h). The
+// unified-memory counters come from CUPTI activity records, summed as they arrive.
+#include "sim/live/device.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <cupti.h>
+#include <mutex>
+#include <string>
+
+namespace faultline::live {
+namespace {
+
+constexpr uint64_t kBigPage = 64 * 1024;
+constexpr unsigned kTouchesPerBigPage = 16; // one word in each 4 KB page
+constexpr unsigned kThreads = 256;
+constexpr size_t kSlots = 1 << 20;
+
+// One thread per 4 KB page of each touched 64 KB page, pages in the recorded order by block;
+// thread 0 then waits out the recorded compute time (%globaltimer, ns).
+__global__ void touch_kernel(const Touch* touches, uint64_t count, char* const* slots,
+                             uint64_t duration_ns, unsigned long long* sink) {
+  unsigned long long start = 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count * kTouchesPerBigPage) {
+    const Touch t = touches[i / kTouchesPerBigPage];
+    const uint64_t offset = t.page * kBigPage + (i % kTouchesPerBigPage) * 4096;
+    auto* word = reinterpret_cast<unsigned int*>(slots[t.slot_type >> 2] + offset);
+    switch (static_cast<TouchType>(t.slot_type & 3)) {
+    case TouchType::kWrite:
+      *reinterpret_cast<volatile unsigned int*>(word) = 1u;
+      break;
+    case TouchType::kAtomic:
+      atomicAdd(word, 1u);
+      break;
+    default:
+      if (*reinterpret_cast<volatile unsigned int*>(word) == 0xfeedfaceu) atomicAdd(sink, 1ull);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned long long now = start;
+    while (now - start < duration_ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+}
+
+std::mutex g_counters_mutex;
+Counters g_counters;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 8 << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t,
+                               size_t valid) {
+  CUpti_Activity* record = nullptr;
+  std::lock_guard<std::mutex> lock(g_counters_mutex);
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) continue;
+    const auto* u = reinterpret_cast<const CUpti_ActivityUnifiedMemoryCounter3*>(record);
+    switch (u->counterKind) {
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+      g_counters.bytes_host_to_gpu += u->value;
+      break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+      g_counters.bytes_gpu_to_host += u->value;
+      break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+      g_counters.gpu_fault_records += 1;
+      break;
+    default:
+      break;
+    }
+  }
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
+    g_counters.dropped_records += dropped;
+  std::free(buffer);
+}
+
+bool enable_counters(std::string& error) {
+  CUpti_ActivityUnifiedMemoryCounterConfig config[3] = {};
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[3] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT};
+  for (int i = 0; i < 3; ++i) {
+    config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    config[i].kind = kinds[i];
+    config[i].deviceId = 0;
+    config[i].enable = 1;
+  }
+  if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
+      cuptiActivityConfigureUnifiedMemoryCounter(config, 3) != CUPTI_SUCCESS ||
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != CUPTI_SUCCESS) {
+    error = "CUPTI refused the unified-memory counters";
+    return false;
+  }
+  cuptiActivityFlushPeriod(1);
+  return true;
+}
+
+class CudaDevice : public LiveDevice {
+public:
+  bool open(int device, std::string& error) {
+    device_ = device;
+    if (!check(cudaSetDevice(device), "cudaSetDevice")) return error = error_, false;
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device);
+    name_ = prop.name;
+    if (!enable_counters(error)) return false;
+    if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !check(cudaMalloc(&slots_, kSlots * sizeof(char*)), "cudaMalloc (slot table)") ||
+        !check(cudaMalloc(&sink_, sizeof(unsigned long long)), "cudaMalloc"))
+      return error = error_, false;
+    cudaMemset(slots_, 0, kSlots * sizeof(char*));
+    return true;
+  }
+
+  const char* name() override { return name_.c_str(); }
+
+  uint64_t free_bytes() override {
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    return free;
+  }
+
+  void* alloc_managed(uint64_t bytes) override {
+    void* p = nullptr;
+    if (!check(cudaMallocManaged(&p, bytes), "cudaMallocManaged")) return nullptr;
+    cudaMemLocation host{cudaMemLocationTypeHost, 0};
+    cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host); // populate on the host
+    std::memset(p, 0, bytes);
+    cudaMemAdvise(p, bytes, cudaMemAdviseUnsetPreferredLocation, host);
+    return p;
+  }
+
+  void free_managed(void* base) override {
+    cudaStreamSynchronize(stream_);
+    check(cudaFree(base), "cudaFree");
+  }
+
+  void set_slot(uint32_t slot, void* base) override {
+    if (slot >= kSlots) return void(fail("more than " + std::to_string(kSlots) + " allocations"));
+    check(cudaMemcpy(slots_ + slot, &base, sizeof(char*), cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+
+  bool upload_touches(const Touch* touches, uint64_t count) override {
+    return check(cudaMalloc(&touches_, count * sizeof(Touch)), "cudaMalloc (touches)") &&
+           check(cudaMemcpy(touches_, touches, count * sizeof(Touch), cudaMemcpyHostToDevice),
+                 "cudaMemcpy (touches)");
+  }
+
+  bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) override {
+    const uint64_t threads = std::max<uint64_t>(1, count * kTouchesPerBigPage);
+    const auto blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+    touch_kernel<<<blocks, kThreads, 0, stream_>>>(touches_ + first, count, slots_, duration_ns,
+                                                   sink_);
+    return check(cudaGetLastError(), "launch") && check(cudaStreamSynchronize(stream_), "kernel");
+  }
+
+  void prefetch_to_gpu(void* p, uint64_t bytes) override {
+    cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
+    check(cudaMemPrefetchAsync(p, bytes, gpu, 0, stream_), "cudaMemPrefetchAsync to the GPU");
+  }
+
+  void evict_to_host(void* p, uint64_t bytes) override {
+    cudaMemLocation host{cudaMemLocationTypeHost, 0};
+    check(cudaMemPrefetchAsync(p, bytes, host, 0, stream_), "cudaMemPrefetchAsync to the host");
+  }
+
+  void discard(void* p, uint64_t bytes) override {
+    void* ptrs[1] = {p};
+    size_t sizes[1] = {bytes};
+    check(cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, stream_), "cudaMemDiscardBatchAsync");
+  }
+
+  void advise_remote(void* p, uint64_t bytes, bool on) override {
+    cudaMemLocation host{cudaMemLocationTypeHost, 0};
+    cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
+    if (on) {
+      check(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host), "cudaMemAdvise");
+      check(cudaMemAdvise(p, bytes, cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise");
+    } else {
+      check(cudaMemAdvise(p, bytes, cudaMemAdviseUnsetPreferredLocation, host), "cudaMemAdvise");
+      check(cudaMemAdvise(p, bytes, cudaMemAdviseUnsetAccessedBy, gpu), "cudaMemAdvise");
+    }
+  }
+
+  void quiesce() override {
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    cuptiActivityFlushAll(0);
+  }
+
+  Counters counters() override {
+    quiesce();
+    std::lock_guard<std::mutex> lock(g_counters_mutex);
+    return g_counters;
+  }
+
+  const char* error() override { return error_.c_str(); }
+
+private:
+  bool check(cudaError_t status, const char* what) {
+    if (status == cudaSuccess) return true;
+    fail(std::string(what) + ": " + cudaGetErrorString(status));
+    return false;
+  }
+  void fail(const std::string& message) {
+    if (error_.empty()) error_ = message;
+  }
+
+  int device_ = 0;
+  std::string name_, error_;
+  cudaStream_t stream_ = nullptr;
+  char** slots_ = nullptr;
+  Touch* touches_ = nullptr;
+  unsigned long long* sink_ = nullptr;
+};
+
+} // namespace
+} // namespace faultline::live
+
+extern "C" __attribute__((visibility("default"))) faultline::live::LiveDevice*
+faultline_live_open(int device, char* message, size_t message_size) {
+  auto* d = new faultline::live::CudaDevice();
+  std::string error;
+  if (d->open(device, error)) return d;
+  std::snprintf(message, message_size, "%s", error.c_str());
+  delete d;
+  return nullptr;
+}

@@ -1,0 +1,64 @@
+// The GPU operations a live replay needs: the seam between the replay (sim/live/replay.h, plain
+// C++, tested in CI with a fake) and the CUDA implementation (sim/live/cuda/, loaded at run time
+// as libfaultline_live.so so that the faultline binary runs where no GPU or CUDA is).
+//
+// Contract:
+//  - One kernel at a time: run_kernel() returns when the kernel has finished.
+//  - Evictions, prefetches and discards are asynchronous and run in the order issued, on the
+//    kernels' stream: all issued before a run_kernel() complete before its kernel starts (the
+//    replay's budget relies on it).
+//  - Memory comes from alloc_managed() only; the device never allocates more managed memory.
+//  - Plain types only cross this boundary: the library may be built by another compiler.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace faultline::live {
+
+enum class TouchType : uint32_t { kRead = 0, kWrite = 1, kAtomic = 2 };
+
+// One 64 KB page a kernel touches: allocation slot (see set_slot) and page within it.
+struct Touch {
+  uint32_t slot_type; // slot << 2 | TouchType
+  uint32_t page;
+};
+
+struct Counters {
+  uint64_t bytes_host_to_gpu = 0; // CUPTI unified-memory counters
+  uint64_t bytes_gpu_to_host = 0;
+  uint64_t gpu_fault_records = 0; // grouped: one record may stand for several faults
+  uint64_t dropped_records = 0;
+};
+
+class LiveDevice {
+public:
+  virtual ~LiveDevice() = default;
+  virtual const char* name() = 0;
+  virtual uint64_t free_bytes() = 0; // GPU memory free now
+  // A managed allocation, touched on the host so its pages start there; null on failure.
+  virtual void* alloc_managed(uint64_t bytes) = 0;
+  virtual void free_managed(void* base) = 0;
+  // Kernels name allocations by slot; this says where slot `slot` lives from now on.
+  virtual void set_slot(uint32_t slot, void* base) = 0;
+  // Every kernel's touches, uploaded once; kernels refer to them by position.
+  virtual bool upload_touches(const Touch* touches, uint64_t count) = 0;
+  // Runs one kernel over touches[first, first + count) in order, lasting at least
+  // duration_ns, and waits for it; false on failure.
+  virtual bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) = 0;
+  virtual void prefetch_to_gpu(void* p, uint64_t bytes) = 0;
+  virtual void evict_to_host(void* p, uint64_t bytes) = 0;
+  virtual void discard(void* p, uint64_t bytes) = 0;
+  virtual void advise_remote(void* p, uint64_t bytes, bool on) = 0;
+  // Waits for all work, then drains the counters; the replay does not time this.
+  virtual void quiesce() = 0;
+  virtual Counters counters() = 0;
+  // Why the last call failed ("" if none failed).
+  virtual const char* error() = 0;
+};
+
+// The entry point libfaultline_live.so exports; null with `message` filled on failure.
+using OpenFunction = LiveDevice* (*)(int device, char* message, size_t message_size);
+constexpr const char* kOpenSymbol = "faultline_live_open";
+
+} // namespace faultline::live

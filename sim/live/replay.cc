@@ -1,0 +1,441 @@
+#include "sim/live/replay.h"
+
+#include "policies/registry.h"
+#include "sim/core/error.h"
+#include "sim/live/residency.h"
+#include "sim/run/results.h"
+#include "sim/trace/inspect.h"
+#include "sim/trace/reader.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace faultline::live {
+namespace {
+
+// The trace, flattened once so the timed loop reads no file: the events in order, and every
+// kernel's touches in the form the device takes.
+struct Kernel {
+  std::string name;
+  uint64_t first = 0, count = 0; // into Plan::touches
+  Time duration = 0;
+  Time gap = 0; // recorded host time between the previous kernel's end and this launch
+  std::vector<uint64_t> args;
+  std::vector<uint64_t> big_pages; // trace addresses / 64 KB, managed pages only
+};
+
+struct Step {
+  trace::RecordType type;
+  trace::AllocRecord alloc; // for kAlloc
+  uint64_t id = 0;          // for kFree
+  uint64_t kernel = 0;      // for kKernel
+};
+
+struct Plan {
+  std::vector<Step> steps;
+  std::vector<Kernel> kernels;
+  std::vector<Touch> touches;
+  std::unordered_map<uint64_t, uint32_t> slots; // managed allocation id -> slot
+  uint64_t skipped_accesses = 0;                // outside managed allocations
+};
+
+class Planner {
+public:
+  Plan read(const std::string& path) {
+    trace::TraceReader reader(path);
+    trace::Record r;
+    Time previous_end = -1;
+    while (reader.next(r)) {
+      if (r.type == trace::RecordType::kAlloc) alloc(r.alloc);
+      if (r.type == trace::RecordType::kFree) free(r.free.id);
+      if (r.type == trace::RecordType::kKernel) kernel(r.kernel, previous_end);
+    }
+    return std::move(plan_);
+  }
+
+private:
+  void alloc(const trace::AllocRecord& a) {
+    plan_.steps.push_back({trace::RecordType::kAlloc, a, 0, 0});
+    if (a.kind != trace::MemoryKind::kManaged) return;
+    const auto slot = static_cast<uint32_t>(plan_.slots.size());
+    plan_.slots[a.id] = slot;
+    live_[a.address] = {a.id, a.size};
+  }
+
+  void free(uint64_t id) {
+    plan_.steps.push_back({trace::RecordType::kFree, {}, id, 0});
+    for (auto it = live_.begin(); it != live_.end(); ++it)
+      if (it->second.first == id) return void(live_.erase(it));
+  }
+
+  void kernel(const trace::KernelRecord& k, Time& previous_end) {
+    Kernel out{k.name, plan_.touches.size(), 0, k.duration, 0, k.args, {}};
+    if (previous_end >= 0) out.gap = std::max<Time>(0, k.start - previous_end);
+    previous_end = k.start + k.duration;
+    for (const trace::Access& a : k.accesses) {
+      const Addr address = a.big_page * kBigPageSize;
+      auto it = live_.upper_bound(address);
+      if (it == live_.begin() || address >= std::prev(it)->first + std::prev(it)->second.second) {
+        ++plan_.skipped_accesses;
+        continue;
+      }
+      --it;
+      const uint32_t slot = plan_.slots.at(it->second.first);
+      const auto page = static_cast<uint32_t>((address - it->first) / kBigPageSize);
+      plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
+      out.big_pages.push_back(a.big_page);
+    }
+    out.count = plan_.touches.size() - out.first;
+    plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size()});
+    plan_.kernels.push_back(std::move(out));
+  }
+
+  Plan plan_;
+  std::map<Addr, std::pair<uint64_t, Bytes>> live_; // managed: address -> (id, size)
+};
+
+// Wall time with pauses (allocation, draining) left out.
+class Clock {
+public:
+  Clock() : start_(now()) {}
+  static Time now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void pause() { paused_at_ = now(); }
+  void resume() { paused_ += now() - paused_at_; }
+  Time elapsed() const { return now() - start_ - paused_; }
+  void wait_until(Time elapsed_target) const {
+    while (elapsed() < elapsed_target) {
+    }
+  }
+
+private:
+  Time start_, paused_ = 0, paused_at_ = 0;
+};
+
+struct Measured {
+  Time compute_ns = 0, stall_ns = 0;
+  uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
+  uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
+  nlohmann::json rows = nlohmann::json::array();
+};
+
+class Replay {
+public:
+  Replay(const ReplayJob& job, LiveDevice& device, Plan plan, uint64_t budget_chunks)
+      : job_(job), device_(device), plan_(std::move(plan)), residency_(budget_chunks) {
+    policy_ = policies::Registry::instance().create(job.policy, job.policy_params,
+                                                    "replay --policy " + job.policy);
+  }
+
+  Measured run(Time& total_ns) {
+    if (!plan_.touches.empty() &&
+        !device_.upload_touches(plan_.touches.data(), plan_.touches.size()))
+      fail("uploading the kernels' touches");
+    actions_.clear();
+    policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path}, actions_);
+    execute();
+    for (const Step& step : plan_.steps) {
+      if (step.type == trace::RecordType::kAlloc) alloc(step.alloc);
+      if (step.type == trace::RecordType::kFree) free(step.id);
+      if (step.type == trace::RecordType::kKernel) kernel(step.kernel);
+    }
+    clock_.pause();
+    device_.quiesce();
+    total_ns = clock_.elapsed();
+    for (const auto& [base, a] : live_) device_.free_managed(a.live);
+    return std::move(measured_);
+  }
+
+  uint64_t peak_chunks() const { return residency_.peak_chunks(); }
+
+private:
+  struct LiveAlloc {
+    void* live = nullptr;
+    Bytes size = 0;
+    uint64_t id = 0;
+  };
+
+  [[noreturn]] void fail(const std::string& what) {
+    throw SimulationError("live replay: " + what + ": " + device_.error());
+  }
+
+  void alloc(const trace::AllocRecord& a) {
+    if (a.kind == trace::MemoryKind::kDevice) residency_.reserve(chunks_of(a.size));
+    if (a.kind == trace::MemoryKind::kManaged) {
+      clock_.pause(); // the simulator counts allocation as free
+      void* p = device_.alloc_managed(a.size);
+      if (!p) fail("allocating " + std::to_string(a.size) + " managed bytes");
+      device_.set_slot(plan_.slots.at(a.id), p);
+      live_[a.address] = {p, a.size, a.id};
+      by_live_[reinterpret_cast<uint64_t>(p)] = a.size;
+      clock_.resume();
+    }
+    actions_.clear();
+    policy_->on_alloc({now(),
+                       a.id,
+                       a.kind != trace::MemoryKind::kDevice,
+                       a.kind == trace::MemoryKind::kAllocatorBlock,
+                       a.segment,
+                       {a.address, a.size}},
+                      actions_);
+    execute();
+    ranges_[a.id] = a;
+  }
+
+  static int64_t chunks_of(Bytes size) {
+    return static_cast<int64_t>((size + kBlockSize - 1) / kBlockSize);
+  }
+
+  void free(uint64_t id) {
+    auto r = ranges_.find(id);
+    if (r == ranges_.end()) return;
+    const trace::AllocRecord a = r->second;
+    ranges_.erase(r);
+    actions_.clear();
+    policy_->on_free({now(),
+                      id,
+                      a.kind != trace::MemoryKind::kDevice,
+                      a.kind == trace::MemoryKind::kAllocatorBlock,
+                      {a.address, a.size}},
+                     actions_);
+    execute();
+    if (a.kind == trace::MemoryKind::kDevice) residency_.reserve(-chunks_of(a.size));
+    if (a.kind != trace::MemoryKind::kManaged) return;
+    const Addr address = a.address;
+    const Bytes size = a.size;
+    auto it = live_.find(address);
+    if (it == live_.end()) return;
+    forget(residency_, it->second.live, size);
+    by_live_.erase(reinterpret_cast<uint64_t>(it->second.live));
+    clock_.pause();
+    device_.free_managed(it->second.live);
+    clock_.resume();
+    live_.erase(it);
+  }
+
+  void kernel(uint64_t index) {
+    const Kernel& k = plan_.kernels[index];
+    clock_.wait_until(last_end_ + k.gap);
+    actions_.clear();
+    policies::LaunchEvent event{now(), index, &k.name, {}};
+    for (uint64_t id : k.args) {
+      auto r = ranges_.find(id);
+      if (r != ranges_.end()) event.args.push_back({r->second.address, r->second.size});
+    }
+    const Time start = now(); // what runs from here to the kernel's end is its span
+    policy_->on_kernel_launch(event, actions_);
+    execute();
+    const std::vector<uint64_t> pages = live_pages(k.big_pages);
+    evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
+    residency_.admit(pages);
+    if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
+      fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
+    last_end_ = now();
+    record(index, k, start, last_end_ - start);
+    actions_.clear();
+    policy_->on_kernel_end({last_end_, index}, actions_);
+    execute();
+    if ((index + 1) % job_.drain_every == 0) {
+      clock_.pause();
+      device_.quiesce();
+      clock_.resume();
+    }
+  }
+
+  void record(uint64_t index, const Kernel& k, Time start, Time span) {
+    measured_.kernels++;
+    measured_.accesses += k.count;
+    measured_.compute_ns += k.duration;
+    measured_.stall_ns += std::max<Time>(0, span - k.duration);
+    if (!job_.per_kernel) return;
+    measured_.rows.push_back({{"index", index},
+                              {"name", k.name},
+                              {"start_ns", start},
+                              {"end_ns", last_end_},
+                              {"gpu_ns", span},
+                              {"compute_ns", k.duration},
+                              {"stall_ns", std::max<Time>(0, span - k.duration)},
+                              {"accesses", k.count}});
+  }
+
+  Time now() const { return clock_.elapsed(); }
+
+  // Calls f(live pointer, bytes) for each piece of the trace's [start, start + bytes) that
+  // lies in a live managed allocation.
+  template <typename F> void for_each_live(Addr start, Bytes bytes, F f) {
+    auto it = live_.upper_bound(start);
+    if (it != live_.begin()) --it;
+    for (; it != live_.end() && it->first < start + bytes; ++it) {
+      const Addr lo = std::max(start, it->first);
+      const Addr hi = std::min(start + bytes, it->first + it->second.size);
+      if (lo < hi) f(static_cast<char*>(it->second.live) + (lo - it->first), hi - lo);
+    }
+  }
+
+  // The residency model works in live addresses: the driver's chunks are the live ones.
+  std::vector<uint64_t> live_pages(const std::vector<uint64_t>& trace_pages) {
+    std::vector<uint64_t> out;
+    out.reserve(trace_pages.size());
+    for (uint64_t p : trace_pages)
+      for_each_live(p * kBigPageSize, 1, [&](void* q, Bytes) {
+        out.push_back(reinterpret_cast<uint64_t>(q) / kBigPageSize);
+      });
+    return out;
+  }
+
+  static void forget(Residency& r, void* p, Bytes n) {
+    const auto first = reinterpret_cast<uint64_t>(p) / kBigPageSize;
+    const auto last = (reinterpret_cast<uint64_t>(p) + n - 1) / kBigPageSize;
+    r.remove(first, last - first + 1);
+  }
+
+  // Evicts whole live chunks, clipped to the live allocations they overlap.
+  void evict_chunks(const std::vector<uint64_t>& chunks, uint64_t& counter) {
+    for (uint64_t chunk : chunks) {
+      const uint64_t lo = chunk * kBlockSize, hi = lo + kBlockSize;
+      auto it = by_live_.upper_bound(lo);
+      if (it != by_live_.begin()) --it;
+      for (; it != by_live_.end() && it->first < hi; ++it) {
+        const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->first + it->second);
+        if (a < b) device_.evict_to_host(reinterpret_cast<void*>(a), b - a);
+      }
+      ++counter;
+    }
+  }
+
+  void execute() {
+    for (const policies::Action& a : actions_) {
+      switch (a.kind) {
+      case policies::ActionKind::kPrefetch:
+        prefetch(a.range);
+        break;
+      case policies::ActionKind::kEvict:
+        for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
+          device_.evict_to_host(p, n);
+          forget(residency_, p, n);
+          measured_.policy_evicted_bytes += n;
+        });
+        break;
+      case policies::ActionKind::kDiscard:
+        for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
+          device_.discard(p, n);
+          forget(residency_, p, n);
+          measured_.discarded_bytes += n;
+        });
+        break;
+      case policies::ActionKind::kAdvise:
+        for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
+          device_.advise_remote(p, n, a.advice == policies::Advice::kAccessRemotely);
+        });
+        break;
+      }
+    }
+    actions_.clear();
+  }
+
+  // Chunk by chunk, so that a prefetch larger than the room left evicts the oldest chunks (its
+  // own earliest ones last), as the driver does.
+  void prefetch(const policies::Range& range) {
+    for_each_live(range.start, range.bytes, [&](void* p, Bytes n) {
+      const auto at = reinterpret_cast<Addr>(p);
+      for (Bytes done = 0; done < n;) {
+        const Addr lo = at + done;
+        const Bytes piece = std::min(n - done, (lo / kBlockSize + 1) * kBlockSize - lo);
+        std::vector<uint64_t> pages;
+        for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + piece; ++q) pages.push_back(q);
+        evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
+        residency_.admit(pages);
+        device_.prefetch_to_gpu(reinterpret_cast<void*>(lo), piece);
+        measured_.prefetch_bytes += piece;
+        done += piece;
+      }
+    });
+  }
+
+  const ReplayJob& job_;
+  LiveDevice& device_;
+  Plan plan_;
+  Residency residency_;
+  std::unique_ptr<policies::IPolicy> policy_;
+  policies::Actions actions_;
+  std::map<Addr, LiveAlloc> live_;    // trace address -> live
+  std::map<uint64_t, Bytes> by_live_; // live address -> size
+  std::unordered_map<uint64_t, trace::AllocRecord> ranges_; // live allocations of the trace
+  Clock clock_;
+  Time last_end_ = 0;
+  Measured measured_;
+};
+
+uint64_t budget_chunks(const ReplayJob& job, const trace::TraceStats& stats) {
+  if (job.budget_bytes > 0) return std::max<uint64_t>(1, job.budget_bytes / kBlockSize);
+  const double wanted = job.budget_fraction * static_cast<double>(stats.footprint_chunks);
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
+}
+
+void check_memory(const ReplayJob& job, const trace::TraceStats& stats, const Plan& plan,
+                  LiveDevice& device) {
+  const uint64_t free = device.free_bytes();
+  const uint64_t need =
+      stats.peak_managed_bytes + stats.peak_device_bytes + plan.touches.size() * sizeof(Touch);
+  if (need + job.margin > free) {
+    throw Error("faultline replay: refusing to run " + job.trace_path + ": it needs " +
+                std::to_string(need) + " bytes of managed and device memory, and the GPU has " +
+                std::to_string(free) + " bytes free, less the margin of " +
+                std::to_string(job.margin) + " bytes (--margin)");
+  }
+}
+
+nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& device) {
+  return {{"policy", {{"name", job.policy}, {"params", job.policy_params}}},
+          {"budget",
+           {{"fraction_of_footprint",
+             job.budget_bytes ? nlohmann::json() : nlohmann::json(job.budget_fraction)},
+            {"bytes", job.budget_bytes ? nlohmann::json(job.budget_bytes) : nlohmann::json()},
+            {"resolved_bytes", chunks * kBlockSize}}},
+          {"margin", job.margin},
+          {"drain_every", job.drain_every},
+          {"device", device.name()}};
+}
+
+} // namespace
+
+nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
+  const trace::TraceStats stats = trace::compute_stats(job.trace_path);
+  Plan plan = Planner().read(job.trace_path);
+  check_memory(job, stats, plan, device);
+  const uint64_t chunks = budget_chunks(job, stats);
+  const uint64_t skipped = plan.skipped_accesses;
+  Replay replay(job, device, std::move(plan), chunks);
+  Time total = 0;
+  Measured m = replay.run(total);
+  const Counters c = device.counters();
+
+  nlohmann::json out;
+  out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
+  out["trace"] = {{"path", job.trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
+  out["config"] = resolved(job, chunks, device);
+  out["results"] = {{"total_time_ns", total},
+                    {"compute_ns", m.compute_ns},
+                    {"fault_stall_ns", m.stall_ns},
+                    {"kernels", m.kernels},
+                    {"accesses", m.accesses},
+                    {"accesses_outside_managed_memory", skipped},
+                    {"faults", c.gpu_fault_records},
+                    {"bytes_host_to_gpu", c.bytes_host_to_gpu},
+                    {"bytes_gpu_to_host", c.bytes_gpu_to_host},
+                    {"evictions", m.budget_evicted_chunks},
+                    {"policy_evicted_bytes", m.policy_evicted_bytes},
+                    {"discarded_bytes", m.discarded_bytes},
+                    {"prefetch", {{"issued_bytes", m.prefetch_bytes}}},
+                    {"peak_gpu_chunks", replay.peak_chunks()},
+                    {"dropped_counter_records", c.dropped_records}};
+  if (job.per_kernel) out["kernels"] = std::move(m.rows);
+  return out;
+}
+
+} // namespace faultline::live

@@ -1,0 +1,35 @@
+// The live replay: `faultline replay` re-executes a trace on a real GPU under a policy and a
+// residency budget, through the LiveDevice seam (sim/live/device.h). Kernels run one at a time
+// in trace order, like the simulator's; the recorded host gaps between kernels are kept; the
+// policy sees the same events as in the simulator, except fault batches (the GPU reports its
+// faults late and grouped), and its actions become prefetches, evictions, discards and advice.
+#pragma once
+
+#include "sim/live/device.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace faultline::live {
+
+struct ReplayJob {
+  std::string trace_path;
+  std::string policy = "ondemand";
+  nlohmann::json policy_params = nlohmann::json::object();
+  // Residency budget: a fraction of the trace's footprint, or bytes when budget_bytes > 0.
+  double budget_fraction = 1.0;
+  uint64_t budget_bytes = 0;
+  // Managed and device memory must stay this far below the GPU's free memory.
+  uint64_t margin = 2ull << 30;
+  // The unified-memory counters are drained (untimed, GPU idle) every this many kernels.
+  uint32_t drain_every = 32;
+  bool per_kernel = false; // add a row per kernel to the result
+};
+
+// Contract: runs the whole trace once on `device` and returns a result document with the same
+// fields as `faultline sim` where they can be measured, the resolved job and the git revision.
+// Refuses (Error) before allocating anything if the trace's managed plus device memory would
+// come closer than the margin to the GPU's free memory.
+nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device);
+
+} // namespace faultline::live

@@ -1,0 +1,74 @@
+#include "sim/live/residency.h"
+
+#include "sim/core/error.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace faultline::live {
+
+std::vector<uint64_t> Residency::make_room(const std::vector<uint64_t>& big_pages) {
+  std::unordered_set<uint64_t> needed;
+  uint64_t new_chunks = 0;
+  for (uint64_t p : big_pages) {
+    const uint64_t chunk = p / kBigPagesPerBlock;
+    if (needed.insert(chunk).second && !masks_.count(chunk)) ++new_chunks;
+  }
+  const uint64_t room = available_chunks();
+  if (needed.size() > room) {
+    throw SimulationError("a kernel needs " + std::to_string(needed.size()) +
+                          " chunks of 2 MB at once, more than the budget leaves (" +
+                          std::to_string(room) + " chunks)");
+  }
+  std::vector<uint64_t> victims;
+  for (auto it = order_.begin(); masks_.size() + new_chunks > room && it != order_.end();) {
+    const uint64_t chunk = *it++;
+    if (needed.count(chunk)) continue;
+    victims.push_back(chunk);
+    drop_chunk(chunk);
+  }
+  return victims;
+}
+
+void Residency::admit(const std::vector<uint64_t>& big_pages) {
+  for (uint64_t p : big_pages) {
+    const uint64_t chunk = p / kBigPagesPerBlock;
+    auto [it, fresh] = masks_.try_emplace(chunk, 0u);
+    it->second |= 1u << (p % kBigPagesPerBlock);
+    if (fresh) where_[chunk] = order_.insert(order_.end(), chunk);
+  }
+  peak_ = std::max<uint64_t>(peak_, masks_.size());
+}
+
+void Residency::remove(uint64_t first_big_page, uint64_t count) {
+  for (uint64_t p = first_big_page; p < first_big_page + count;) {
+    const uint64_t chunk = p / kBigPagesPerBlock;
+    const uint64_t end = std::min(first_big_page + count, (chunk + 1) * kBigPagesPerBlock);
+    auto it = masks_.find(chunk);
+    if (it != masks_.end()) {
+      for (uint64_t q = p; q < end; ++q) it->second &= ~(1u << (q % kBigPagesPerBlock));
+      if (it->second == 0) drop_chunk(chunk);
+    }
+    p = end;
+  }
+}
+
+uint64_t Residency::available_chunks() const {
+  return reserved_ >= static_cast<int64_t>(budget_) ? 0
+                                                    : budget_ - static_cast<uint64_t>(reserved_);
+}
+
+bool Residency::resident(uint64_t big_page) const {
+  auto it = masks_.find(big_page / kBigPagesPerBlock);
+  return it != masks_.end() && (it->second >> (big_page % kBigPagesPerBlock) & 1u);
+}
+
+void Residency::drop_chunk(uint64_t chunk) {
+  masks_.erase(chunk);
+  auto it = where_.find(chunk);
+  if (it == where_.end()) return;
+  order_.erase(it->second);
+  where_.erase(it);
+}
+
+} // namespace faultline::live

@@ -1,0 +1,215 @@
+// The live replay's CPU side, against a fake device that keeps its own account of what is on
+// the GPU: the budget holds before every kernel, kernels touch exactly the recorded pages at
+// the live addresses, policy actions reach the device at live addresses, and bad input is
+// refused before anything is allocated.
+#include "sim/core/error.h"
+#include "sim/live/replay.h"
+#include "sim/live/residency.h"
+#include "sim/synth/synth.h"
+#include "sim/trace/reader.h"
+#include "test_support.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <vector>
+
+using faultline::kBigPageSize;
+using faultline::kBlockSize;
+namespace live = faultline::live;
+
+namespace {
+
+// Allocations at made-up addresses; residency tracked per 2 MB chunk of live address.
+class FakeDevice : public live::LiveDevice {
+public:
+  const char* name() override { return "fake GPU"; }
+  uint64_t free_bytes() override { return free; }
+  void* alloc_managed(uint64_t bytes) override {
+    next_ = (next_ + kBlockSize - 1) / kBlockSize * kBlockSize;
+    const uint64_t base = next_;
+    next_ += bytes;
+    sizes_[base] = bytes;
+    return reinterpret_cast<void*>(base);
+  }
+  void free_managed(void* base) override {
+    const auto b = reinterpret_cast<uint64_t>(base);
+    drop(b, sizes_.at(b));
+    sizes_.erase(b);
+  }
+  void set_slot(uint32_t slot, void* base) override {
+    slots_[slot] = reinterpret_cast<uint64_t>(base);
+  }
+  bool upload_touches(const live::Touch* t, uint64_t n) override {
+    touches_.assign(t, t + n);
+    return true;
+  }
+  bool run_kernel(uint64_t first, uint64_t count, uint64_t) override {
+    std::vector<uint64_t> pages;
+    for (uint64_t i = first; i < first + count; ++i) {
+      const uint64_t address =
+          slots_.at(touches_[i].slot_type >> 2) + uint64_t{touches_[i].page} * kBigPageSize;
+      chunks_.insert(address / kBlockSize);
+      pages.push_back(address);
+    }
+    peak_chunks = std::max<uint64_t>(peak_chunks, chunks_.size());
+    kernel_pages.push_back(pages);
+    return true;
+  }
+  void prefetch_to_gpu(void* p, uint64_t bytes) override {
+    const auto a = reinterpret_cast<uint64_t>(p);
+    prefetched.emplace_back(a, bytes);
+    for (uint64_t c = a / kBlockSize; c * kBlockSize < a + bytes; ++c) chunks_.insert(c);
+  }
+  void evict_to_host(void* p, uint64_t bytes) override {
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
+  void discard(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
+  void advise_remote(void*, uint64_t, bool) override {}
+  void quiesce() override { ++quiesced; }
+  live::Counters counters() override { return {}; }
+  const char* error() override { return ""; }
+
+  uint64_t free = 1ull << 40;
+  uint64_t peak_chunks = 0, quiesced = 0;
+  std::vector<std::vector<uint64_t>> kernel_pages;
+  std::vector<std::pair<uint64_t, uint64_t>> prefetched;
+
+private:
+  // Every chunk the range overlaps: the replay evicts whole chunks (clipped to allocations).
+  void drop(uint64_t address, uint64_t bytes) {
+    for (uint64_t c = address / kBlockSize; c * kBlockSize < address + bytes; ++c) chunks_.erase(c);
+  }
+
+  uint64_t next_ = 1ull << 30;
+  std::map<uint64_t, uint64_t> sizes_;
+  std::map<uint32_t, uint64_t> slots_;
+  std::vector<live::Touch> touches_;
+  std::set<uint64_t> chunks_;
+};
+
+std::string dnn_trace(const fltest::TempDir& dir, uint64_t seed) {
+  faultline::synth::Params p;
+  p.footprint = 64ull << 20;
+  p.iterations = 2;
+  p.layers = 6;
+  p.seed = seed;
+  const std::string path = dir.file("dnn-" + std::to_string(seed) + ".fltrace");
+  faultline::synth::write_trace(p, path, "test");
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("replay: the budget holds before every kernel, on random DNN-like traces", "[live]") {
+  fltest::TempDir dir;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    for (double fraction : {1.0, 0.5, 0.25}) {
+      FakeDevice device;
+      live::ReplayJob job;
+      job.trace_path = dnn_trace(dir, seed);
+      job.budget_fraction = fraction;
+      job.margin = 0;
+      const auto result = live::run_replay(job, device);
+      const uint64_t budget = result["config"]["budget"]["resolved_bytes"].get<uint64_t>();
+      INFO("seed " << seed << " budget " << fraction);
+      CHECK(device.peak_chunks * kBlockSize <= budget);
+      CHECK(result["results"]["peak_gpu_chunks"].get<uint64_t>() * kBlockSize <= budget);
+      CHECK(result["results"]["kernels"].get<uint64_t>() == device.kernel_pages.size());
+      CHECK((fraction == 1.0) == (result["results"]["evictions"].get<uint64_t>() == 0));
+    }
+  }
+}
+
+TEST_CASE("replay: kernels touch the recorded pages, in order, at the live addresses", "[live]") {
+  fltest::TempDir dir;
+  const std::string trace = dnn_trace(dir, 7);
+  FakeDevice device;
+  live::ReplayJob job;
+  job.trace_path = trace;
+  job.margin = 0;
+  const auto result = live::run_replay(job, device);
+  // The same trace read by the simulator's reader: offsets within allocations must agree.
+  faultline::trace::TraceReader reader(trace);
+  faultline::trace::Record r;
+  std::map<uint64_t, uint64_t> base; // trace allocation address -> size
+  size_t k = 0;
+  uint64_t accesses = 0;
+  while (reader.next(r)) {
+    if (r.type != faultline::trace::RecordType::kKernel) continue;
+    REQUIRE(k < device.kernel_pages.size());
+    REQUIRE(device.kernel_pages[k].size() == r.kernel.accesses.size());
+    for (size_t i = 1; i < r.kernel.accesses.size(); ++i) {
+      const int64_t recorded = static_cast<int64_t>(r.kernel.accesses[i].big_page) -
+                               static_cast<int64_t>(r.kernel.accesses[i - 1].big_page);
+      const int64_t live_step = static_cast<int64_t>(device.kernel_pages[k][i]) -
+                                static_cast<int64_t>(device.kernel_pages[k][i - 1]);
+      if (std::llabs(recorded) < 32) CHECK(live_step == recorded * int64_t{kBigPageSize});
+    }
+    accesses += r.kernel.accesses.size();
+    ++k;
+  }
+  CHECK(k == device.kernel_pages.size());
+  CHECK(result["results"]["accesses"].get<uint64_t>() == accesses);
+  CHECK(result["results"]["accesses_outside_managed_memory"].get<uint64_t>() == 0);
+  CHECK(device.quiesced >= 1);
+}
+
+TEST_CASE("replay: policy prefetches reach the device inside live allocations", "[live]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  live::ReplayJob job;
+  job.trace_path = dnn_trace(dir, 3);
+  job.policy = "pump";
+  job.budget_fraction = 0.5;
+  job.margin = 0;
+  const auto result = live::run_replay(job, device);
+  REQUIRE(!device.prefetched.empty());
+  for (const auto& [address, bytes] : device.prefetched) {
+    CHECK(address >= (1ull << 30));
+    CHECK(bytes <= kBlockSize); // chunk by chunk, so a large prefetch can make room as it goes
+  }
+  CHECK(result["results"]["prefetch"]["issued_bytes"].get<uint64_t>() > 0);
+  CHECK(device.peak_chunks * kBlockSize <=
+        result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
+}
+
+TEST_CASE("replay: refuses a trace that would not fit below the GPU's free memory", "[live]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  device.free = 80ull << 20; // 64 MB of trace + touches + a 32 MB margin do not fit
+  live::ReplayJob job;
+  job.trace_path = dnn_trace(dir, 1);
+  job.margin = 32ull << 20;
+  CHECK_THROWS_WITH(live::run_replay(job, device),
+                    Catch::Contains("refusing to run") && Catch::Contains("--margin"));
+  CHECK(device.kernel_pages.empty());
+}
+
+TEST_CASE("replay: an unknown policy is refused with the known names", "[live]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  live::ReplayJob job;
+  job.trace_path = dnn_trace(dir, 1);
+  job.policy = "nosuch";
+  job.margin = 0;
+  CHECK_THROWS_WITH(live::run_replay(job, device),
+                    Catch::Contains("nosuch") && Catch::Contains("ondemand"));
+}
+
+TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
+  live::Residency r(2);
+  r.admit({0, 1});                     // chunk 0
+  r.admit({32});                       // chunk 1
+  auto victims = r.make_room({64, 0}); // chunk 2 and chunk 0: chunk 1 must go
+  CHECK(victims == std::vector<uint64_t>{1});
+  r.admit({64, 0});
+  CHECK(r.resident_chunks() == 2);
+  r.remove(0, 32);
+  CHECK(r.resident_chunks() == 1);
+  CHECK_FALSE(r.resident(0));
+  CHECK(r.resident(64));
+  r.reserve(1); // device memory takes one chunk of the budget
+  CHECK(r.make_room({96}) == std::vector<uint64_t>{2});
+  CHECK_THROWS_WITH(r.make_room({0, 32}), Catch::Contains("more than the budget leaves"));
+}
