@@ -36,7 +36,7 @@ public:
   virtual ~LiveDevice() = default;
   virtual const char* name() = 0;
   virtual uint64_t free_bytes() = 0; // GPU memory free now
-  // A managed allocation, touched on the host so its pages start there; null on failure.
+  // A managed allocation, not yet populated anywhere (as the simulator's start); null on failure.
   virtual void* alloc_managed(uint64_t bytes) = 0;
   virtual void free_managed(void* base) = 0;
   // Kernels name allocations by slot; this says where slot `slot` lives from now on.

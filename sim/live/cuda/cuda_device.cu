@@ -135,11 +135,9 @@ public:
 
   void* alloc_managed(uint64_t bytes) override {
     void* p = nullptr;
+    // Left unpopulated, as the simulator's allocations start: a first touch on the GPU
+    // populates the page there without a copy.
     if (!check(cudaMallocManaged(&p, bytes), "cudaMallocManaged")) return nullptr;
-    cudaMemLocation host{cudaMemLocationTypeHost, 0};
-    cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host); // populate on the host
-    std::memset(p, 0, bytes);
-    cudaMemAdvise(p, bytes, cudaMemAdviseUnsetPreferredLocation, host);
     return p;
   }
 
