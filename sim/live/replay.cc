@@ -23,7 +23,6 @@ struct Kernel {
   Time duration = 0;
   Time gap = 0; // recorded host time between the previous kernel's end and this launch
   std::vector<uint64_t> args;
-  std::vector<uint64_t> big_pages; // trace addresses / 64 KB, managed pages only
 };
 
 struct Step {
@@ -62,16 +61,19 @@ private:
     const auto slot = static_cast<uint32_t>(plan_.slots.size());
     plan_.slots[a.id] = slot;
     live_[a.address] = {a.id, a.size};
+    address_[a.id] = a.address;
   }
 
   void free(uint64_t id) {
     plan_.steps.push_back({trace::RecordType::kFree, {}, id, 0});
-    for (auto it = live_.begin(); it != live_.end(); ++it)
-      if (it->second.first == id) return void(live_.erase(it));
+    auto it = address_.find(id);
+    if (it == address_.end()) return;
+    live_.erase(it->second);
+    address_.erase(it);
   }
 
   void kernel(const trace::KernelRecord& k, Time& previous_end) {
-    Kernel out{k.name, plan_.touches.size(), 0, k.duration, 0, k.args, {}};
+    Kernel out{k.name, plan_.touches.size(), 0, k.duration, 0, k.args};
     if (previous_end >= 0) out.gap = std::max<Time>(0, k.start - previous_end);
     previous_end = k.start + k.duration;
     for (const trace::Access& a : k.accesses) {
@@ -85,7 +87,6 @@ private:
       const uint32_t slot = plan_.slots.at(it->second.first);
       const auto page = static_cast<uint32_t>((address - it->first) / kBigPageSize);
       plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
-      out.big_pages.push_back(a.big_page);
     }
     out.count = plan_.touches.size() - out.first;
     plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size()});
@@ -94,6 +95,7 @@ private:
 
   Plan plan_;
   std::map<Addr, std::pair<uint64_t, Bytes>> live_; // managed: address -> (id, size)
+  std::unordered_map<uint64_t, Addr> address_;      // managed: id -> address
 };
 
 // Wall time with pauses (allocation, draining) left out.
@@ -170,7 +172,10 @@ private:
       clock_.pause(); // the simulator counts allocation as free
       void* p = device_.alloc_managed(a.size);
       if (!p) fail("allocating " + std::to_string(a.size) + " managed bytes");
-      device_.set_slot(plan_.slots.at(a.id), p);
+      const uint32_t slot = plan_.slots.at(a.id);
+      device_.set_slot(slot, p);
+      if (slot_base_.size() <= slot) slot_base_.resize(slot + 1);
+      slot_base_[slot] = reinterpret_cast<uint64_t>(p);
       live_[a.address] = {p, a.size, a.id};
       by_live_[reinterpret_cast<uint64_t>(p)] = a.size;
       clock_.resume();
@@ -230,7 +235,7 @@ private:
     const Time start = now(); // what runs from here to the kernel's end is its span
     policy_->on_kernel_launch(event, actions_);
     execute();
-    const std::vector<uint64_t> pages = live_pages(k.big_pages);
+    const std::vector<uint64_t> pages = live_pages(k);
     evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
     residency_.admit(pages);
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
@@ -277,14 +282,16 @@ private:
     }
   }
 
-  // The residency model works in live addresses: the driver's chunks are the live ones.
-  std::vector<uint64_t> live_pages(const std::vector<uint64_t>& trace_pages) {
+  // The residency model works in live addresses (the driver's chunks are the live ones): the
+  // kernel's touches through the slot table, as the device reads them.
+  std::vector<uint64_t> live_pages(const Kernel& k) const {
     std::vector<uint64_t> out;
-    out.reserve(trace_pages.size());
-    for (uint64_t p : trace_pages)
-      for_each_live(p * kBigPageSize, 1, [&](void* q, Bytes) {
-        out.push_back(reinterpret_cast<uint64_t>(q) / kBigPageSize);
-      });
+    out.reserve(k.count);
+    for (uint64_t i = k.first; i < k.first + k.count; ++i) {
+      const Touch& t = plan_.touches[i];
+      out.push_back((slot_base_[t.slot_type >> 2] + uint64_t{t.page} * kBigPageSize) /
+                    kBigPageSize);
+    }
     return out;
   }
 
@@ -363,8 +370,9 @@ private:
   Residency residency_;
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
-  std::map<Addr, LiveAlloc> live_;    // trace address -> live
-  std::map<uint64_t, Bytes> by_live_; // live address -> size
+  std::map<Addr, LiveAlloc> live_;                          // trace address -> live
+  std::map<uint64_t, Bytes> by_live_;                       // live address -> size
+  std::vector<uint64_t> slot_base_;                         // slot -> live address
   std::unordered_map<uint64_t, trace::AllocRecord> ranges_; // live allocations of the trace
   Clock clock_;
   Time last_end_ = 0;
