@@ -2,21 +2,25 @@
 # Replays shipped traces on the GPU machine with `faultline replay` for each policy and budget,
 # writing one result per run into OUT_DIR/TRACE-POLICY-BUDGET.json.
 #   experiments/live/replay_all.sh OUT_DIR [FAULTLINE_BIN]
-# TRACES, POLICIES and BUDGETS (space-separated) choose the grid; libfaultline_live.so must sit
+# TRACES, POLICIES and BUDGETS (space-separated) choose the grid (default: every shipped trace,
+# the four policies of the fidelity report, 100%, 75% and 50%); libfaultline_live.so must sit
 # beside the binary. A run that cannot hold its budget (a kernel needing more 2 MB chunks than
-# the budget) fails with that message and the others go on.
+# the budget) fails with that message in OUT_DIR/TRACE-POLICY-BUDGET.err and the others go on.
 set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}
 mkdir -p "$out"
-for t in ${TRACES:-stream pagerank resnet50 gpt2-small gpt2-medium bert-large}; do
-  for p in ${POLICIES:-ondemand pump}; do
-    for b in ${BUDGETS:-1.0 0.5}; do
-      if "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" --budget "$b" \
-        --out "$out/$t-$p-$b.json"; then
+all=$(ls traces/real/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
+for t in ${TRACES:-$all}; do
+  for p in ${POLICIES:-ondemand deepum pump oracle}; do
+    for b in ${BUDGETS:-1.0 0.75 0.5}; do
+      name="$out/$t-$p-$b"
+      if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" --budget "$b" \
+        --out "$name.json" 2>"$name.err"; then
+        rm -f "$name.err"
         echo "$t $p $b done"
       else
-        echo "$t $p $b failed"
+        echo "$t $p $b failed: $(tail -1 "$name.err")"
       fi
     done
   done

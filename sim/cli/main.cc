@@ -1,4 +1,5 @@
 // The faultline command line: one binary, one subcommand per job.
+#include "sim/cli/args.h"
 #include "sim/core/error.h"
 #include "sim/live/command.h"
 #include "sim/run/results.h"
@@ -30,6 +31,7 @@ const char* kUsage =
     "  trace stats print a trace's footprint, kernels, accesses, blocks and reuse\n"
     "  capture     record a trace of a CUDA program or PyTorch training run (needs a GPU)\n"
     "  replay      re-execute a trace on a real GPU under a policy and a budget (needs a GPU)\n"
+    "  calibrate   measure a GPU's fault, migration and eviction costs and fit a profile\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -102,29 +104,6 @@ public:
 private:
   std::map<std::string, std::string> values_;
 };
-
-uint64_t parse_number(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  uint64_t v = 0;
-  try {
-    v = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || text[0] == '-')
-    throw UsageError(what + ": expected a number, got \"" + text + "\"");
-  const std::string unit = text.substr(used);
-  const std::map<std::string, uint64_t> units = {{"", 1},
-                                                 {"K", 1ull << 10},
-                                                 {"KiB", 1ull << 10},
-                                                 {"M", 1ull << 20},
-                                                 {"MiB", 1ull << 20},
-                                                 {"G", 1ull << 30},
-                                                 {"GiB", 1ull << 30}};
-  auto it = units.find(unit);
-  if (it == units.end()) throw UsageError(what + ": unknown unit \"" + unit + "\" (use K, M or G)");
-  return v * it->second;
-}
 
 void write_output(const nlohmann::json& doc, const std::string& path) {
   const std::string text = doc.dump(2) + "\n";
@@ -224,8 +203,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "trace") return cmd_trace(argc, argv);
   if (cmd == "capture") return capture::capture_command(argc, argv);
   if (cmd == "replay") return live::replay_command(argc, argv);
+  if (cmd == "calibrate") return live::calibrate_command(argc, argv);
   throw UsageError("unknown command \"" + cmd +
-                   "\"; known: sim, sweep, synth, trace, capture, replay");
+                   "\"; known: sim, sweep, synth, trace, capture, replay, calibrate");
 }
 
 } // namespace

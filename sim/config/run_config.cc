@@ -148,6 +148,11 @@ void read_capacity(Reader r, RunConfig& c) {
       r.fail("fraction_of_footprint", "must be a positive number");
     }
   }
+  const std::string mode = r.get<std::string>("mode", "driver");
+  if (mode == "budget")
+    c.capacity_mode = RunConfig::CapacityMode::kBudget;
+  else if (mode != "driver")
+    r.fail("mode", "expected \"driver\" (evict on fault) or \"budget\" (as faultline replay)");
   r.finish();
 }
 
@@ -221,9 +226,10 @@ GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std
   g.eviction_ns = r.get<int64_t>("eviction_ns");
   g.host_fault_ns = r.get<int64_t>("host_fault_ns");
   g.fault_parallelism = r.get<uint32_t>("fault_parallelism");
+  g.populate_ns = r.get<int64_t>("populate_ns", 0);
   for (const char* key : {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns",
-                          "page_table_update_ns", "eviction_ns", "host_fault_ns"}) {
-    if (p.doc[key].get<int64_t>() < 0) r.fail(key, "must be >= 0");
+                          "page_table_update_ns", "eviction_ns", "host_fault_ns", "populate_ns"}) {
+    if (p.doc.value(key, int64_t{0}) < 0) r.fail(key, "must be >= 0");
   }
   if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");
   if (g.memory_bytes < kBlockSize) r.fail("memory_bytes", "must be at least 2 MB");

@@ -38,6 +38,7 @@ struct GpuProfile {
   Time page_table_update_ns = 0;  // PTE writes and TLB invalidate, per VA block serviced
   Time eviction_ns = 0;           // fixed driver cost per evicted 2 MB chunk (copy extra)
   Time host_fault_ns = 0;         // CPU fault on a GPU-resident page, per 64 KB serviced
+  Time populate_ns = 0;           // first touch on the GPU: zero-fill and map, per 64 KB
   uint32_t fault_parallelism = 0; // outstanding faults before the running kernel stalls
 };
 
@@ -62,6 +63,12 @@ struct RunConfig {
   // Exactly one of these is set: capacity in bytes or as a fraction of the trace's footprint.
   Bytes capacity_bytes = 0;
   double capacity_fraction = 0;
+  // Who keeps residency within capacity. kDriver: the driver evicts when a fault finds the GPU
+  // full (predictions). kBudget: as `faultline replay` enforces its budget, so that both run
+  // the same experiment: before each kernel (and each prefetched 2 MB chunk) the oldest chunks
+  // it does not need are evicted to the host, and migrations issued before a kernel's launch
+  // finish before it starts.
+  enum class CapacityMode { kDriver, kBudget } capacity_mode = CapacityMode::kDriver;
   DriverConfig driver;
   std::string policy = "ondemand";
   nlohmann::json policy_params = nlohmann::json::object();

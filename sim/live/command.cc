@@ -1,6 +1,8 @@
 #include "sim/live/command.h"
 
+#include "sim/cli/args.h"
 #include "sim/core/error.h"
+#include "sim/live/calibrate.h"
 #include "sim/live/replay.h"
 
 #include <cstdlib>
@@ -26,30 +28,11 @@ const char* kUsage =
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 
-uint64_t parse_bytes(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = text.substr(used);
-  const uint64_t scale = unit == ""    ? 1
-                         : unit == "K" ? 1ull << 10
-                         : unit == "M" ? 1ull << 20
-                         : unit == "G" ? 1ull << 30
-                                       : 0;
-  if (used == 0 || v < 0 || scale == 0)
-    throw UsageError(what + " " + text + ": expected bytes, optionally with K, M or G");
-  return static_cast<uint64_t>(v * static_cast<double>(scale));
-}
-
 void parse_budget(const std::string& text, ReplayJob& job) {
   if (!text.empty() && text.back() == '%') {
     job.budget_fraction = std::atof(text.c_str()) / 100.0;
   } else if (text.find_first_of("KMG") != std::string::npos) {
-    job.budget_bytes = parse_bytes(text, "--budget");
+    job.budget_bytes = parse_number(text, "--budget");
     return;
   } else {
     job.budget_fraction = std::atof(text.c_str());
@@ -84,7 +67,7 @@ Parsed parse(int argc, char** argv) {
     } else if (a == "--budget")
       parse_budget(value(), p.job);
     else if (a == "--margin")
-      p.job.margin = parse_bytes(value(), "--margin");
+      p.job.margin = parse_number(value(), "--margin");
     else if (a == "--drain-every")
       p.job.drain_every = std::max(1, std::atoi(value().c_str()));
     else if (a == "--device")
@@ -106,17 +89,120 @@ std::unique_ptr<LiveDevice> open_device(int device) {
     path = (fs::read_symlink("/proc/self/exe").parent_path() / "libfaultline_live.so").string();
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library)
-    throw Error("replay: cannot load the live backend " + path + " (" + dlerror() +
+    throw Error("cannot load the live backend " + path + " (" + dlerror() +
                 "); it is built only where the CUDA toolkit is found");
   auto open = reinterpret_cast<OpenFunction>(dlsym(library, kOpenSymbol));
-  if (!open) throw Error("replay: " + path + " has no " + kOpenSymbol);
+  if (!open) throw Error(path + " has no " + kOpenSymbol);
   char message[512] = {};
   LiveDevice* d = open(device, message, sizeof(message));
-  if (!d) throw Error("replay: GPU " + std::to_string(device) + " unavailable: " + message);
+  if (!d) throw Error("GPU " + std::to_string(device) + " unavailable: " + message);
   return std::unique_ptr<LiveDevice>(d);
 }
 
+const char* kCalibrateUsage =
+    "usage: faultline calibrate --name NAME [--base PROFILE] [--repeats N] [--margin BYTES]\n"
+    "                           [--device N] [--quick] [--out-dir DIR]\n"
+    "       faultline calibrate --refit MEASUREMENTS.json [--name NAME] [--base PROFILE]\n"
+    "                           [--out-dir DIR]\n"
+    "Runs microbenchmarks on the GPU (fault batches against blocks and pages per block, first\n"
+    "touch and host-to-GPU faults, prefetch bandwidth each way against size, eviction, CPU\n"
+    "faults, peer copies where there is a second GPU), fits a GPU profile to them and writes\n"
+    "DIR/calibration/NAME.json (measurements, command, fit report), DIR/gpus/NAME.json and\n"
+    "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. Values not\n"
+    "measured (memory size, fault parallelism) come from --base (default h200). --refit fits\n"
+    "committed measurements again without a GPU.\n";
+
+struct CalibrateArgs {
+  CalibrationJob job;
+  std::string refit, out_dir = "configs";
+  int device = 0;
+};
+
+CalibrateArgs parse_calibrate(int argc, char** argv) {
+  CalibrateArgs c;
+  bool named = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--name")
+      c.job.name = value(), named = true;
+    else if (a == "--base")
+      c.job.base = value();
+    else if (a == "--repeats")
+      c.job.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, parse_number(value(), a)));
+    else if (a == "--margin")
+      c.job.margin = parse_number(value(), a);
+    else if (a == "--device")
+      c.device = static_cast<int>(parse_number(value(), a));
+    else if (a == "--quick")
+      c.job.quick = true;
+    else if (a == "--out-dir")
+      c.out_dir = value();
+    else if (a == "--refit")
+      c.refit = value();
+    else
+      throw UsageError("calibrate: unknown option " + a);
+  }
+  if (!named && c.refit.empty()) throw UsageError("calibrate: --name is required");
+  return c;
+}
+
+void write_json(const fs::path& path, const nlohmann::json& doc) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path);
+  if (!out || !(out << doc.dump(2) << "\n")) throw Error(path.string() + ": cannot write");
+  std::cout << "wrote " << path.string() << "\n";
+}
+
+std::string command_line(int argc, char** argv) {
+  std::string out = "faultline";
+  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
+  return out;
+}
+
+nlohmann::json load_measurements(const std::string& path, CalibrationJob& job) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": no such calibration file");
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("measurements"))
+    throw Error(path + ": expected a calibration document with \"measurements\"");
+  if (job.name == "gpu") job.name = doc.value("name", job.name);
+  return doc["measurements"];
+}
+
 } // namespace
+
+int calibrate_command(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--help") return std::cout << kCalibrateUsage, 0;
+  CalibrateArgs c = parse_calibrate(argc, argv);
+  nlohmann::json doc;
+  if (c.refit.empty()) {
+    auto device = open_device(c.device);
+    doc["measurements"] = measure(*device, c.job);
+    doc["command"] = command_line(argc, argv);
+  } else {
+    doc["measurements"] = load_measurements(c.refit, c.job);
+    std::ifstream in(c.refit);
+    doc["command"] = nlohmann::json::parse(in).value("command", "unknown");
+  }
+  doc["name"] = c.job.name;
+  doc["base"] = c.job.base;
+  const FittedProfile fitted = fit(doc["measurements"], c.job);
+  doc["fit"] = fitted.report;
+  const fs::path dir = c.out_dir;
+  write_json(dir / "calibration" / (c.job.name + ".json"), doc);
+  write_json(dir / "gpus" / (c.job.name + ".json"), fitted.gpu);
+  write_json(dir / "links" / (c.job.name + "-host.json"), fitted.host_link);
+  if (!fitted.peer_link.is_null())
+    write_json(dir / "links" / (c.job.name + "-peer.json"), fitted.peer_link);
+  std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"]
+            << ", max " << fitted.report["max_abs_error"] << "\n";
+  return 0;
+}
 
 int replay_command(int argc, char** argv) {
   for (int i = 2; i < argc; ++i)

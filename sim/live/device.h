@@ -4,9 +4,9 @@
 //
 // Contract:
 //  - One kernel at a time: run_kernel() returns when the kernel has finished.
-//  - Evictions, prefetches and discards are asynchronous and run in the order issued, on the
-//    kernels' stream: all issued before a run_kernel() complete before its kernel starts (the
-//    replay's budget relies on it).
+//  - Evictions, prefetches and discards are asynchronous and run in the order issued, on a
+//    migration stream of their own: all issued before a run_kernel() complete before its
+//    kernel starts (an event orders the two; the replay's budget relies on it).
 //  - Memory comes from alloc_managed() only; the device never allocates more managed memory.
 //  - Plain types only cross this boundary: the library may be built by another compiler.
 #pragma once
@@ -50,9 +50,19 @@ public:
   virtual void evict_to_host(void* p, uint64_t bytes) = 0;
   virtual void discard(void* p, uint64_t bytes) = 0;
   virtual void advise_remote(void* p, uint64_t bytes, bool on) = 0;
+  // Writes every 4 KB page of the range from the CPU, so it is populated on the host.
+  virtual void host_write(void* p, uint64_t bytes) = 0;
+  // Waits for all work issued so far.
+  virtual void synchronize() = 0;
   // Waits for all work, then drains the counters; the replay does not time this.
   virtual void quiesce() = 0;
   virtual Counters counters() = 0;
+  // Addresses of the GPU page faults drained so far and not yet taken, in the order the GPU
+  // reported them; at most `max` are written, the count is returned.
+  virtual uint64_t take_faults(uint64_t* addresses, uint64_t max) = 0;
+  // Copies `bytes` between device buffers of this GPU and the next one and waits for it
+  // (forward: this GPU to the next); false where there is no second GPU.
+  virtual bool peer_copy(uint64_t bytes, bool forward) = 0;
   // Why the last call failed ("" if none failed).
   virtual const char* error() = 0;
 };

@@ -7,6 +7,7 @@
 #include "sim/trace/inspect.h"
 #include "sim/trace/reader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -123,6 +124,7 @@ struct Measured {
   Time compute_ns = 0, stall_ns = 0;
   uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
   uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
+  uint64_t reported_faults = 0; // fault records handed to the policy
   nlohmann::json rows = nlohmann::json::array();
 };
 
@@ -177,7 +179,7 @@ private:
       if (slot_base_.size() <= slot) slot_base_.resize(slot + 1);
       slot_base_[slot] = reinterpret_cast<uint64_t>(p);
       live_[a.address] = {p, a.size, a.id};
-      by_live_[reinterpret_cast<uint64_t>(p)] = a.size;
+      by_live_[reinterpret_cast<uint64_t>(p)] = {a.size, a.address};
       clock_.resume();
     }
     actions_.clear();
@@ -242,14 +244,47 @@ private:
       fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
     last_end_ = now();
     record(index, k, start, last_end_ - start);
-    actions_.clear();
-    policy_->on_kernel_end({last_end_, index}, actions_);
-    execute();
+    // The GPU is idle here (the kernel waited for every migration issued before it), so the
+    // untimed drain hides no work.
     if ((index + 1) % job_.drain_every == 0) {
       clock_.pause();
       device_.quiesce();
+      report_faults();
       clock_.resume();
     }
+    actions_.clear();
+    policy_->on_kernel_end({last_end_, index}, actions_);
+    execute();
+  }
+
+  // The GPU's faults since the last drain, in the order reported, as batches of at most the
+  // driver's 256 entries, at trace addresses; faults outside the trace's memory are dropped.
+  void report_faults() {
+    constexpr uint64_t kBatch = 256;
+    uint64_t addresses[kBatch];
+    for (uint64_t n; (n = device_.take_faults(addresses, kBatch)) > 0;) {
+      policies::FaultBatchEvent event{last_end_, 0, {}};
+      for (uint64_t i = 0; i < n; ++i) {
+        const Addr a = to_trace(addresses[i]);
+        if (a != kNoAddress) event.faults.push_back(a / kBigPageSize * kBigPageSize);
+      }
+      std::sort(event.faults.begin(), event.faults.end());
+      event.faults.erase(std::unique(event.faults.begin(), event.faults.end()), event.faults.end());
+      measured_.reported_faults += n;
+      if (event.faults.empty()) continue;
+      actions_.clear();
+      policy_->on_fault_batch(event, actions_);
+      execute();
+    }
+  }
+
+  static constexpr Addr kNoAddress = ~Addr{0};
+  Addr to_trace(uint64_t live) const {
+    auto it = by_live_.upper_bound(live);
+    if (it == by_live_.begin()) return kNoAddress;
+    --it;
+    if (live >= it->first + it->second.size) return kNoAddress;
+    return it->second.trace + (live - it->first);
   }
 
   void record(uint64_t index, const Kernel& k, Time start, Time span) {
@@ -308,7 +343,7 @@ private:
       auto it = by_live_.upper_bound(lo);
       if (it != by_live_.begin()) --it;
       for (; it != by_live_.end() && it->first < hi; ++it) {
-        const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->first + it->second);
+        const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->first + it->second.size);
         if (a < b) device_.evict_to_host(reinterpret_cast<void*>(a), b - a);
       }
       ++counter;
@@ -371,7 +406,11 @@ private:
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
   std::map<Addr, LiveAlloc> live_;                          // trace address -> live
-  std::map<uint64_t, Bytes> by_live_;                       // live address -> size
+  struct LiveRange {
+    Bytes size;
+    Addr trace; // where the trace has it
+  };
+  std::map<uint64_t, LiveRange> by_live_;                   // live address -> range
   std::vector<uint64_t> slot_base_;                         // slot -> live address
   std::unordered_map<uint64_t, trace::AllocRecord> ranges_; // live allocations of the trace
   Clock clock_;
@@ -434,6 +473,7 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
                     {"accesses", m.accesses},
                     {"accesses_outside_managed_memory", skipped},
                     {"faults", c.gpu_fault_records},
+                    {"faults_reported_to_policy", m.reported_faults},
                     {"bytes_host_to_gpu", c.bytes_host_to_gpu},
                     {"bytes_gpu_to_host", c.bytes_gpu_to_host},
                     {"evictions", m.budget_evicted_chunks},

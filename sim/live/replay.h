@@ -22,7 +22,7 @@ struct ReplayJob {
   // Managed and device memory must stay this far below the GPU's free memory.
   uint64_t margin = 2ull << 30;
   // The unified-memory counters are drained (untimed, GPU idle) every this many kernels.
-  uint32_t drain_every = 32;
+  uint32_t drain_every = 1;
   bool per_kernel = false; // add a row per kernel to the result
 };
 

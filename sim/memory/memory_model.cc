@@ -11,7 +11,7 @@ PageMask VaBlock::unpopulated() const {
 }
 
 MemoryModel::MemoryModel(unsigned gpus, uint64_t capacity_chunks)
-    : gpus_(gpus), capacity_chunks_(capacity_chunks), chunks_used_(gpus, 0) {
+    : gpus_(gpus), capacity_chunks_(capacity_chunks), chunks_used_(gpus, 0), device_chunks_(gpus, 0) {
   if (gpus == 0 || gpus > kMaxGpus) {
     throw SimulationError("the memory model holds 1 to " + std::to_string(kMaxGpus) + " GPUs");
   }
@@ -48,10 +48,12 @@ void MemoryModel::reserve_device(unsigned gpu, uint64_t chunks) {
                           "device memory is never evicted");
   }
   chunks_used_[gpu] += chunks;
+  device_chunks_[gpu] += chunks;
 }
 
 void MemoryModel::release_device(unsigned gpu, uint64_t chunks) {
   chunks_used_[gpu] -= chunks;
+  device_chunks_[gpu] -= chunks;
 }
 
 MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageMask& pages,

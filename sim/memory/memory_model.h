@@ -51,6 +51,7 @@ public:
   uint64_t capacity_chunks() const { return capacity_chunks_; }
   uint64_t chunks_used(unsigned gpu) const { return chunks_used_[gpu]; }
   uint64_t chunks_free(unsigned gpu) const { return capacity_chunks_ - chunks_used_[gpu]; }
+  uint64_t device_chunks(unsigned gpu) const { return device_chunks_[gpu]; }
 
   void add_managed(Addr address, Bytes size);
   // Drops the range's pages everywhere (no write-back) and returns chunks that become empty.
@@ -95,6 +96,7 @@ private:
   unsigned gpus_;
   uint64_t capacity_chunks_;
   std::vector<uint64_t> chunks_used_;
+  std::vector<uint64_t> device_chunks_;
   std::unordered_map<uint64_t, VaBlock> blocks_;
   VaBlock* head_[kMaxGpus] = {};
   VaBlock* tail_[kMaxGpus] = {};

@@ -3,6 +3,8 @@
 #include "policies/registry.h"
 #include "sim/core/error.h"
 
+#include <algorithm>
+
 namespace faultline {
 namespace {
 
@@ -166,9 +168,32 @@ void Simulator::launch(trace::KernelRecord& k, Time now) {
   actions_.clear();
   policy_->on_kernel_launch(event, actions_);
   execute(actions_, now);
+  if (budget_mode()) now = std::max(make_room_for(k, now), migrations_done_);
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now,
                 [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
+}
+
+// Budget mode: the kernel's chunks must all fit; the oldest others leave first, as the live
+// replay's budget evicts them.
+Time Simulator::make_room_for(const trace::KernelRecord& k, Time now) {
+  std::vector<uint64_t> blocks;
+  for (const trace::Access& a : k.accesses) blocks.push_back(a.big_page / kBigPagesPerBlock);
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  uint64_t needed = 0;
+  for (uint64_t index : blocks) {
+    const VaBlock* block = memory_.find(index);
+    if (block && !block->chunk[0]) ++needed;
+  }
+  const uint64_t room = memory_.capacity_chunks() - memory_.device_chunks(0);
+  if (blocks.size() > room) {
+    throw SimulationError("kernel #" + std::to_string(kernel_index_) + " (" + k.name +
+                          ") needs " + std::to_string(blocks.size()) +
+                          " chunks of 2 MB at once, more than the budget leaves (" +
+                          std::to_string(room) + " chunks)");
+  }
+  return migrator_.make_room_keeping(0, now, needed, blocks);
 }
 
 void Simulator::kernel_done(Time recorded_end, Time now) {
@@ -206,7 +231,8 @@ void Simulator::execute(const policies::Actions& actions, Time now) {
       memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
         const PageMask on_gpu = pages & block.resident[gpu_processor(0)];
         stats_.policy_evicted_pages += on_gpu.count();
-        migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
+        const Time end = migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
+        migrations_done_ = std::max(migrations_done_, end);
       });
       break;
     case policies::ActionKind::kAdvise:
@@ -240,6 +266,7 @@ void Simulator::prefetch(const policies::Action& action, Time now) {
         const Time ready = block.chunk[0] ? now : migrator_.make_room(0, now, &block);
         const Time end = migrator_.to_gpu(block, 0, pages, pages, ready, "prefetch");
         block.ready_at[0] = std::max(block.ready_at[0], end);
+        migrations_done_ = std::max(migrations_done_, end);
       });
 }
 

@@ -50,6 +50,10 @@ private:
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
   void launch(trace::KernelRecord& k, Time now);
+  Time make_room_for(const trace::KernelRecord& k, Time now);
+  bool budget_mode() const {
+    return config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
+  }
   void kernel_done(Time recorded_end, Time now);
   void execute(const policies::Actions& actions, Time now);
   void prefetch(const policies::Action& action, Time now);
@@ -76,6 +80,7 @@ private:
   bool started_ = false;
   bool finished_ = false;
   Time delay_ = 0; // simulated minus recorded time, carried from kernel to kernel
+  Time migrations_done_ = 0; // budget mode: when the migrations issued so far end
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::unordered_map<uint64_t, trace::AllocRecord> live_;

@@ -29,6 +29,21 @@ Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
   return now;
 }
 
+Time Migrator::make_room_keeping(unsigned gpu, Time now, uint64_t needed,
+                                 const std::vector<uint64_t>& keep) {
+  VaBlock* victim = memory_.oldest(gpu);
+  while (memory_.chunks_free(gpu) < needed && victim) {
+    VaBlock* next = victim->next[gpu];
+    if (!std::binary_search(keep.begin(), keep.end(), victim->index)) {
+      now = to_host(*victim, gpu, victim->resident[gpu_processor(gpu)], now, "budget eviction");
+      now += gpu_.eviction_ns;
+      ++stats_.evictions;
+    }
+    victim = next;
+  }
+  return now;
+}
+
 Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
                       const PageMask& prefetched, Time now, const char* cause) {
   const bool fresh = !block.chunk[gpu];

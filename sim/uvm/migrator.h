@@ -21,6 +21,11 @@ public:
   // Evicts victims in the model's eviction order until GPU `gpu` has a free chunk; `keep` is
   // never chosen. Synchronous, as in the driver: returns when the chunk is free.
   Time make_room(unsigned gpu, Time now, const VaBlock* keep);
+  // Evicts victims in the model's eviction order, never a block of `keep` (sorted block
+  // indices), until `needed` chunks are free; returns when the last eviction is done. The
+  // budget mode's eviction before a kernel.
+  Time make_room_keeping(unsigned gpu, Time now, uint64_t needed,
+                         const std::vector<uint64_t>& keep);
   // Moves `pages` of `block` to the GPU (which must have a chunk for it or room for one).
   // Pages flagged in `prefetched` count as prefetch. Returns when the last copy lands.
   Time to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages, const PageMask& prefetched,

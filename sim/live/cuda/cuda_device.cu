@@ -1,14 +1,18 @@
 // LiveDevice on a real GPU (CUDA runtime + CUPTI), built as libfaultline_live.so. The replay
 // loads it with dlopen, so the faultline binary itself never links CUDA.
 //
-// Kernels, budget evictions and policy actions share one stream, so every eviction and prefetch
-// issued before a kernel completes before it starts (the contract in device.h). The
-// unified-memory counters come from CUPTI activity records, summed as they arrive.
+// Budget evictions and policy actions run on a migration stream in the order issued; each kernel
+// waits on an event recorded there at its launch, so every eviction and prefetch issued before
+// a kernel completes before it starts (the contract in device.h). The unified-memory counters
+// come from CUPTI activity records, summed as they arrive; fault addresses are kept for the
+// policy.
 #include "sim/live/device.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cuda_runtime.h>
+#include <deque>
 #include <cupti.h>
 #include <mutex>
 #include <string>
@@ -51,6 +55,7 @@ __global__ void touch_kernel(const Touch* touches, uint64_t count, char* const* 
 
 std::mutex g_counters_mutex;
 Counters g_counters;
+std::deque<uint64_t> g_faults; // GPU page-fault addresses not yet taken
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 8 << 20;
@@ -74,6 +79,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
       break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
       g_counters.gpu_fault_records += 1;
+      g_faults.push_back(u->address);
       break;
     default:
       break;
@@ -117,6 +123,8 @@ public:
     name_ = prop.name;
     if (!enable_counters(error)) return false;
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !check(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming), "cudaEventCreate") ||
         !check(cudaMalloc(&slots_, kSlots * sizeof(char*)), "cudaMalloc (slot table)") ||
         !check(cudaMalloc(&sink_, sizeof(unsigned long long)), "cudaMalloc"))
       return error = error_, false;
@@ -141,7 +149,7 @@ public:
   }
 
   void free_managed(void* base) override {
-    cudaStreamSynchronize(stream_);
+    synchronize();
     check(cudaFree(base), "cudaFree");
   }
 
@@ -151,6 +159,8 @@ public:
   }
 
   bool upload_touches(const Touch* touches, uint64_t count) override {
+    if (touches_) cudaFree(touches_);
+    touches_ = nullptr;
     return check(cudaMalloc(&touches_, count * sizeof(Touch)), "cudaMalloc (touches)") &&
            check(cudaMemcpy(touches_, touches, count * sizeof(Touch), cudaMemcpyHostToDevice),
                  "cudaMemcpy (touches)");
@@ -159,6 +169,9 @@ public:
   bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) override {
     const uint64_t threads = std::max<uint64_t>(1, count * kTouchesPerBigPage);
     const auto blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+    if (!check(cudaEventRecord(copied_, copies_), "cudaEventRecord") ||
+        !check(cudaStreamWaitEvent(stream_, copied_, 0), "cudaStreamWaitEvent"))
+      return false;
     touch_kernel<<<blocks, kThreads, 0, stream_>>>(touches_ + first, count, slots_, duration_ns,
                                                    sink_);
     return check(cudaGetLastError(), "launch") && check(cudaStreamSynchronize(stream_), "kernel");
@@ -166,18 +179,18 @@ public:
 
   void prefetch_to_gpu(void* p, uint64_t bytes) override {
     cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
-    check(cudaMemPrefetchAsync(p, bytes, gpu, 0, stream_), "cudaMemPrefetchAsync to the GPU");
+    check(cudaMemPrefetchAsync(p, bytes, gpu, 0, copies_), "cudaMemPrefetchAsync to the GPU");
   }
 
   void evict_to_host(void* p, uint64_t bytes) override {
     cudaMemLocation host{cudaMemLocationTypeHost, 0};
-    check(cudaMemPrefetchAsync(p, bytes, host, 0, stream_), "cudaMemPrefetchAsync to the host");
+    check(cudaMemPrefetchAsync(p, bytes, host, 0, copies_), "cudaMemPrefetchAsync to the host");
   }
 
   void discard(void* p, uint64_t bytes) override {
     void* ptrs[1] = {p};
     size_t sizes[1] = {bytes};
-    check(cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, stream_), "cudaMemDiscardBatchAsync");
+    check(cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, copies_), "cudaMemDiscardBatchAsync");
   }
 
   void advise_remote(void* p, uint64_t bytes, bool on) override {
@@ -192,9 +205,38 @@ public:
     }
   }
 
+  void host_write(void* p, uint64_t bytes) override {
+    synchronize();
+    auto* bytes_at = static_cast<char*>(p);
+    for (uint64_t at = 0; at < bytes; at += 4096) bytes_at[at] = 1;
+  }
+
+  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
   void quiesce() override {
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    synchronize();
     cuptiActivityFlushAll(0);
+  }
+
+  uint64_t take_faults(uint64_t* addresses, uint64_t max) override {
+    std::lock_guard<std::mutex> lock(g_counters_mutex);
+    const uint64_t n = std::min<uint64_t>(max, g_faults.size());
+    std::copy(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n), addresses);
+    g_faults.erase(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+  }
+
+  // Device buffers on this GPU and the next, grown to the largest size asked for.
+  bool peer_copy(uint64_t bytes, bool forward) override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < device_ + 2) return false;
+    if (bytes > peer_bytes_ && !grow_peer_buffers(bytes)) return false;
+    const int other = device_ + 1;
+    const bool ok = forward ? check(cudaMemcpyPeer(peer_[1], other, peer_[0], device_, bytes),
+                                    "cudaMemcpyPeer")
+                            : check(cudaMemcpyPeer(peer_[0], device_, peer_[1], other, bytes),
+                                    "cudaMemcpyPeer");
+    return ok && check(cudaDeviceSynchronize(), "cudaMemcpyPeer");
   }
 
   Counters counters() override {
@@ -215,9 +257,33 @@ private:
     if (error_.empty()) error_ = message;
   }
 
+  bool grow_peer_buffers(uint64_t bytes) {
+    const int other = device_ + 1;
+    int can = 0;
+    cudaDeviceCanAccessPeer(&can, device_, other);
+    if (can && !peer_[0]) {
+      cudaDeviceEnablePeerAccess(other, 0);
+      cudaSetDevice(other);
+      cudaDeviceEnablePeerAccess(device_, 0);
+      cudaSetDevice(device_);
+      cudaGetLastError(); // already enabled is fine
+    }
+    if (peer_[0]) cudaFree(peer_[0]);
+    cudaSetDevice(other);
+    if (peer_[1]) cudaFree(peer_[1]);
+    const bool ok = check(cudaMalloc(&peer_[1], bytes), "cudaMalloc on the peer GPU");
+    cudaSetDevice(device_);
+    if (!ok || !check(cudaMalloc(&peer_[0], bytes), "cudaMalloc for peer copies")) return false;
+    peer_bytes_ = bytes;
+    return true;
+  }
+
   int device_ = 0;
   std::string name_, error_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr, copies_ = nullptr;
+  cudaEvent_t copied_ = nullptr;
+  void* peer_[2] = {nullptr, nullptr};
+  uint64_t peer_bytes_ = 0;
   char** slots_ = nullptr;
   Touch* touches_ = nullptr;
   unsigned long long* sink_ = nullptr;

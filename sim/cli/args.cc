@@ -1,0 +1,32 @@
+#include "sim/cli/args.h"
+
+#include "sim/core/error.h"
+
+#include <map>
+
+namespace faultline {
+
+uint64_t parse_number(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || text[0] == '-')
+    throw UsageError(what + ": expected a number, got \"" + text + "\"");
+  const std::string unit = text.substr(used);
+  const std::map<std::string, uint64_t> units = {{"", 1},
+                                                 {"K", 1ull << 10},
+                                                 {"KiB", 1ull << 10},
+                                                 {"M", 1ull << 20},
+                                                 {"MiB", 1ull << 20},
+                                                 {"G", 1ull << 30},
+                                                 {"GiB", 1ull << 30}};
+  auto it = units.find(unit);
+  if (it == units.end()) throw UsageError(what + ": unknown unit \"" + unit + "\" (use K, M or G)");
+  return v * it->second;
+}
+
+} // namespace faultline

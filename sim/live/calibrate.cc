@@ -1,0 +1,220 @@
+#include "sim/live/calibrate.h"
+
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace faultline::live {
+namespace {
+
+using nlohmann::json;
+
+Time wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Time median(std::vector<Time> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The grid: fault benchmarks over blocks x touched 64 KB pages per block, and transfer sizes.
+struct Grid {
+  std::vector<uint64_t> blocks, pages_per_block, sizes, peer_sizes;
+  uint64_t eviction_chunks, host_fault_blocks;
+};
+
+Grid grid(bool quick) {
+  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2};
+  return {{1, 4, 16, 64, 256},
+          {1, 4, 32},
+          {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
+          {2 << 20, 32 << 20, 256 << 20},
+          128,
+          64};
+}
+
+class Bench {
+public:
+  Bench(LiveDevice& device, const CalibrationJob& job) : d_(device), job_(job) {}
+
+  json run() {
+    const Grid g = grid(job_.quick);
+    check_memory(g);
+    json out;
+    out["device"] = d_.name();
+    out["repeats"] = job_.repeats;
+    out["faultline"] = {{"git_revision", git_revision()}};
+    overhead_ = kernel_overhead();
+    out["kernel_overhead_ns"] = overhead_;
+    out["prefetch_call_ns"] = prefetch_call();
+    out["host_to_gpu"] = json::array();
+    out["gpu_to_host"] = json::array();
+    for (uint64_t size : g.sizes) {
+      auto [h2d, d2h] = transfer(size);
+      out["host_to_gpu"].push_back({size, h2d});
+      out["gpu_to_host"].push_back({size, d2h});
+    }
+    out["eviction"] = {{"chunks", g.eviction_chunks}, {"ns", eviction(g.eviction_chunks)}};
+    const uint64_t host_bytes = g.host_fault_blocks * kBlockSize;
+    out["host_fault"] = {{"bytes", host_bytes}, {"ns", host_fault(host_bytes)}};
+    out["faults"] = json::array();
+    for (const char* kind : {"populate", "migrate"})
+      for (uint64_t b : g.blocks)
+        for (uint64_t k : g.pages_per_block)
+          out["faults"].push_back({{"kind", kind},
+                                   {"blocks", b},
+                                   {"pages_per_block", k},
+                                   {"ns", faults(kind == std::string("migrate"), b, k)}});
+    out["peer"] = peer(g.peer_sizes);
+    return out;
+  }
+
+private:
+  void check_memory(const Grid& g) {
+    const uint64_t largest =
+        std::max({g.sizes.back(), g.blocks.back() * kBlockSize, g.eviction_chunks * kBlockSize});
+    const uint64_t free = d_.free_bytes();
+    if (largest + job_.margin > free) {
+      throw Error("faultline calibrate: refusing to run: the largest benchmark needs " +
+                  std::to_string(largest) + " managed bytes and the GPU has " +
+                  std::to_string(free) + " bytes free, less the margin of " +
+                  std::to_string(job_.margin) + " bytes (--margin)");
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    throw Error("faultline calibrate: " + what + ": " + d_.error());
+  }
+
+  void* alloc(uint64_t bytes) {
+    void* p = d_.alloc_managed(bytes);
+    if (!p) fail("allocating " + std::to_string(bytes) + " managed bytes");
+    d_.set_slot(0, p);
+    return p;
+  }
+
+  template <typename F> Time timed(F f) {
+    d_.synchronize();
+    const Time start = wall_ns();
+    f();
+    d_.synchronize();
+    return wall_ns() - start;
+  }
+
+  template <typename F> Time repeated(F f) {
+    std::vector<Time> times;
+    for (uint32_t i = 0; i < std::max(1u, job_.repeats); ++i) times.push_back(f());
+    return median(times);
+  }
+
+  void run_kernel(uint64_t count) {
+    if (!d_.run_kernel(0, count, 0)) fail("running the touch kernel");
+  }
+
+  // Launch and wait of a kernel that touches nothing: subtracted from every kernel benchmark.
+  Time kernel_overhead() {
+    run_kernel(0); // warm-up: module load
+    std::vector<Time> times;
+    for (int i = 0; i < 21; ++i) times.push_back(timed([&] { run_kernel(0); }));
+    return median(times);
+  }
+
+  // A prefetch of pages already on the GPU: the call's own cost.
+  Time prefetch_call() {
+    void* p = alloc(kBlockSize);
+    d_.prefetch_to_gpu(p, kBlockSize);
+    const Time t = repeated([&] { return timed([&] { d_.prefetch_to_gpu(p, kBlockSize); }); });
+    d_.free_managed(p);
+    return t;
+  }
+
+  // cudaMemPrefetchAsync of host-populated memory to the GPU, then back, in one call each.
+  std::pair<Time, Time> transfer(uint64_t size) {
+    std::vector<Time> h2d, d2h;
+    for (uint32_t i = 0; i < std::max(1u, job_.repeats); ++i) {
+      void* p = alloc(size);
+      d_.host_write(p, size);
+      h2d.push_back(timed([&] { d_.prefetch_to_gpu(p, size); }));
+      d2h.push_back(timed([&] { d_.evict_to_host(p, size); }));
+      d_.free_managed(p);
+    }
+    return {median(h2d), median(d2h)};
+  }
+
+  // GPU-resident chunks evicted one 2 MB call each, as the replay's budget evicts them.
+  Time eviction(uint64_t chunks) {
+    return repeated([&] {
+      void* p = alloc(chunks * kBlockSize);
+      d_.prefetch_to_gpu(p, chunks * kBlockSize);
+      const Time t = timed([&] {
+        for (uint64_t c = 0; c < chunks; ++c)
+          d_.evict_to_host(static_cast<char*>(p) + c * kBlockSize, kBlockSize);
+      });
+      d_.free_managed(p);
+      return t;
+    });
+  }
+
+  // The CPU writing GPU-resident pages: CPU faults pull them back.
+  Time host_fault(uint64_t bytes) {
+    return repeated([&] {
+      void* p = alloc(bytes);
+      d_.prefetch_to_gpu(p, bytes);
+      const Time t = timed([&] { d_.host_write(p, bytes); });
+      d_.free_managed(p);
+      return t;
+    });
+  }
+
+  // One kernel touching `k` evenly spread 64 KB pages in each of `blocks` 2 MB blocks that are
+  // unpopulated (populate) or on the host (migrate); the launch overhead is taken off.
+  Time faults(bool migrate, uint64_t blocks, uint64_t k) {
+    std::vector<Touch> touches;
+    for (uint64_t b = 0; b < blocks; ++b)
+      for (uint64_t j = 0; j < k; ++j)
+        touches.push_back({0, static_cast<uint32_t>(b * kBigPagesPerBlock +
+                                                    j * (kBigPagesPerBlock / k))});
+    if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
+    return repeated([&] {
+      void* p = alloc(blocks * kBlockSize);
+      if (migrate) d_.host_write(p, blocks * kBlockSize);
+      const Time t = timed([&] { run_kernel(touches.size()); });
+      d_.free_managed(p);
+      return std::max<Time>(0, t - overhead_);
+    });
+  }
+
+  json peer(const std::vector<uint64_t>& sizes) {
+    if (!d_.peer_copy(sizes.front(), true)) return nullptr; // also the warm-up
+    json out = {{"forward", json::array()}, {"reverse", json::array()}};
+    for (uint64_t size : sizes) {
+      for (bool forward : {true, false}) {
+        const Time t = repeated([&] {
+          return timed([&] {
+            if (!d_.peer_copy(size, forward)) fail("copying between GPUs");
+          });
+        });
+        out[forward ? "forward" : "reverse"].push_back({size, t});
+      }
+    }
+    return out;
+  }
+
+  LiveDevice& d_;
+  const CalibrationJob& job_;
+  Time overhead_ = 0;
+};
+
+} // namespace
+
+json measure(LiveDevice& device, const CalibrationJob& job) {
+  return Bench(device, job).run();
+}
+
+} // namespace faultline::live

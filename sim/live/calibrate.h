@@ -1,0 +1,40 @@
+// `faultline calibrate`: microbenchmarks on a real GPU through the LiveDevice seam (the same
+// touch kernel and migration calls the live replay uses), and the fit of a GPU profile to them.
+//
+// measure() produces a measurements document; fit() turns one into a GPU profile and host-link
+// profile (and a peer-link profile where two GPUs were measured). fit() needs no GPU: the
+// committed measurements refit anywhere (`faultline calibrate --refit`).
+#pragma once
+
+#include "sim/live/device.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace faultline::live {
+
+struct CalibrationJob {
+  std::string name = "gpu";  // the profile's name: gpus/NAME.json, links/NAME-host.json
+  std::string base = "h200"; // profile whose unmeasured values (memory, peer link) are kept
+  uint32_t repeats = 3;      // each point is the median of this many runs
+  uint64_t margin = 2ull << 30;
+  bool quick = false; // fewer and smaller points, for tests and smoke runs
+};
+
+// Contract: allocates at most the largest benchmark's managed memory at a time and refuses
+// (Error) before allocating anything if that would come within the margin of the GPU's free
+// memory. Times are host wall-clock nanoseconds, medians over `repeats`.
+nlohmann::json measure(LiveDevice& device, const CalibrationJob& job);
+
+struct FittedProfile {
+  nlohmann::json gpu;       // configs/gpus/NAME.json
+  nlohmann::json host_link; // configs/links/NAME-host.json
+  nlohmann::json peer_link; // configs/links/NAME-peer.json, or null when not measured
+  nlohmann::json report;    // every benchmark: measured, simulated with the fit, error
+};
+
+// Contract: deterministic for a given measurements document; throws Error naming the JSON path
+// of a missing or malformed measurement.
+FittedProfile fit(const nlohmann::json& measurements, const CalibrationJob& job);
+
+} // namespace faultline::live

@@ -1,0 +1,315 @@
+// The fit half of `faultline calibrate`. Link curves and the eviction and host-fault costs come
+// straight from their benchmarks; the fault-path costs are fitted by simulating every fault
+// benchmark (a one-kernel trace with the same touches) and minimising the squared log error
+// of simulated against measured time with NLopt's Subplex.
+#include "sim/core/error.h"
+#include "sim/live/calibrate.h"
+#include "sim/run/results.h"
+#include "sim/run/simulator.h"
+#include "sim/trace/writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlopt.hpp>
+#include <unistd.h>
+
+namespace faultline::live {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Reads measurement values with the JSON path in every complaint.
+class Measurements {
+public:
+  explicit Measurements(const json& doc) : doc_(doc) {}
+
+  const json& at(const std::string& key) const { return at(doc_, key, "$"); }
+  Time ns(const json& parent, const std::string& key, const std::string& path) const {
+    const json& v = at(parent, key, path);
+    if (!v.is_number() || v.get<double>() < 0)
+      throw Error("calibration measurements: " + path + "." + key +
+                  ": expected a non-negative number of nanoseconds");
+    return v.get<Time>();
+  }
+  // [[bytes, ns], ...], ascending bytes.
+  std::vector<std::pair<Bytes, Time>> series(const json& parent, const std::string& key,
+                                             const std::string& path) const {
+    const json& v = at(parent, key, path);
+    std::vector<std::pair<Bytes, Time>> out;
+    for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+      const json& p = v[i];
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number() ||
+          p[0].get<Bytes>() == 0 || (!out.empty() && p[0].get<Bytes>() <= out.back().first))
+        throw Error("calibration measurements: " + path + "." + key + "[" + std::to_string(i) +
+                    "]: expected [bytes, ns] with bytes ascending");
+      out.emplace_back(p[0].get<Bytes>(), p[1].get<Time>());
+    }
+    if (out.empty())
+      throw Error("calibration measurements: " + path + "." + key +
+                  ": expected a non-empty array of [bytes, ns]");
+    return out;
+  }
+
+private:
+  static const json& at(const json& parent, const std::string& key, const std::string& path) {
+    if (!parent.is_object() || !parent.contains(key))
+      throw Error("calibration measurements: " + path + ": missing \"" + key + "\"");
+    return parent.at(key);
+  }
+  const json& doc_;
+};
+
+double gbps(Bytes bytes, Time ns) {
+  return static_cast<double>(bytes) / static_cast<double>(std::max<Time>(1, ns));
+}
+
+// One direction: sizes below a 2 MB block are single prefetch calls less the call's own cost;
+// from 2 MB up the largest transfer's streaming rate, because the simulator copies a large
+// prefetch block by block and the driver pipelines those copies.
+config::LinkCurve link_curve(const std::vector<std::pair<Bytes, Time>>& points, Time call_ns) {
+  config::LinkCurve curve;
+  const double streaming = gbps(points.back().first, points.back().second - call_ns);
+  for (const auto& [bytes, ns] : points) {
+    const double rate = bytes < kBlockSize ? gbps(bytes, ns - call_ns) : streaming;
+    curve.points.emplace_back(bytes, std::round(rate * 1000) / 1000);
+  }
+  return curve;
+}
+
+json curve_json(const config::LinkCurve& c) {
+  json points = json::array();
+  for (const auto& [bytes, rate] : c.points) points.push_back({bytes, rate});
+  return {{"overhead_ns", c.overhead_ns}, {"bandwidth_gbps", points}};
+}
+
+struct FaultBench {
+  bool migrate;
+  uint64_t blocks, pages_per_block;
+  Time measured;
+  std::string trace;
+};
+
+// A trace of the benchmark: one managed allocation, written by the host first when the pages
+// must start there, and one kernel touching the benchmark's pages at once.
+void write_bench_trace(const FaultBench& b) {
+  constexpr Addr kBase = Addr{1} << 32;
+  trace::TraceWriter w(b.trace, {{"source", "faultline calibrate"}, {"command", "calibrate"}});
+  w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, b.blocks * kBlockSize, 0, 0});
+  if (b.migrate) w.write(trace::HostAccessRecord{1, kBase, b.blocks * kBlockSize, AccessType::kWrite});
+  trace::KernelRecord k;
+  k.name = "touch";
+  k.start = 2;
+  for (uint64_t block = 0; block < b.blocks; ++block)
+    for (uint64_t j = 0; j < b.pages_per_block; ++j)
+      k.accesses.push_back({kBase / kBigPageSize + block * kBigPagesPerBlock +
+                                j * (kBigPagesPerBlock / b.pages_per_block),
+                            0, AccessType::kRead});
+  w.write(k);
+  w.close();
+}
+
+class FaultFit {
+public:
+  FaultFit(config::RunConfig config, std::vector<FaultBench> benches)
+      : config_(std::move(config)), benches_(std::move(benches)) {}
+
+  static constexpr const char* kNames[] = {"batch_fixed_ns", "per_fault_ns", "per_vablock_ns",
+                                           "page_table_update_ns", "populate_ns"};
+
+  std::vector<double> run(std::vector<double> x) {
+    nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
+    opt.set_lower_bounds(0.0);
+    opt.set_upper_bounds(1e6);
+    opt.set_min_objective(&FaultFit::objective, this);
+    opt.set_xtol_abs(10.0); // nanoseconds
+    opt.set_maxeval(800);
+    double best = 0;
+    try {
+      opt.optimize(x, best);
+    } catch (const nlopt::roundoff_limited&) {
+      // the best point so far stands
+    }
+    for (double& v : x) v = std::round(v);
+    return x;
+  }
+
+  Time simulate(const FaultBench& b, const std::vector<double>& x) {
+    set(x);
+    Simulator sim(config_, b.trace, config_.gpu.memory_bytes / kBlockSize);
+    const Stats& stats = sim.run();
+    const KernelRow& row = stats.kernel_rows.at(0);
+    return row.end - row.start;
+  }
+
+  double error(const std::vector<double>& x) {
+    double sum = 0;
+    for (const FaultBench& b : benches_) {
+      const double e = std::log(static_cast<double>(std::max<Time>(1, simulate(b, x))) /
+                                static_cast<double>(std::max<Time>(1, b.measured)));
+      sum += e * e;
+    }
+    return sum;
+  }
+
+  const std::vector<FaultBench>& benches() const { return benches_; }
+  const config::RunConfig& config() const { return config_; }
+
+private:
+  static double objective(const std::vector<double>& x, std::vector<double>&, void* self) {
+    return static_cast<FaultFit*>(self)->error(x);
+  }
+  void set(const std::vector<double>& x) {
+    config::GpuProfile& g = config_.gpu;
+    Time* fields[] = {&g.batch_fixed_ns, &g.per_fault_ns, &g.per_vablock_ns,
+                      &g.page_table_update_ns, &g.populate_ns};
+    for (size_t i = 0; i < x.size(); ++i) *fields[i] = static_cast<Time>(std::llround(x[i]));
+  }
+
+  config::RunConfig config_;
+  std::vector<FaultBench> benches_;
+};
+
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "faultline-calibrate-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw Error("calibrate: cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+  fs::path path_;
+};
+
+std::vector<FaultBench> fault_benches(const Measurements& m, const TempDir& dir) {
+  const json& list = m.at("faults");
+  if (!list.is_array() || list.empty())
+    throw Error("calibration measurements: $.faults: expected a non-empty array");
+  std::vector<FaultBench> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "$.faults[" + std::to_string(i) + "]";
+    const json& f = list[i];
+    const json kind = f.is_object() ? f.value("kind", json()) : json();
+    if (kind != "populate" && kind != "migrate")
+      throw Error("calibration measurements: " + path +
+                  ".kind: expected \"populate\" or \"migrate\"");
+    const auto blocks = static_cast<uint64_t>(m.ns(f, "blocks", path));
+    const auto k = static_cast<uint64_t>(m.ns(f, "pages_per_block", path));
+    if (blocks == 0 || k == 0 || k > kBigPagesPerBlock || kBigPagesPerBlock % k != 0)
+      throw Error("calibration measurements: " + path +
+                  ": blocks must be positive and pages_per_block divide 32");
+    out.push_back({kind == "migrate", blocks, k, m.ns(f, "ns", path),
+                   dir.file("bench-" + std::to_string(i) + ".fltrace")});
+    write_bench_trace(out.back());
+  }
+  return out;
+}
+
+config::RunConfig base_config(const CalibrationJob& job, json& base_resolved) {
+  json doc = {{"gpu", job.base},
+              {"capacity", {{"fraction_of_footprint", 1.0}}},
+              {"policy", {{"name", "ondemand"}}},
+              {"per_kernel", true}};
+  config::RunConfig c = config::parse_run_config(doc, "calibrate --base " + job.base);
+  base_resolved = c.resolved["gpu"];
+  return c;
+}
+
+json fit_report(FaultFit& fit, const std::vector<double>& x) {
+  json rows = json::array();
+  std::vector<double> errors;
+  for (const FaultBench& b : fit.benches()) {
+    const Time sim = fit.simulate(b, x);
+    const double e = static_cast<double>(sim) / static_cast<double>(std::max<Time>(1, b.measured)) - 1;
+    errors.push_back(std::abs(e));
+    rows.push_back({{"kind", b.migrate ? "migrate" : "populate"},
+                    {"blocks", b.blocks},
+                    {"pages_per_block", b.pages_per_block},
+                    {"measured_ns", b.measured},
+                    {"simulated_ns", sim},
+                    {"error", std::round(e * 1000) / 1000}});
+  }
+  std::sort(errors.begin(), errors.end());
+  return {{"faults", rows},
+          {"median_abs_error", std::round(errors[errors.size() / 2] * 1000) / 1000},
+          {"max_abs_error", std::round(errors.back() * 1000) / 1000}};
+}
+
+} // namespace
+
+FittedProfile fit(const json& measurements, const CalibrationJob& job) {
+  const Measurements m(measurements);
+  json base;
+  config::RunConfig config = base_config(job, base);
+  const Time call_ns = m.ns(measurements, "prefetch_call_ns", "$");
+  config.host_link.name = job.name + "-host";
+  config.host_link.forward = link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns);
+  config.host_link.reverse = link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns);
+
+  const json& ev = m.at("eviction");
+  const Time per_chunk = m.ns(ev, "ns", "$.eviction") / std::max<Time>(1, m.ns(ev, "chunks", "$.eviction"));
+  config.gpu.eviction_ns = std::max<Time>(0, per_chunk - config.host_link.reverse.transfer_ns(kBlockSize));
+  const json& hf = m.at("host_fault");
+  const Time hf_bytes = std::max<Time>(kBlockSize, m.ns(hf, "bytes", "$.host_fault"));
+  const Time copies = hf_bytes / kBlockSize * config.host_link.reverse.transfer_ns(kBlockSize);
+  config.gpu.host_fault_ns =
+      std::max<Time>(0, (m.ns(hf, "ns", "$.host_fault") - copies) / (hf_bytes / kBigPageSize));
+
+  TempDir dir;
+  FaultFit fault_fit(config, fault_benches(m, dir));
+  const config::GpuProfile& g = config.gpu;
+  std::vector<double> x = {double(g.batch_fixed_ns), double(g.per_fault_ns),
+                           double(g.per_vablock_ns), double(g.page_table_update_ns),
+                           double(g.populate_ns)};
+  x = fault_fit.run(x);
+
+  FittedProfile out;
+  const std::string device = measurements.value("device", "unknown GPU");
+  const std::string revision =
+      measurements.value("/faultline/git_revision"_json_pointer, std::string("unknown"));
+  out.report = fit_report(fault_fit, x);
+  out.gpu = base;
+  out.gpu["name"] = job.name;
+  out.gpu["host_link"] = job.name + "-host";
+  out.gpu["eviction_ns"] = config.gpu.eviction_ns;
+  out.gpu["host_fault_ns"] = config.gpu.host_fault_ns;
+  for (size_t i = 0; i < x.size(); ++i) out.gpu[FaultFit::kNames[i]] = static_cast<Time>(x[i]);
+  out.gpu["sources"] = json::array({
+      "fitted by faultline calibrate (revision " + std::string(git_revision()) + ") from measurements on " +
+          device + " (revision " + revision + "); see configs/calibration/" + job.name + ".json",
+      "fault costs: Subplex fit of the simulated one-kernel fault benchmarks to the measured "
+      "ones (the live replay's touch kernel: 16 threads per 64 KB page); median |error| " +
+          out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
+      "eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the link's 2 MB "
+      "copy; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
+      "memory_bytes, peer_link, fault_parallelism: kept from the base profile " + job.base});
+  out.host_link = {{"name", job.name + "-host"},
+                   {"sources",
+                    json::array({"fitted by faultline calibrate from cudaMemPrefetchAsync of host-populated "
+                     "memory on " + device + ": below 2 MB single calls less the call's own "
+                     "cost (prefetch of resident pages); from 2 MB up the largest transfer's rate"})},
+                   {"kind", "pcie"},
+                   {"forward", curve_json(config.host_link.forward)},
+                   {"reverse", curve_json(config.host_link.reverse)}};
+  out.peer_link = nullptr;
+  if (measurements.contains("peer") && !measurements["peer"].is_null()) {
+    const json& peer = measurements["peer"];
+    out.peer_link = {{"name", job.name + "-peer"},
+                     {"sources", json::array({"fitted by faultline calibrate from cudaMemcpyPeer "
+                                              "between device buffers on " + device})},
+                     {"kind", "nvlink"},
+                     {"forward", curve_json(link_curve(m.series(peer, "forward", "$.peer"), 0))},
+                     {"reverse", curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0))}};
+    out.gpu["peer_link"] = job.name + "-peer";
+  }
+  return out;
+}
+
+} // namespace faultline::live

@@ -1,0 +1,98 @@
+// A LiveDevice without a GPU for the tests: allocations at made-up addresses, residency
+// tracked per 2 MB chunk of live address, a fault reported for each chunk a kernel finds absent.
+#pragma once
+
+#include "sim/core/types.h"
+#include "sim/live/device.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+namespace fltest {
+
+using faultline::kBigPageSize;
+using faultline::kBlockSize;
+namespace live = faultline::live;
+
+class FakeDevice : public live::LiveDevice {
+public:
+  const char* name() override { return "fake GPU"; }
+  uint64_t free_bytes() override { return free; }
+  void* alloc_managed(uint64_t bytes) override {
+    next_ = (next_ + kBlockSize - 1) / kBlockSize * kBlockSize;
+    const uint64_t base = next_;
+    next_ += bytes;
+    sizes_[base] = bytes;
+    return reinterpret_cast<void*>(base);
+  }
+  void free_managed(void* base) override {
+    const auto b = reinterpret_cast<uint64_t>(base);
+    drop(b, sizes_.at(b));
+    sizes_.erase(b);
+  }
+  void set_slot(uint32_t slot, void* base) override {
+    slots_[slot] = reinterpret_cast<uint64_t>(base);
+  }
+  bool upload_touches(const live::Touch* t, uint64_t n) override {
+    touches_.assign(t, t + n);
+    return true;
+  }
+  bool run_kernel(uint64_t first, uint64_t count, uint64_t) override {
+    std::vector<uint64_t> pages;
+    for (uint64_t i = first; i < first + count; ++i) {
+      const uint64_t address =
+          slots_.at(touches_[i].slot_type >> 2) + uint64_t{touches_[i].page} * kBigPageSize;
+      if (chunks_.insert(address / kBlockSize).second) faults_.push_back(address);
+      pages.push_back(address);
+    }
+    peak_chunks = std::max<uint64_t>(peak_chunks, chunks_.size());
+    kernel_pages.push_back(pages);
+    return true;
+  }
+  void prefetch_to_gpu(void* p, uint64_t bytes) override {
+    const auto a = reinterpret_cast<uint64_t>(p);
+    prefetched.emplace_back(a, bytes);
+    for (uint64_t c = a / kBlockSize; c * kBlockSize < a + bytes; ++c) chunks_.insert(c);
+  }
+  void evict_to_host(void* p, uint64_t bytes) override {
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
+  void discard(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
+  void advise_remote(void*, uint64_t, bool) override {}
+  void host_write(void* p, uint64_t bytes) override {
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
+  void synchronize() override {}
+  void quiesce() override { ++quiesced; }
+  live::Counters counters() override { return {}; }
+  uint64_t take_faults(uint64_t* out, uint64_t max) override {
+    const uint64_t n = std::min<uint64_t>(max, faults_.size());
+    std::copy(faults_.begin(), faults_.begin() + static_cast<std::ptrdiff_t>(n), out);
+    faults_.erase(faults_.begin(), faults_.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+  }
+  bool peer_copy(uint64_t, bool) override { return false; }
+  const char* error() override { return ""; }
+
+  uint64_t free = 1ull << 40;
+  uint64_t peak_chunks = 0, quiesced = 0;
+  std::vector<std::vector<uint64_t>> kernel_pages;
+  std::vector<std::pair<uint64_t, uint64_t>> prefetched;
+
+private:
+  // Every chunk the range overlaps: the replay evicts whole chunks (clipped to allocations).
+  void drop(uint64_t address, uint64_t bytes) {
+    for (uint64_t c = address / kBlockSize; c * kBlockSize < address + bytes; ++c) chunks_.erase(c);
+  }
+
+  uint64_t next_ = 1ull << 30;
+  std::map<uint64_t, uint64_t> sizes_;
+  std::map<uint32_t, uint64_t> slots_;
+  std::vector<live::Touch> touches_;
+  std::set<uint64_t> chunks_;
+  std::vector<uint64_t> faults_; // first touch of each chunk not on the GPU
+};
+
+} // namespace fltest
