@@ -6,6 +6,9 @@
 # the four policies of the fidelity report, 100%, 75% and 50%); libfaultline_live.so must sit
 # beside the binary. A run that cannot hold its budget (a kernel needing more 2 MB chunks than
 # the budget) fails with that message in OUT_DIR/TRACE-POLICY-BUDGET.err and the others go on.
+# With STOP_AFTER=SECONDS no run starts once that much time has passed (the GPU machine's
+# commands have a time limit); runs whose result exists already are skipped, so a second call
+# goes on where the first stopped.
 set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}
@@ -15,6 +18,11 @@ for t in ${TRACES:-$all}; do
   for p in ${POLICIES:-ondemand deepum pump oracle}; do
     for b in ${BUDGETS:-1.0 0.75 0.5}; do
       name="$out/$t-$p-$b"
+      [ -f "$name.json" ] && continue
+      if [ -n "${STOP_AFTER:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER" ]; then
+        echo "$t $p $b not started: STOP_AFTER reached"
+        continue
+      fi
       if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" --budget "$b" \
         --out "$name.json" 2>"$name.err"; then
         rm -f "$name.err"
