@@ -39,6 +39,12 @@ struct GpuProfile {
   Time eviction_ns = 0;           // fixed driver cost per evicted 2 MB chunk (copy extra)
   Time host_fault_ns = 0;         // CPU fault on a GPU-resident page, per 64 KB serviced
   Time populate_ns = 0;           // first touch on the GPU: zero-fill and map, per 64 KB
+  // cudaMemPrefetchAsync to the GPU, one call per 2 MB block as the live replay issues them
+  // (charged in capacity mode "budget"): the call itself, even when all is resident; each 64 KB
+  // it populates; and the extra of a call that copies, beyond the link's time.
+  Time prefetch_call_ns = 0;
+  Time prefetch_populate_ns = 0;
+  Time prefetch_copy_extra_ns = 0;
   uint32_t fault_parallelism = 0; // outstanding faults before the running kernel stalls
 };
 

@@ -26,16 +26,17 @@ Time median(std::vector<Time> v) {
 // The grid: fault benchmarks over blocks x touched 64 KB pages per block, and transfer sizes.
 struct Grid {
   std::vector<uint64_t> blocks, pages_per_block, sizes, peer_sizes;
-  uint64_t eviction_chunks, host_fault_blocks;
+  uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks;
 };
 
 Grid grid(bool quick) {
-  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2};
-  return {{1, 4, 16, 64, 256},
+  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4};
+  return {{1, 4, 16, 64, 256, 1024},
           {1, 4, 32},
           {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
           {2 << 20, 32 << 20, 256 << 20},
           128,
+          64,
           64};
 }
 
@@ -61,6 +62,7 @@ public:
       out["gpu_to_host"].push_back({size, d2h});
     }
     out["eviction"] = {{"chunks", g.eviction_chunks}, {"ns", eviction(g.eviction_chunks)}};
+    out["prefetch_blocks"] = prefetch_blocks(g.prefetch_blocks);
     const uint64_t host_bytes = g.host_fault_blocks * kBlockSize;
     out["host_fault"] = {{"bytes", host_bytes}, {"ns", host_fault(host_bytes)}};
     out["faults"] = json::array();
@@ -159,6 +161,27 @@ private:
       d_.free_managed(p);
       return t;
     });
+  }
+
+  // Prefetches one 2 MB call per block, as the replay issues them, of blocks already on the GPU,
+  // unpopulated, and on the host.
+  json prefetch_blocks(uint64_t blocks) {
+    json out = {{"blocks", blocks}};
+    for (const char* kind : {"resident", "populate", "migrate"}) {
+      const std::string k = kind;
+      out[k + "_ns"] = repeated([&] {
+        void* p = alloc(blocks * kBlockSize);
+        if (k == "resident") d_.prefetch_to_gpu(p, blocks * kBlockSize);
+        if (k == "migrate") d_.host_write(p, blocks * kBlockSize);
+        const Time t = timed([&] {
+          for (uint64_t b = 0; b < blocks; ++b)
+            d_.prefetch_to_gpu(static_cast<char*>(p) + b * kBlockSize, kBlockSize);
+        });
+        d_.free_managed(p);
+        return t;
+      });
+    }
+    return out;
   }
 
   // The CPU writing GPU-resident pages: CPU faults pull them back.

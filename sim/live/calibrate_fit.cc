@@ -65,16 +65,13 @@ double gbps(Bytes bytes, Time ns) {
   return static_cast<double>(bytes) / static_cast<double>(std::max<Time>(1, ns));
 }
 
-// One direction: sizes below a 2 MB block are single prefetch calls less the call's own cost;
-// from 2 MB up the largest transfer's streaming rate, because the simulator copies a large
-// prefetch block by block and the driver pipelines those copies.
+// One direction: the largest transfer's streaming rate at every size, the prefetch call's own
+// cost taken off. The per-copy overhead of the fault path is fitted with the fault costs: single
+// small prefetch calls cost far more than the driver's copies while it services a fault.
 config::LinkCurve link_curve(const std::vector<std::pair<Bytes, Time>>& points, Time call_ns) {
   config::LinkCurve curve;
   const double streaming = gbps(points.back().first, points.back().second - call_ns);
-  for (const auto& [bytes, ns] : points) {
-    const double rate = bytes < kBlockSize ? gbps(bytes, ns - call_ns) : streaming;
-    curve.points.emplace_back(bytes, std::round(rate * 1000) / 1000);
-  }
+  curve.points.emplace_back(points.back().first, std::round(streaming * 1000) / 1000);
   return curve;
 }
 
@@ -110,21 +107,52 @@ void write_bench_trace(const FaultBench& b) {
   w.close();
 }
 
+// The fitted values, in this order: the fault path's costs, the per-copy overhead of the host
+// link (both directions) and the outstanding faults before a kernel stalls.
+struct Param {
+  const char* name;
+  double upper;
+};
+constexpr Param kParams[] = {{"batch_fixed_ns", 1e6},       {"per_fault_ns", 1e6},
+                             {"per_vablock_ns", 1e6},       {"page_table_update_ns", 1e6},
+                             {"populate_ns", 1e6},          {"copy_overhead_ns", 1e6},
+                             {"fault_parallelism", 8192}};
+constexpr size_t kParamCount = sizeof(kParams) / sizeof(kParams[0]);
+
+std::vector<double> get_params(const config::RunConfig& c) {
+  const config::GpuProfile& g = c.gpu;
+  return {double(g.batch_fixed_ns),       double(g.per_fault_ns),
+          double(g.per_vablock_ns),       double(g.page_table_update_ns),
+          double(g.populate_ns),          double(c.host_link.forward.overhead_ns),
+          double(g.fault_parallelism)};
+}
+
+void set_params(config::RunConfig& c, const std::vector<double>& x) {
+  auto ns = [&](size_t i) { return static_cast<Time>(std::llround(x[i])); };
+  config::GpuProfile& g = c.gpu;
+  g.batch_fixed_ns = ns(0);
+  g.per_fault_ns = ns(1);
+  g.per_vablock_ns = ns(2);
+  g.page_table_update_ns = ns(3);
+  g.populate_ns = ns(4);
+  c.host_link.forward.overhead_ns = c.host_link.reverse.overhead_ns = ns(5);
+  g.fault_parallelism = static_cast<uint32_t>(std::max<Time>(1, ns(6)));
+}
+
 class FaultFit {
 public:
   FaultFit(config::RunConfig config, std::vector<FaultBench> benches)
       : config_(std::move(config)), benches_(std::move(benches)) {}
 
-  static constexpr const char* kNames[] = {"batch_fixed_ns", "per_fault_ns", "per_vablock_ns",
-                                           "page_table_update_ns", "populate_ns"};
-
   std::vector<double> run(std::vector<double> x) {
     nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
+    std::vector<double> upper;
+    for (const Param& p : kParams) upper.push_back(p.upper);
     opt.set_lower_bounds(0.0);
-    opt.set_upper_bounds(1e6);
+    opt.set_upper_bounds(upper);
     opt.set_min_objective(&FaultFit::objective, this);
     opt.set_xtol_abs(10.0); // nanoseconds
-    opt.set_maxeval(800);
+    opt.set_maxeval(1500);
     double best = 0;
     try {
       opt.optimize(x, best);
@@ -136,7 +164,7 @@ public:
   }
 
   Time simulate(const FaultBench& b, const std::vector<double>& x) {
-    set(x);
+    set_params(config_, x);
     Simulator sim(config_, b.trace, config_.gpu.memory_bytes / kBlockSize);
     const Stats& stats = sim.run();
     const KernelRow& row = stats.kernel_rows.at(0);
@@ -154,17 +182,10 @@ public:
   }
 
   const std::vector<FaultBench>& benches() const { return benches_; }
-  const config::RunConfig& config() const { return config_; }
 
 private:
   static double objective(const std::vector<double>& x, std::vector<double>&, void* self) {
     return static_cast<FaultFit*>(self)->error(x);
-  }
-  void set(const std::vector<double>& x) {
-    config::GpuProfile& g = config_.gpu;
-    Time* fields[] = {&g.batch_fixed_ns, &g.per_fault_ns, &g.per_vablock_ns,
-                      &g.page_table_update_ns, &g.populate_ns};
-    for (size_t i = 0; i < x.size(); ++i) *fields[i] = static_cast<Time>(std::llround(x[i]));
   }
 
   config::RunConfig config_;
@@ -253,22 +274,30 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   config.host_link.forward = link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns);
   config.host_link.reverse = link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns);
 
-  const json& ev = m.at("eviction");
-  const Time per_chunk = m.ns(ev, "ns", "$.eviction") / std::max<Time>(1, m.ns(ev, "chunks", "$.eviction"));
-  config.gpu.eviction_ns = std::max<Time>(0, per_chunk - config.host_link.reverse.transfer_ns(kBlockSize));
-  const json& hf = m.at("host_fault");
-  const Time hf_bytes = std::max<Time>(kBlockSize, m.ns(hf, "bytes", "$.host_fault"));
-  const Time copies = hf_bytes / kBlockSize * config.host_link.reverse.transfer_ns(kBlockSize);
-  config.gpu.host_fault_ns =
-      std::max<Time>(0, (m.ns(hf, "ns", "$.host_fault") - copies) / (hf_bytes / kBigPageSize));
-
   TempDir dir;
   FaultFit fault_fit(config, fault_benches(m, dir));
-  const config::GpuProfile& g = config.gpu;
-  std::vector<double> x = {double(g.batch_fixed_ns), double(g.per_fault_ns),
-                           double(g.per_vablock_ns), double(g.page_table_update_ns),
-                           double(g.populate_ns)};
-  x = fault_fit.run(x);
+  const std::vector<double> x = fault_fit.run(get_params(config));
+  set_params(config, x);
+
+  // Both after the fit: they take the fitted copy overhead off.
+  const json& ev = m.at("eviction");
+  const Time per_chunk =
+      m.ns(ev, "ns", "$.eviction") / std::max<Time>(1, m.ns(ev, "chunks", "$.eviction"));
+  const Time chunk_copy = config.host_link.reverse.transfer_ns(kBlockSize);
+  config.gpu.eviction_ns = std::max<Time>(0, per_chunk - chunk_copy);
+  const json& pb = m.at("prefetch_blocks");
+  const Time blocks = std::max<Time>(1, m.ns(pb, "blocks", "$.prefetch_blocks"));
+  const Time call = m.ns(pb, "resident_ns", "$.prefetch_blocks") / blocks;
+  config.gpu.prefetch_call_ns = call;
+  config.gpu.prefetch_populate_ns = std::max<Time>(
+      0, (m.ns(pb, "populate_ns", "$.prefetch_blocks") / blocks - call) / kBigPagesPerBlock);
+  config.gpu.prefetch_copy_extra_ns = std::max<Time>(
+      0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_copy);
+  const json& hf = m.at("host_fault");
+  const Time hf_bytes = std::max<Time>(kBlockSize, m.ns(hf, "bytes", "$.host_fault"));
+  const Time copies = hf_bytes / kBlockSize * chunk_copy;
+  config.gpu.host_fault_ns =
+      std::max<Time>(0, (m.ns(hf, "ns", "$.host_fault") - copies) / (hf_bytes / kBigPageSize));
 
   FittedProfile out;
   const std::string device = measurements.value("device", "unknown GPU");
@@ -280,21 +309,31 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   out.gpu["host_link"] = job.name + "-host";
   out.gpu["eviction_ns"] = config.gpu.eviction_ns;
   out.gpu["host_fault_ns"] = config.gpu.host_fault_ns;
-  for (size_t i = 0; i < x.size(); ++i) out.gpu[FaultFit::kNames[i]] = static_cast<Time>(x[i]);
+  out.gpu["prefetch_call_ns"] = config.gpu.prefetch_call_ns;
+  out.gpu["prefetch_populate_ns"] = config.gpu.prefetch_populate_ns;
+  out.gpu["prefetch_copy_extra_ns"] = config.gpu.prefetch_copy_extra_ns;
+  for (size_t i = 0; i < kParamCount; ++i)
+    if (std::string(kParams[i].name) != "copy_overhead_ns")
+      out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
   out.gpu["sources"] = json::array({
       "fitted by faultline calibrate (revision " + std::string(git_revision()) + ") from measurements on " +
           device + " (revision " + revision + "); see configs/calibration/" + job.name + ".json",
-      "fault costs: Subplex fit of the simulated one-kernel fault benchmarks to the measured "
-      "ones (the live replay's touch kernel: 16 threads per 64 KB page); median |error| " +
+      "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit of the "
+      "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
+      "kernel: 16 threads per 64 KB page); median |error| " +
           out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
       "eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the link's 2 MB "
       "copy; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
-      "memory_bytes, peer_link, fault_parallelism: kept from the base profile " + job.base});
+      "prefetch_*: 2 MB cudaMemPrefetchAsync calls, one per block: of resident blocks (the "
+      "call), of unpopulated ones (less the call, per 64 KB), of host ones (less the call and "
+      "the link's 2 MB copy)",
+      "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});
   out.host_link = {{"name", job.name + "-host"},
                    {"sources",
-                    json::array({"fitted by faultline calibrate from cudaMemPrefetchAsync of host-populated "
-                     "memory on " + device + ": below 2 MB single calls less the call's own "
-                     "cost (prefetch of resident pages); from 2 MB up the largest transfer's rate"})},
+                    json::array({"fitted by faultline calibrate on " + device +
+                                 ": bandwidth = the largest cudaMemPrefetchAsync of host-populated "
+                                 "memory each way, less the call's own cost (a prefetch of "
+                                 "resident pages); overhead_ns fitted to the fault benchmarks"})},
                    {"kind", "pcie"},
                    {"forward", curve_json(config.host_link.forward)},
                    {"reverse", curve_json(config.host_link.reverse)}};

@@ -187,8 +187,12 @@ int calibrate_command(int argc, char** argv) {
   } else {
     doc["measurements"] = load_measurements(c.refit, c.job);
     std::ifstream in(c.refit);
-    doc["command"] = nlohmann::json::parse(in).value("command", "unknown");
+    const nlohmann::json old = nlohmann::json::parse(in);
+    doc["command"] = old.value("measured_by", old.value("command", "unknown"));
+    doc["refit_by"] = command_line(argc, argv);
   }
+  doc["measured_by"] = doc["command"];
+  doc.erase("command");
   doc["name"] = c.job.name;
   doc["base"] = c.job.base;
   const FittedProfile fitted = fit(doc["measurements"], c.job);

@@ -125,6 +125,7 @@ struct Measured {
   uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
   uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
   uint64_t reported_faults = 0; // fault records handed to the policy
+  Time policy_ns = 0;           // deciding, untimed
   nlohmann::json rows = nlohmann::json::array();
 };
 
@@ -137,11 +138,16 @@ public:
   }
 
   Measured run(Time& total_ns) {
+    clock_.pause(); // setup, not replay
     if (!plan_.touches.empty() &&
         !device_.upload_touches(plan_.touches.data(), plan_.touches.size()))
       fail("uploading the kernels' touches");
+    clock_.resume();
     actions_.clear();
-    policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path}, actions_);
+    decide([&] {
+      policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path},
+                        actions_);
+    });
     execute();
     for (const Step& step : plan_.steps) {
       if (step.type == trace::RecordType::kAlloc) alloc(step.alloc);
@@ -164,6 +170,16 @@ private:
     uint64_t id = 0;
   };
 
+  // A policy's decision is not timed: the simulator charges none, and a real implementation
+  // (DeepUM's driver thread) decides beside the GPU's work. Its time is reported on its own.
+  template <typename F> void decide(F f) {
+    clock_.pause();
+    const Time t0 = Clock::now();
+    f();
+    measured_.policy_ns += Clock::now() - t0;
+    clock_.resume();
+  }
+
   [[noreturn]] void fail(const std::string& what) {
     throw SimulationError("live replay: " + what + ": " + device_.error());
   }
@@ -183,13 +199,15 @@ private:
       clock_.resume();
     }
     actions_.clear();
-    policy_->on_alloc({now(),
+    decide([&] {
+      policy_->on_alloc({now(),
                        a.id,
                        a.kind != trace::MemoryKind::kDevice,
                        a.kind == trace::MemoryKind::kAllocatorBlock,
                        a.segment,
-                       {a.address, a.size}},
-                      actions_);
+                         {a.address, a.size}},
+                        actions_);
+    });
     execute();
     ranges_[a.id] = a;
   }
@@ -204,12 +222,14 @@ private:
     const trace::AllocRecord a = r->second;
     ranges_.erase(r);
     actions_.clear();
-    policy_->on_free({now(),
+    decide([&] {
+      policy_->on_free({now(),
                       id,
                       a.kind != trace::MemoryKind::kDevice,
                       a.kind == trace::MemoryKind::kAllocatorBlock,
-                      {a.address, a.size}},
-                     actions_);
+                        {a.address, a.size}},
+                       actions_);
+    });
     execute();
     if (a.kind == trace::MemoryKind::kDevice) residency_.reserve(-chunks_of(a.size));
     if (a.kind != trace::MemoryKind::kManaged) return;
@@ -235,7 +255,7 @@ private:
       if (r != ranges_.end()) event.args.push_back({r->second.address, r->second.size});
     }
     const Time start = now(); // what runs from here to the kernel's end is its span
-    policy_->on_kernel_launch(event, actions_);
+    decide([&] { policy_->on_kernel_launch(event, actions_); });
     execute();
     const std::vector<uint64_t> pages = live_pages(k);
     evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
@@ -253,7 +273,7 @@ private:
       clock_.resume();
     }
     actions_.clear();
-    policy_->on_kernel_end({last_end_, index}, actions_);
+    decide([&] { policy_->on_kernel_end({last_end_, index}, actions_); });
     execute();
   }
 
@@ -273,7 +293,9 @@ private:
       measured_.reported_faults += n;
       if (event.faults.empty()) continue;
       actions_.clear();
+      const Time t0 = Clock::now(); // the clock is paused already
       policy_->on_fault_batch(event, actions_);
+      measured_.policy_ns += Clock::now() - t0;
       execute();
     }
   }
@@ -474,6 +496,7 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
                     {"accesses_outside_managed_memory", skipped},
                     {"faults", c.gpu_fault_records},
                     {"faults_reported_to_policy", m.reported_faults},
+                    {"policy_decision_ns", m.policy_ns},
                     {"bytes_host_to_gpu", c.bytes_host_to_gpu},
                     {"bytes_gpu_to_host", c.bytes_gpu_to_host},
                     {"evictions", m.budget_evicted_chunks},

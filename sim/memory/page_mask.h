@@ -35,6 +35,12 @@ struct PageMask {
     for (uint64_t w : words) n += std::popcount(w);
     return n;
   }
+  // 64 KB big pages with at least one page set.
+  unsigned big_page_count() const {
+    unsigned n = 0;
+    for (unsigned big = 0; big < kBigPagesPerBlock; ++big) n += any_in_big_page(big) ? 1 : 0;
+    return n;
+  }
   bool any() const {
     for (uint64_t w : words)
       if (w) return true;

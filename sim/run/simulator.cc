@@ -168,7 +168,7 @@ void Simulator::launch(trace::KernelRecord& k, Time now) {
   actions_.clear();
   policy_->on_kernel_launch(event, actions_);
   execute(actions_, now);
-  if (budget_mode()) now = std::max(make_room_for(k, now), migrations_done_);
+  if (budget_mode()) now = migrations_done_ = make_room_for(k, std::max(now, migrations_done_));
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now,
                 [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
@@ -231,7 +231,8 @@ void Simulator::execute(const policies::Actions& actions, Time now) {
       memory_.for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
         const PageMask on_gpu = pages & block.resident[gpu_processor(0)];
         stats_.policy_evicted_pages += on_gpu.count();
-        const Time end = migrator_.to_host(block, 0, on_gpu, now, "policy eviction");
+        const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
+        const Time end = migrator_.to_host(block, 0, on_gpu, start, "policy eviction");
         migrations_done_ = std::max(migrations_done_, end);
       });
       break;
@@ -259,6 +260,7 @@ void Simulator::prefetch(const policies::Action& action, Time now) {
     throw SimulationError("policy " + config_.policy + " asked to prefetch to processor " +
                           std::to_string(action.target) + "; this run has GPU 0 (processor 1)");
   }
+  if (budget_mode()) return prefetch_by_block(action, now);
   memory_.for_each_block(
       action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
         const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(0)]);
@@ -267,6 +269,28 @@ void Simulator::prefetch(const policies::Action& action, Time now) {
         const Time end = migrator_.to_gpu(block, 0, pages, pages, ready, "prefetch");
         block.ready_at[0] = std::max(block.ready_at[0], end);
         migrations_done_ = std::max(migrations_done_, end);
+      });
+}
+
+// Budget mode: one call per 2 MB block on the migration stream, in order, as the live replay
+// issues them; each call costs the driver's work besides its copy.
+void Simulator::prefetch_by_block(const policies::Action& action, Time now) {
+  const config::GpuProfile& gpu = config_.gpu;
+  memory_.for_each_block(
+      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
+        Time t = std::max(now, migrations_done_) + gpu.prefetch_call_ns;
+        const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(0)]);
+        if (pages.none()) {
+          migrations_done_ = t;
+          return;
+        }
+        if (!block.chunk[0]) t = migrator_.make_room(0, t, &block);
+        const PageMask fresh = block.unpopulated() & pages;
+        t += gpu.prefetch_populate_ns * fresh.big_page_count();
+        if (pages.minus(fresh).any()) t += gpu.prefetch_copy_extra_ns;
+        const Time end = migrator_.to_gpu(block, 0, pages, pages, t, "prefetch");
+        block.ready_at[0] = std::max(block.ready_at[0], end);
+        migrations_done_ = end;
       });
 }
 

@@ -57,6 +57,7 @@ private:
   void kernel_done(Time recorded_end, Time now);
   void execute(const policies::Actions& actions, Time now);
   void prefetch(const policies::Action& action, Time now);
+  void prefetch_by_block(const policies::Action& action, Time now);
   void finish();
 
   const config::RunConfig& config_;

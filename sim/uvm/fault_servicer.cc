@@ -5,15 +5,6 @@
 #include <algorithm>
 
 namespace faultline {
-namespace {
-
-Time big_pages_in(const PageMask& pages) {
-  Time n = 0;
-  for (unsigned big = 0; big < kBigPagesPerBlock; ++big) n += pages.any_in_big_page(big) ? 1 : 0;
-  return n;
-}
-
-} // namespace
 
 void FaultServicer::raise(uint64_t big_page, Time now) {
   buffer_.push_back(big_page);
@@ -98,7 +89,7 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     return cpu + profile_.page_table_update_ns;
   }
   if (!block->chunk[gpu_]) cpu = migrator_.make_room(gpu_, cpu, block);
-  cpu += profile_.populate_ns * big_pages_in(block->unpopulated() & pages);
+  cpu += profile_.populate_ns * (block->unpopulated() & pages).big_page_count();
   copies_done = std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault"));
   serviced_.push_back(block);
   return cpu + profile_.page_table_update_ns;

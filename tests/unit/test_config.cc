@@ -173,10 +173,15 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
   CHECK_FALSE(c.per_kernel);
 
   // The resolved config holds the whole profiles, the capacity and every default.
-  CHECK(c.resolved["gpu"] == fltest::test_gpu_profile());
+  json gpu = fltest::test_gpu_profile(); // the optional costs resolve to 0
+  for (const char* key :
+       {"populate_ns", "prefetch_call_ns", "prefetch_populate_ns", "prefetch_copy_extra_ns"})
+    gpu[key] = 0;
+  CHECK(c.resolved["gpu"] == gpu);
   CHECK(c.resolved["host_link"] == fltest::test_link_profile());
   CHECK(c.resolved["peer_link"] == fltest::test_link_profile());
-  CHECK(c.resolved["capacity"] == json{{"fraction_of_footprint", 1.0}});
+  CHECK(c.resolved["capacity"] == json{{"fraction_of_footprint", 1.0}, {"mode", "driver"}});
+  CHECK(c.capacity_mode == RunConfig::CapacityMode::kDriver);
   CHECK(c.resolved["policy"] == json{{"name", "ondemand"}, {"params", json::object()}});
   CHECK(c.resolved["driver"]["batch_size"] == 256);
   CHECK(c.resolved["driver"]["eviction"] == "fifo");
@@ -193,7 +198,7 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
         "test.json");
     CHECK(d.capacity_bytes == 64 << 20);
     CHECK(d.capacity_fraction == 0);
-    CHECK(d.resolved["capacity"] == json{{"bytes", 64 << 20}});
+    CHECK(d.resolved["capacity"] == json{{"bytes", 64 << 20}, {"mode", "driver"}});
     CHECK(d.driver.batch_size == 32);
     CHECK(d.driver.eviction == EvictionOrder::kLru);
     CHECK_FALSE(d.driver.prefetch);
@@ -226,6 +231,9 @@ TEST_CASE("config: profile overrides", "[config]") {
     CHECK(c.gpu.per_vablock_ns == 2000);
     json want = fltest::test_gpu_profile();
     want["batch_fixed_ns"] = 123;
+    for (const char* key :
+         {"populate_ns", "prefetch_call_ns", "prefetch_populate_ns", "prefetch_copy_extra_ns"})
+      want[key] = 0;
     CHECK(c.resolved["gpu"] == want);
   }
   SECTION("a nested link override") {
@@ -286,6 +294,18 @@ TEST_CASE("config: run config errors", "[config]") {
     CHECK_THAT(config_error(config_with({{"policy", {{"name", "nope"}}}})),
                Contains("$.policy.name") && Contains("unknown policy \"nope\"") &&
                    Contains("ondemand"));
+  }
+  SECTION("an unknown capacity mode") {
+    CHECK_THAT(config_error(config_with(
+                   {{"capacity", {{"fraction_of_footprint", 0.5}, {"mode", "sometimes"}}}})),
+               Contains("$.capacity.mode") && Contains("\"driver\"") && Contains("\"budget\""));
+  }
+  SECTION("a negative prefetch cost") {
+    json gpu = fltest::test_gpu_profile();
+    gpu["prefetch_call_ns"] = -1;
+    fltest::write_json(dir.path() / "gpus" / "badgpu.json", gpu);
+    CHECK_THAT(config_error(config_with({{"gpu", "badgpu"}})),
+               Contains("prefetch_call_ns") && Contains("must be >= 0"));
   }
   SECTION("policy params that are not an object") {
     CHECK_THAT(config_error(config_with({{"policy", {{"params", 5}}}})),

@@ -1,0 +1,204 @@
+"""The fidelity report: the simulator against the GPU on the same experiments.
+
+    python3 experiments/live/fidelity.py LIVE_DIR OUT_DIR [--gpu PROFILE] [--faultline BIN]
+
+LIVE_DIR holds what experiments/live/replay_all.sh wrote on the GPU machine: one
+TRACE-POLICY-BUDGET.json per live replay, and TRACE-POLICY-BUDGET.err where the replay could not
+run. For every live result this runs `faultline sim` with the same trace, policy and budget, the
+GPU profile PROFILE (default h200, the calibrated one) and capacity mode "budget" (the live
+replay's budget semantics), and writes into OUT_DIR:
+  fidelity.csv / fidelity.md  one row per run: time, faults and bytes each way, live and simulated
+  summary.json                median and max relative time error, ranking agreement per
+                              (trace, budget), the sim configs' common part, the git revision
+  fidelity.png                simulated against live time, and the error of every run
+"""
+import argparse
+import concurrent.futures
+import csv
+import glob
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+POLICIES = ["ondemand", "deepum", "pump", "oracle"]
+
+
+def sim_config(gpu, policy, fraction):
+    return {"description": "fidelity: the live replay's experiment in the simulator",
+            "gpu": gpu,
+            "capacity": {"fraction_of_footprint": fraction, "mode": "budget"},
+            "policy": {"name": policy, "params": {}},
+            "per_kernel": False}
+
+
+def simulate(faultline, gpu, trace, policy, fraction):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(sim_config(gpu, policy, fraction), f)
+    try:
+        out = subprocess.run([faultline, "sim", "--config", f.name, "--trace", trace,
+                              "--no-progress"], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1]}
+    return json.loads(out.stdout)
+
+
+def read_live(live_dir):
+    runs = []
+    for path in sorted(glob.glob(os.path.join(live_dir, "*.json"))):
+        doc = json.load(open(path))
+        runs.append({"trace_path": doc["trace"]["path"],
+                     "trace": os.path.basename(doc["trace"]["path"]).split(".")[0],
+                     "policy": doc["config"]["policy"]["name"],
+                     "budget": doc["config"]["budget"]["fraction_of_footprint"],
+                     "live": doc["results"], "device": doc["config"]["device"],
+                     "revision": doc["faultline"]["git_revision"]})
+    refused = []
+    for path in sorted(glob.glob(os.path.join(live_dir, "*.err"))):
+        name = os.path.basename(path)[:-4]
+        trace, rest = name.rsplit("-", 2)[0], name.rsplit("-", 2)[1:]
+        reason = open(path).read().strip().splitlines()
+        refused.append({"trace": trace, "policy": rest[0], "budget": float(rest[1]),
+                        "reason": reason[-1] if reason else "failed"})
+    return runs, refused
+
+
+def row_of(run, sim):
+    live = run["live"]
+    res = sim["results"]
+    return {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
+            "live_s": live["total_time_ns"] / 1e9, "sim_s": res["total_time_ns"] / 1e9,
+            "time_error": res["total_time_ns"] / live["total_time_ns"] - 1,
+            "live_htod_gb": live["bytes_host_to_gpu"] / 1e9,
+            "sim_htod_gb": res["bytes_host_to_gpu"] / 1e9,
+            "live_dtoh_gb": live["bytes_gpu_to_host"] / 1e9,
+            "sim_dtoh_gb": res["bytes_gpu_to_host"] / 1e9,
+            "live_fault_records": live["faults"], "sim_faults": res["faults"],
+            "sim_fault_batches": res.get("fault_batches", "")}
+
+
+def rankings(rows):
+    """Per (trace, budget) with at least two policies: the order by live and by simulated time."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["trace"], r["budget"]), []).append(r)
+    out = []
+    for (trace, budget), g in sorted(groups.items()):
+        if len(g) < 2:
+            continue
+        live = [r["policy"] for r in sorted(g, key=lambda r: r["live_s"])]
+        sim = [r["policy"] for r in sorted(g, key=lambda r: r["sim_s"])]
+        out.append({"trace": trace, "budget": budget, "live": live, "sim": sim,
+                    "same": live == sim})
+    return out
+
+
+def write_tables(rows, refused, ranks, out_dir):
+    keys = list(rows[0].keys())
+    with open(os.path.join(out_dir, "fidelity.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, keys)
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["| trace | policy | budget | time GPU | time sim | error | HtoD GPU / sim (GB) "
+             "| DtoH GPU / sim (GB) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['trace']} | {r['policy']} | {r['budget']:.0%} | {r['live_s']:.3f} s "
+                     f"| {r['sim_s']:.3f} s | {r['time_error']:+.0%} "
+                     f"| {r['live_htod_gb']:.1f} / {r['sim_htod_gb']:.1f} "
+                     f"| {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
+    lines += ["", "Policy ranking, fastest first (live | simulated):", "",
+              "| trace | budget | GPU | simulator | same |", "|---|---|---|---|---|"]
+    for k in ranks:
+        lines.append(f"| {k['trace']} | {k['budget']:.0%} | {', '.join(k['live'])} "
+                     f"| {', '.join(k['sim'])} | {'yes' if k['same'] else 'no'} |")
+    if refused:
+        lines += ["", "Not runnable live (the budget cannot hold one kernel's data):", ""]
+        for r in refused:
+            lines.append(f"- {r['trace']} {r['policy']} {r['budget']:.0%}: {r['reason']}")
+    open(os.path.join(out_dir, "fidelity.md"), "w").write("\n".join(lines) + "\n")
+
+
+def plot(rows, out_path):
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8))
+    markers = {"ondemand": "o", "deepum": "s", "pump": "^", "oracle": "D"}
+    for p in POLICIES:
+        pts = [r for r in rows if r["policy"] == p]
+        a.scatter([r["live_s"] for r in pts], [r["sim_s"] for r in pts], marker=markers[p],
+                  label=p, alpha=0.8)
+    lo = min(min(r["live_s"], r["sim_s"]) for r in rows) * 0.8
+    hi = max(max(r["live_s"], r["sim_s"]) for r in rows) * 1.2
+    a.plot([lo, hi], [lo, hi], "k--", linewidth=0.8, label="simulated = GPU")
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xlabel("time on the GPU (s)")
+    a.set_ylabel("simulated time (s)")
+    a.legend()
+    a.set_title("simulator against GPU, every run")
+    traces = sorted({r["trace"] for r in rows})
+    for i, t in enumerate(traces):
+        for j, p in enumerate(POLICIES):
+            pts = [r for r in rows if r["trace"] == t and r["policy"] == p]
+            b.scatter([i + (j - 1.5) * 0.15] * len(pts), [100 * r["time_error"] for r in pts],
+                      marker=markers[p], color=f"C{j}", label=p if i == 0 else None)
+    b.axhline(0, color="k", linewidth=0.8)
+    b.axhspan(-10, 10, color="0.9")
+    b.set_xticks(range(len(traces)))
+    b.set_xticklabels(traces, rotation=20)
+    b.set_ylabel("time error (%), simulated vs GPU")
+    b.set_title("error per run (grey: within 10%)")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("live_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("--gpu", default="h200")
+    ap.add_argument("--faultline", default="build/faultline")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    runs, refused = read_live(args.live_dir)
+    order = {p: i for i, p in enumerate(POLICIES)}
+    runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu, r["trace_path"],
+                                                r["policy"], r["budget"]), runs))
+    rows, failed = [], []
+    for run, sim in zip(runs, sims):
+        if "error" in sim:
+            failed.append({"trace": run["trace"], "policy": run["policy"],
+                           "budget": run["budget"], "error": sim["error"]})
+        else:
+            rows.append(row_of(run, sim))
+    ranks = rankings(rows)
+    errors = [abs(r["time_error"]) for r in rows]
+    summary = {"runs": len(rows), "gpu_profile": args.gpu,
+               "device": sorted({r["device"] for r in runs}),
+               "live_revisions": sorted({r["revision"] for r in runs}),
+               "sim_config": sim_config(args.gpu, "POLICY", "BUDGET"),
+               "sim_revision": sims[0]["faultline"]["git_revision"] if rows else None,
+               "median_abs_time_error": statistics.median(errors),
+               "max_abs_time_error": max(errors),
+               "runs_within_10_percent": sum(e <= 0.10 for e in errors),
+               "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),
+               "simulator_failed": failed, "not_runnable_live": refused}
+    write_tables(rows, refused, ranks, args.out_dir)
+    plot(rows, os.path.join(args.out_dir, "fidelity.png"))
+    json.dump(summary, open(os.path.join(args.out_dir, "summary.json"), "w"), indent=2)
+    print(f"{len(rows)} runs: median |time error| {summary['median_abs_time_error']:.1%}, "
+          f"max {summary['max_abs_time_error']:.1%}; same ranking in "
+          f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups")
+
+
+if __name__ == "__main__":
+    main()
