@@ -39,6 +39,7 @@ struct GpuProfile {
   Time eviction_ns = 0;           // fixed driver cost per evicted 2 MB chunk (copy extra)
   Time host_fault_ns = 0;         // CPU fault on a GPU-resident page, per 64 KB serviced
   Time populate_ns = 0;           // first touch on the GPU: zero-fill and map, per 64 KB
+  Time fault_migrate_ns = 0;      // per 64 KB a fault brings from the host, besides the copy
   // cudaMemPrefetchAsync to the GPU, one call per 2 MB block as the live replay issues them
   // (charged in capacity mode "budget"): the call itself, even when all is resident; each 64 KB
   // it populates; and the extra of a call that copies, beyond the link's time.

@@ -1,0 +1,116 @@
+// `faultline calibrate` without a GPU: the benchmarks' bookkeeping against the fake device, the
+// fit (it must recover a profile whose simulated benchmarks it is given), and bad measurements.
+#include "fake_device.h"
+#include "sim/core/error.h"
+#include "sim/live/calibrate.h"
+
+#include <catch2/catch.hpp>
+
+namespace live = faultline::live;
+using nlohmann::json;
+
+namespace {
+
+// A quick grid's measurements with plausible H200-like numbers.
+json measurements() {
+  json faults = json::array();
+  for (const char* kind : {"populate", "migrate"})
+    for (int blocks : {1, 8})
+      for (int k : {1, 32}) {
+        const bool migrate = std::string(kind) == "migrate";
+        faults.push_back({{"kind", kind},
+                          {"blocks", blocks},
+                          {"pages_per_block", k},
+                          {"ns", 40000 + blocks * (10000 + k * (migrate ? 9000 : 4000))}});
+      }
+  return {{"device", "made-up GPU"},
+          {"repeats", 1},
+          {"faultline", {{"git_revision", "test"}}},
+          {"kernel_overhead_ns", 10000},
+          {"prefetch_call_ns", 3000},
+          {"host_to_gpu", {{65536, 40000}, {2097152, 90000}, {8388608, 190000}}},
+          {"gpu_to_host", {{65536, 30000}, {2097152, 160000}, {8388608, 560000}}},
+          {"eviction", {{"chunks", 4}, {"ns", 800000}}},
+          {"prefetch_blocks",
+           {{"blocks", 4}, {"resident_ns", 16000}, {"populate_ns", 100000}, {"migrate_ns", 500000}}},
+          {"host_fault", {{"bytes", 4194304}, {"ns", 1500000}}},
+          {"faults", faults},
+          {"peer", nullptr}};
+}
+
+live::CalibrationJob job() {
+  live::CalibrationJob j;
+  j.name = "testgpu";
+  j.base = "h200";
+  j.quick = true;
+  return j;
+}
+
+} // namespace
+
+TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without room",
+          "[calibrate]") {
+  fltest::FakeDevice device;
+  live::CalibrationJob j = job();
+  j.margin = 0;
+  const json m = live::measure(device, j);
+  CHECK(m["faults"].size() == 8); // populate and migrate x 2 block counts x 2 densities
+  CHECK(m["host_to_gpu"].size() == 3);
+  CHECK(m["gpu_to_host"].size() == 3);
+  CHECK(m["peer"].is_null()); // the fake has no second GPU
+  for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "eviction", "prefetch_blocks",
+                          "host_fault"})
+    CHECK(m.contains(key));
+  CHECK(device.kernel_pages.size() > 8);
+  // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.
+  bool dense = false;
+  for (const auto& pages : device.kernel_pages) dense |= pages.size() == 4 * 32;
+  CHECK(dense);
+
+  fltest::FakeDevice small;
+  small.free = 4ull << 20;
+  CHECK_THROWS_WITH(live::measure(small, job()),
+                    Catch::Contains("refusing to run") && Catch::Contains("--margin"));
+  CHECK(small.kernel_pages.empty());
+}
+
+TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmarks",
+          "[calibrate]") {
+  const live::FittedProfile first = live::fit(measurements(), job());
+  CHECK(first.gpu["name"] == "testgpu");
+  CHECK(first.gpu["host_link"] == "testgpu-host");
+  CHECK(first.peer_link.is_null());
+  // prefetch costs come straight from their benchmark: 16 us / 4 calls
+  CHECK(first.gpu["prefetch_call_ns"] == 4000);
+  CHECK(first.gpu["prefetch_populate_ns"] == (100000 / 4 - 4000) / 32);
+  // Measurements that the first fit reproduces exactly are fitted again within 2%.
+  json again = measurements();
+  const json& rows = first.report["faults"];
+  for (size_t i = 0; i < rows.size(); ++i) again["faults"][i]["ns"] = rows[i]["simulated_ns"];
+  const live::FittedProfile second = live::fit(again, job());
+  CHECK(second.report["median_abs_error"].get<double>() <= 0.02);
+  // Deterministic: the same measurements give the same profile.
+  CHECK(live::fit(again, job()).gpu == second.gpu);
+}
+
+TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
+  json m = measurements();
+  m.erase("faults");
+  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$: missing \"faults\""));
+  m = measurements();
+  m["host_to_gpu"][1][0] = 100;
+  CHECK_THROWS_WITH(live::fit(m, job()),
+                    Catch::Contains("$.host_to_gpu[1]") && Catch::Contains("ascending"));
+  m = measurements();
+  m["faults"][2]["kind"] = "teleport";
+  CHECK_THROWS_WITH(live::fit(m, job()),
+                    Catch::Contains("$.faults[2].kind") && Catch::Contains("\"populate\""));
+  m = measurements();
+  m["eviction"]["ns"] = "fast";
+  CHECK_THROWS_WITH(live::fit(m, job()),
+                    Catch::Contains("$.eviction.ns") && Catch::Contains("nanoseconds"));
+  m = measurements();
+  m["faults"][0]["pages_per_block"] = 3;
+  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$.faults[0]") &&
+                                             Catch::Contains("divide 32"));
+}
