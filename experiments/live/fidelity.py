@@ -47,7 +47,8 @@ def simulate(faultline, gpu, trace, policy, fraction):
     finally:
         os.unlink(f.name)
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1]}
+        lines = out.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {out.returncode}"}
     return json.loads(out.stdout)
 
 
@@ -55,6 +56,9 @@ def read_live(live_dir):
     runs = []
     for path in sorted(glob.glob(os.path.join(live_dir, "*.json"))):
         doc = json.load(open(path))
+        if doc["config"]["budget"]["fraction_of_footprint"] is None:
+            print(f"{path}: skipped, its budget is in bytes, not a fraction of the footprint")
+            continue
         runs.append({"trace_path": doc["trace"]["path"],
                      "trace": os.path.basename(doc["trace"]["path"]).split(".")[0],
                      "policy": doc["config"]["policy"]["name"],
@@ -120,7 +124,7 @@ def write_tables(rows, refused, ranks, out_dir):
         lines.append(f"| {k['trace']} | {k['budget']:.0%} | {', '.join(k['live'])} "
                      f"| {', '.join(k['sim'])} | {'yes' if k['same'] else 'no'} |")
     if refused:
-        lines += ["", "Not runnable live (the budget cannot hold one kernel's data):", ""]
+        lines += ["", "Not run live (the replay's message):", ""]
         for r in refused:
             lines.append(f"- {r['trace']} {r['policy']} {r['budget']:.0%}: {r['reason']}")
     open(os.path.join(out_dir, "fidelity.md"), "w").write("\n".join(lines) + "\n")
@@ -180,13 +184,16 @@ def main():
                            "budget": run["budget"], "error": sim["error"]})
         else:
             rows.append(row_of(run, sim))
+    if not rows:
+        raise SystemExit("fidelity: no live run could be simulated: " + json.dumps(failed))
     ranks = rankings(rows)
     errors = [abs(r["time_error"]) for r in rows]
+    revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": args.gpu,
                "device": sorted({r["device"] for r in runs}),
                "live_revisions": sorted({r["revision"] for r in runs}),
                "sim_config": sim_config(args.gpu, "POLICY", "BUDGET"),
-               "sim_revision": sims[0]["faultline"]["git_revision"] if rows else None,
+               "sim_revision": revision,
                "median_abs_time_error": statistics.median(errors),
                "max_abs_time_error": max(errors),
                "runs_within_10_percent": sum(e <= 0.10 for e in errors),

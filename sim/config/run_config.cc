@@ -233,8 +233,8 @@ GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std
   g.prefetch_copy_extra_ns = r.get<int64_t>("prefetch_copy_extra_ns", 0);
   for (const char* key :
        {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns", "page_table_update_ns", "eviction_ns",
-        "host_fault_ns", "populate_ns", "fault_migrate_ns", "prefetch_call_ns", "prefetch_populate_ns",
-        "prefetch_copy_extra_ns"}) {
+        "host_fault_ns", "populate_ns", "fault_migrate_ns", "prefetch_call_ns",
+        "prefetch_populate_ns", "prefetch_copy_extra_ns"}) {
     if (p.doc.value(key, int64_t{0}) < 0) r.fail(key, "must be >= 0");
   }
   if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");
@@ -258,6 +258,10 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   if (c.gpus != 1) r.fail("gpus", "this build simulates one GPU; multi-GPU runs come later");
   read_capacity(r.child("capacity"), c);
   c.driver = read_driver(r.optional_child("driver"));
+  if (c.capacity_mode == RunConfig::CapacityMode::kBudget &&
+      c.driver.eviction != EvictionOrder::kFifo)
+    r.fail("driver", "capacity mode \"budget\" evicts in first-residency order, as the live "
+                     "replay does: set \"eviction\": \"fifo\"");
   read_policy(r.child("policy"), c);
   c.per_kernel = r.get<bool>("per_kernel", false);
   c.progress_every = r.get<uint32_t>("progress_every", 0);

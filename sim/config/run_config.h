@@ -32,14 +32,14 @@ struct GpuProfile {
   std::string host_link;
   std::string peer_link;
   // Replayable-fault servicing costs, see huvm-uvm-driver.md Part C and h200-probe.md.
-  Time batch_fixed_ns = 0;        // fetch, sort, replay: paid once per batch
-  Time per_vablock_ns = 0;        // lock, residency decision, DMA map per VA block
-  Time per_fault_ns = 0;          // per fault entry fetched (duplicates included)
-  Time page_table_update_ns = 0;  // PTE writes and TLB invalidate, per VA block serviced
-  Time eviction_ns = 0;           // fixed driver cost per evicted 2 MB chunk (copy extra)
-  Time host_fault_ns = 0;         // CPU fault on a GPU-resident page, per 64 KB serviced
-  Time populate_ns = 0;           // first touch on the GPU: zero-fill and map, per 64 KB
-  Time fault_migrate_ns = 0;      // per 64 KB a fault brings from the host, besides the copy
+  Time batch_fixed_ns = 0;       // fetch, sort, replay: paid once per batch
+  Time per_vablock_ns = 0;       // lock, residency decision, DMA map per VA block
+  Time per_fault_ns = 0;         // per fault entry fetched (duplicates included)
+  Time page_table_update_ns = 0; // PTE writes and TLB invalidate, per VA block serviced
+  Time eviction_ns = 0;          // fixed driver cost per evicted 2 MB chunk (copy extra)
+  Time host_fault_ns = 0;        // CPU fault on a GPU-resident page, per 64 KB serviced
+  Time populate_ns = 0;          // first touch on the GPU: zero-fill and map, per 64 KB
+  Time fault_migrate_ns = 0;     // per 64 KB a fault brings from the host, besides the copy
   // cudaMemPrefetchAsync to the GPU, one call per 2 MB block as the live replay issues them
   // (charged in capacity mode "budget"): the call itself, even when all is resident; each 64 KB
   // it populates; and the extra of a call that copies, beyond the link's time.

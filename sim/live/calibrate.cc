@@ -201,8 +201,8 @@ private:
     std::vector<Touch> touches;
     for (uint64_t b = 0; b < blocks; ++b)
       for (uint64_t j = 0; j < k; ++j)
-        touches.push_back({0, static_cast<uint32_t>(b * kBigPagesPerBlock +
-                                                    j * (kBigPagesPerBlock / k))});
+        touches.push_back(
+            {0, static_cast<uint32_t>(b * kBigPagesPerBlock + j * (kBigPagesPerBlock / k))});
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
     return repeated([&] {
       void* p = alloc(blocks * kBlockSize);
@@ -214,7 +214,10 @@ private:
   }
 
   json peer(const std::vector<uint64_t>& sizes) {
-    if (!d_.peer_copy(sizes.front(), true)) return nullptr; // also the warm-up
+    if (!d_.peer_copy(sizes.front(), true)) { // also the warm-up
+      if (*d_.error()) fail("copying between GPUs");
+      return nullptr; // one GPU
+    }
     json out = {{"forward", json::array()}, {"reverse", json::array()}};
     for (uint64_t size : sizes) {
       for (bool forward : {true, false}) {

@@ -94,7 +94,8 @@ void write_bench_trace(const FaultBench& b) {
   constexpr Addr kBase = Addr{1} << 32;
   trace::TraceWriter w(b.trace, {{"source", "faultline calibrate"}, {"command", "calibrate"}});
   w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, b.blocks * kBlockSize, 0, 0});
-  if (b.migrate) w.write(trace::HostAccessRecord{1, kBase, b.blocks * kBlockSize, AccessType::kWrite});
+  if (b.migrate)
+    w.write(trace::HostAccessRecord{1, kBase, b.blocks * kBlockSize, AccessType::kWrite});
   trace::KernelRecord k;
   k.name = "touch";
   k.start = 2;
@@ -113,12 +114,13 @@ void write_bench_trace(const FaultBench& b) {
 // calibration), never from the base profile, so a refit reproduces the committed profile.
 struct Param {
   const char* name;
-  double start, upper;
+  double start, lower, upper;
 };
-constexpr Param kParams[] = {{"batch_fixed_ns", 3000, 1e6},   {"per_fault_ns", 300, 1e6},
-                             {"per_vablock_ns", 6200, 1e6},   {"page_table_update_ns", 2000, 1e6},
-                             {"populate_ns", 1000, 1e6},      {"fault_migrate_ns", 1000, 1e6},
-                             {"copy_overhead_ns", 1000, 1e6}, {"fault_parallelism", 256, 8192}};
+constexpr Param kParams[] = {
+    {"batch_fixed_ns", 3000, 0, 1e6},   {"per_fault_ns", 300, 0, 1e6},
+    {"per_vablock_ns", 6200, 0, 1e6},   {"page_table_update_ns", 2000, 0, 1e6},
+    {"populate_ns", 1000, 0, 1e6},      {"fault_migrate_ns", 1000, 0, 1e6},
+    {"copy_overhead_ns", 1000, 0, 1e6}, {"fault_parallelism", 256, 1, 8192}};
 constexpr size_t kParamCount = sizeof(kParams) / sizeof(kParams[0]);
 
 std::vector<double> start_params() {
@@ -147,10 +149,11 @@ public:
 
   std::vector<double> run(std::vector<double> x) {
     nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
-    std::vector<double> upper;
-    for (const Param& p : kParams) upper.push_back(p.upper);
-    opt.set_lower_bounds(0.0);
+    std::vector<double> lower, upper;
+    for (const Param& p : kParams) lower.push_back(p.lower), upper.push_back(p.upper);
+    opt.set_lower_bounds(lower);
     opt.set_upper_bounds(upper);
+    error(x); // a model error surfaces here with its message, not as NLopt's bare failure
     opt.set_min_objective(&FaultFit::objective, this);
     opt.set_xtol_abs(10.0); // nanoseconds
     opt.set_maxeval(1500);
@@ -249,7 +252,8 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
   std::vector<double> errors;
   for (const FaultBench& b : fit.benches()) {
     const Time sim = fit.simulate(b, x);
-    const double e = static_cast<double>(sim) / static_cast<double>(std::max<Time>(1, b.measured)) - 1;
+    const double e =
+        static_cast<double>(sim) / static_cast<double>(std::max<Time>(1, b.measured)) - 1;
     errors.push_back(std::abs(e));
     rows.push_back({{"kind", b.migrate ? "migrate" : "populate"},
                     {"blocks", b.blocks},
@@ -292,8 +296,8 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   config.gpu.prefetch_call_ns = call;
   config.gpu.prefetch_populate_ns = std::max<Time>(
       0, (m.ns(pb, "populate_ns", "$.prefetch_blocks") / blocks - call) / kBigPagesPerBlock);
-  config.gpu.prefetch_copy_extra_ns = std::max<Time>(
-      0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_copy);
+  config.gpu.prefetch_copy_extra_ns =
+      std::max<Time>(0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_copy);
   const json& hf = m.at("host_fault");
   const Time hf_bytes = std::max<Time>(kBlockSize, m.ns(hf, "bytes", "$.host_fault"));
   const Time copies = hf_bytes / kBlockSize * chunk_copy;
@@ -316,34 +320,35 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   for (size_t i = 0; i < kParamCount; ++i)
     if (std::string(kParams[i].name) != "copy_overhead_ns")
       out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
-  out.gpu["sources"] = json::array({
-      "fitted by faultline calibrate (revision " + std::string(git_revision()) + ") from measurements on " +
-          device + " (revision " + revision + "); see configs/calibration/" + job.name + ".json",
-      "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit of the "
-      "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
-      "kernel: 16 threads per 64 KB page); median |error| " +
-          out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
-      "eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the link's 2 MB "
-      "copy; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
-      "prefetch_*: 2 MB cudaMemPrefetchAsync calls, one per block: of resident blocks (the "
-      "call), of unpopulated ones (less the call, per 64 KB), of host ones (less the call and "
-      "the link's 2 MB copy)",
-      "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});
-  out.host_link = {{"name", job.name + "-host"},
-                   {"sources",
-                    json::array({"fitted by faultline calibrate on " + device +
-                                 ": bandwidth = the largest cudaMemPrefetchAsync of host-populated "
-                                 "memory each way, less the call's own cost (a prefetch of "
-                                 "resident pages); overhead_ns fitted to the fault benchmarks"})},
-                   {"kind", "pcie"},
-                   {"forward", curve_json(config.host_link.forward)},
-                   {"reverse", curve_json(config.host_link.reverse)}};
+  out.gpu["sources"] = json::array(
+      {"fitted by faultline calibrate from measurements on " + device + " (revision " + revision +
+           "); see configs/calibration/" + job.name + ".json",
+       "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit of the "
+       "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
+       "kernel: 16 threads per 64 KB page); median |error| " +
+           out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
+       "eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the link's 2 MB "
+       "copy; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
+       "prefetch_*: 2 MB cudaMemPrefetchAsync calls, one per block: of resident blocks (the "
+       "call), of unpopulated ones (less the call, per 64 KB), of host ones (less the call and "
+       "the link's 2 MB copy)",
+       "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});
+  out.host_link = {
+      {"name", job.name + "-host"},
+      {"sources", json::array({"fitted by faultline calibrate on " + device +
+                               ": bandwidth = the largest cudaMemPrefetchAsync of host-populated "
+                               "memory each way, less the call's own cost (a prefetch of "
+                               "resident pages); overhead_ns fitted to the fault benchmarks"})},
+      {"kind", "pcie"},
+      {"forward", curve_json(config.host_link.forward)},
+      {"reverse", curve_json(config.host_link.reverse)}};
   out.peer_link = nullptr;
   if (measurements.contains("peer") && !measurements["peer"].is_null()) {
     const json& peer = measurements["peer"];
     out.peer_link = {{"name", job.name + "-peer"},
                      {"sources", json::array({"fitted by faultline calibrate from cudaMemcpyPeer "
-                                              "between device buffers on " + device})},
+                                              "between device buffers on " +
+                                              device})},
                      {"kind", "nvlink"},
                      {"forward", curve_json(link_curve(m.series(peer, "forward", "$.peer"), 0))},
                      {"reverse", curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0))}};

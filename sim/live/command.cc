@@ -4,6 +4,7 @@
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
 #include "sim/live/replay.h"
+#include "sim/run/results.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -108,19 +109,19 @@ const char* kCalibrateUsage =
     "touch and host-to-GPU faults, prefetch bandwidth each way against size, eviction, CPU\n"
     "faults, peer copies where there is a second GPU), fits a GPU profile to them and writes\n"
     "DIR/calibration/NAME.json (measurements, command, fit report), DIR/gpus/NAME.json and\n"
-    "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. Values not\n"
-    "measured (memory size, fault parallelism) come from --base (default h200). --refit fits\n"
-    "committed measurements again without a GPU.\n";
+    "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. The memory size\n"
+    "(and the peer link without a second GPU) come from --base (default h200). --refit fits\n"
+    "committed measurements again without a GPU, with their name and base unless given.\n";
 
 struct CalibrateArgs {
   CalibrationJob job;
   std::string refit, out_dir = "configs";
   int device = 0;
+  bool named = false, based = false;
 };
 
 CalibrateArgs parse_calibrate(int argc, char** argv) {
   CalibrateArgs c;
-  bool named = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -128,9 +129,9 @@ CalibrateArgs parse_calibrate(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--name")
-      c.job.name = value(), named = true;
+      c.job.name = value(), c.named = true;
     else if (a == "--base")
-      c.job.base = value();
+      c.job.base = value(), c.based = true;
     else if (a == "--repeats")
       c.job.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, parse_number(value(), a)));
     else if (a == "--margin")
@@ -146,7 +147,7 @@ CalibrateArgs parse_calibrate(int argc, char** argv) {
     else
       throw UsageError("calibrate: unknown option " + a);
   }
-  if (!named && c.refit.empty()) throw UsageError("calibrate: --name is required");
+  if (!c.named && c.refit.empty()) throw UsageError("calibrate: --name is required");
   return c;
 }
 
@@ -163,14 +164,18 @@ std::string command_line(int argc, char** argv) {
   return out;
 }
 
-nlohmann::json load_measurements(const std::string& path, CalibrationJob& job) {
+// A calibration document written earlier; its name and base stand unless given again.
+nlohmann::json load_calibration(const std::string& path, CalibrateArgs& c) {
   std::ifstream in(path);
   if (!in) throw Error(path + ": no such calibration file");
   nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("measurements"))
-    throw Error(path + ": expected a calibration document with \"measurements\"");
-  if (job.name == "gpu") job.name = doc.value("name", job.name);
-  return doc["measurements"];
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("measurements") ||
+      !doc.contains("measured_by"))
+    throw Error(path + ": expected a calibration document with \"measurements\" and "
+                       "\"measured_by\" (written by faultline calibrate)");
+  if (!c.named) c.job.name = doc.value("name", c.job.name);
+  if (!c.based) c.job.base = doc.value("base", c.job.base);
+  return doc;
 }
 
 } // namespace
@@ -183,28 +188,26 @@ int calibrate_command(int argc, char** argv) {
   if (c.refit.empty()) {
     auto device = open_device(c.device);
     doc["measurements"] = measure(*device, c.job);
-    doc["command"] = command_line(argc, argv);
+    doc["measured_by"] = command_line(argc, argv);
   } else {
-    doc["measurements"] = load_measurements(c.refit, c.job);
-    std::ifstream in(c.refit);
-    const nlohmann::json old = nlohmann::json::parse(in);
-    doc["command"] = old.value("measured_by", old.value("command", "unknown"));
+    const nlohmann::json old = load_calibration(c.refit, c);
+    doc["measurements"] = old["measurements"];
+    doc["measured_by"] = old["measured_by"];
     doc["refit_by"] = command_line(argc, argv);
   }
-  doc["measured_by"] = doc["command"];
-  doc.erase("command");
   doc["name"] = c.job.name;
   doc["base"] = c.job.base;
   const FittedProfile fitted = fit(doc["measurements"], c.job);
   doc["fit"] = fitted.report;
+  doc["fit_revision"] = git_revision();
   const fs::path dir = c.out_dir;
   write_json(dir / "calibration" / (c.job.name + ".json"), doc);
   write_json(dir / "gpus" / (c.job.name + ".json"), fitted.gpu);
   write_json(dir / "links" / (c.job.name + "-host.json"), fitted.host_link);
   if (!fitted.peer_link.is_null())
     write_json(dir / "links" / (c.job.name + "-peer.json"), fitted.peer_link);
-  std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"]
-            << ", max " << fitted.report["max_abs_error"] << "\n";
+  std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"] << ", max "
+            << fitted.report["max_abs_error"] << "\n";
   return 0;
 }
 

@@ -145,8 +145,7 @@ public:
     clock_.resume();
     actions_.clear();
     decide([&] {
-      policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path},
-                        actions_);
+      policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path}, actions_);
     });
     execute();
     for (const Step& step : plan_.steps) {
@@ -201,10 +200,10 @@ private:
     actions_.clear();
     decide([&] {
       policy_->on_alloc({now(),
-                       a.id,
-                       a.kind != trace::MemoryKind::kDevice,
-                       a.kind == trace::MemoryKind::kAllocatorBlock,
-                       a.segment,
+                         a.id,
+                         a.kind != trace::MemoryKind::kDevice,
+                         a.kind == trace::MemoryKind::kAllocatorBlock,
+                         a.segment,
                          {a.address, a.size}},
                         actions_);
     });
@@ -224,9 +223,9 @@ private:
     actions_.clear();
     decide([&] {
       policy_->on_free({now(),
-                      id,
-                      a.kind != trace::MemoryKind::kDevice,
-                      a.kind == trace::MemoryKind::kAllocatorBlock,
+                        id,
+                        a.kind != trace::MemoryKind::kDevice,
+                        a.kind == trace::MemoryKind::kAllocatorBlock,
                         {a.address, a.size}},
                        actions_);
     });
@@ -239,6 +238,7 @@ private:
     if (it == live_.end()) return;
     forget(residency_, it->second.live, size);
     by_live_.erase(reinterpret_cast<uint64_t>(it->second.live));
+    device_.synchronize(); // migrations still running are the replay's time, as cudaFree waits
     clock_.pause();
     device_.free_managed(it->second.live);
     clock_.resume();
@@ -427,7 +427,7 @@ private:
   Residency residency_;
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
-  std::map<Addr, LiveAlloc> live_;                          // trace address -> live
+  std::map<Addr, LiveAlloc> live_; // trace address -> live
   struct LiveRange {
     Bytes size;
     Addr trace; // where the trace has it

@@ -11,7 +11,8 @@ PageMask VaBlock::unpopulated() const {
 }
 
 MemoryModel::MemoryModel(unsigned gpus, uint64_t capacity_chunks)
-    : gpus_(gpus), capacity_chunks_(capacity_chunks), chunks_used_(gpus, 0), device_chunks_(gpus, 0) {
+    : gpus_(gpus), capacity_chunks_(capacity_chunks), chunks_used_(gpus, 0),
+      device_chunks_(gpus, 0) {
   if (gpus == 0 || gpus > kMaxGpus) {
     throw SimulationError("the memory model holds 1 to " + std::to_string(kMaxGpus) + " GPUs");
   }

@@ -168,7 +168,10 @@ void Simulator::launch(trace::KernelRecord& k, Time now) {
   actions_.clear();
   policy_->on_kernel_launch(event, actions_);
   execute(actions_, now);
-  if (budget_mode()) now = migrations_done_ = make_room_for(k, std::max(now, migrations_done_));
+  if (budget_mode()) {
+    migrations_done_ = make_room_for(k, std::max(now, migrations_done_));
+    now = migrations_done_;
+  }
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now,
                 [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
@@ -177,19 +180,20 @@ void Simulator::launch(trace::KernelRecord& k, Time now) {
 // Budget mode: the kernel's chunks must all fit; the oldest others leave first, as the live
 // replay's budget evicts them.
 Time Simulator::make_room_for(const trace::KernelRecord& k, Time now) {
-  std::vector<uint64_t> blocks;
-  for (const trace::Access& a : k.accesses) blocks.push_back(a.big_page / kBigPagesPerBlock);
+  std::vector<uint64_t> blocks; // managed ones: device memory holds its chunks already
+  for (const trace::Access& a : k.accesses) {
+    const uint64_t index = a.big_page / kBigPagesPerBlock;
+    if (blocks.empty() || blocks.back() != index) blocks.push_back(index);
+  }
   std::sort(blocks.begin(), blocks.end());
   blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  std::erase_if(blocks, [&](uint64_t index) { return memory_.find(index) == nullptr; });
   uint64_t needed = 0;
-  for (uint64_t index : blocks) {
-    const VaBlock* block = memory_.find(index);
-    if (block && !block->chunk[0]) ++needed;
-  }
+  for (uint64_t index : blocks) needed += memory_.find(index)->chunk[0] ? 0 : 1;
   const uint64_t room = memory_.capacity_chunks() - memory_.device_chunks(0);
   if (blocks.size() > room) {
-    throw SimulationError("kernel #" + std::to_string(kernel_index_) + " (" + k.name +
-                          ") needs " + std::to_string(blocks.size()) +
+    throw SimulationError("kernel #" + std::to_string(kernel_index_) + " (" + k.name + ") needs " +
+                          std::to_string(blocks.size()) +
                           " chunks of 2 MB at once, more than the budget leaves (" +
                           std::to_string(room) + " chunks)");
   }

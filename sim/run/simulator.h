@@ -80,7 +80,7 @@ private:
   bool have_pending_ = false;
   bool started_ = false;
   bool finished_ = false;
-  Time delay_ = 0; // simulated minus recorded time, carried from kernel to kernel
+  Time delay_ = 0;           // simulated minus recorded time, carried from kernel to kernel
   Time migrations_done_ = 0; // budget mode: when the migrations issued so far end
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;

@@ -89,7 +89,10 @@ json point_config(const json& base, const json& policy, double fraction, const j
   json c = base;
   c.erase("description");
   c["policy"] = policy;
-  c["capacity"] = {{"fraction_of_footprint", fraction}};
+  const json mode = base.contains("capacity") && base["capacity"].is_object()
+                        ? base["capacity"].value("mode", json("driver"))
+                        : json("driver");
+  c["capacity"] = {{"fraction_of_footprint", fraction}, {"mode", mode}};
   for (const auto& [pointer, value] : varied.items()) c[json::json_pointer(pointer)] = value;
   return c;
 }

@@ -79,9 +79,8 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   const PageMask resident = block->resident[dest];
   PageMask extra;
   if (driver_.prefetch) {
-    extra =
-        density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold)
-            .minus(block->access_remotely);
+    extra = density_prefetch(resident, faults.faulted, block->allocated, driver_.prefetch_threshold)
+                .minus(block->access_remotely);
   }
   const PageMask pages = grown.minus(resident) | extra;
   if (pages.none()) { // already resident: wait for copies in flight, if any

@@ -61,9 +61,7 @@ public:
   }
   void discard(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void advise_remote(void*, uint64_t, bool) override {}
-  void host_write(void* p, uint64_t bytes) override {
-    drop(reinterpret_cast<uint64_t>(p), bytes);
-  }
+  void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void synchronize() override {}
   void quiesce() override { ++quiesced; }
   live::Counters counters() override { return {}; }

@@ -23,19 +23,20 @@ json measurements() {
                           {"pages_per_block", k},
                           {"ns", 40000 + blocks * (10000 + k * (migrate ? 9000 : 4000))}});
       }
-  return {{"device", "made-up GPU"},
-          {"repeats", 1},
-          {"faultline", {{"git_revision", "test"}}},
-          {"kernel_overhead_ns", 10000},
-          {"prefetch_call_ns", 3000},
-          {"host_to_gpu", {{65536, 40000}, {2097152, 90000}, {8388608, 190000}}},
-          {"gpu_to_host", {{65536, 30000}, {2097152, 160000}, {8388608, 560000}}},
-          {"eviction", {{"chunks", 4}, {"ns", 800000}}},
-          {"prefetch_blocks",
-           {{"blocks", 4}, {"resident_ns", 16000}, {"populate_ns", 100000}, {"migrate_ns", 500000}}},
-          {"host_fault", {{"bytes", 4194304}, {"ns", 1500000}}},
-          {"faults", faults},
-          {"peer", nullptr}};
+  return {
+      {"device", "made-up GPU"},
+      {"repeats", 1},
+      {"faultline", {{"git_revision", "test"}}},
+      {"kernel_overhead_ns", 10000},
+      {"prefetch_call_ns", 3000},
+      {"host_to_gpu", {{65536, 40000}, {2097152, 90000}, {8388608, 190000}}},
+      {"gpu_to_host", {{65536, 30000}, {2097152, 160000}, {8388608, 560000}}},
+      {"eviction", {{"chunks", 4}, {"ns", 800000}}},
+      {"prefetch_blocks",
+       {{"blocks", 4}, {"resident_ns", 16000}, {"populate_ns", 100000}, {"migrate_ns", 500000}}},
+      {"host_fault", {{"bytes", 4194304}, {"ns", 1500000}}},
+      {"faults", faults},
+      {"peer", nullptr}};
 }
 
 live::CalibrationJob job() {
@@ -58,8 +59,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(m["host_to_gpu"].size() == 3);
   CHECK(m["gpu_to_host"].size() == 3);
   CHECK(m["peer"].is_null()); // the fake has no second GPU
-  for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "eviction", "prefetch_blocks",
-                          "host_fault"})
+  for (const char* key :
+       {"kernel_overhead_ns", "prefetch_call_ns", "eviction", "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
   CHECK(device.kernel_pages.size() > 8);
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.
@@ -111,6 +112,6 @@ TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
                     Catch::Contains("$.eviction.ns") && Catch::Contains("nanoseconds"));
   m = measurements();
   m["faults"][0]["pages_per_block"] = 3;
-  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$.faults[0]") &&
-                                             Catch::Contains("divide 32"));
+  CHECK_THROWS_WITH(live::fit(m, job()),
+                    Catch::Contains("$.faults[0]") && Catch::Contains("divide 32"));
 }

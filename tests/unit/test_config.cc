@@ -174,9 +174,8 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
 
   // The resolved config holds the whole profiles, the capacity and every default.
   json gpu = fltest::test_gpu_profile(); // the optional costs resolve to 0
-  for (const char* key :
-       {"populate_ns", "fault_migrate_ns", "prefetch_call_ns", "prefetch_populate_ns",
-        "prefetch_copy_extra_ns"})
+  for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
+                          "prefetch_populate_ns", "prefetch_copy_extra_ns"})
     gpu[key] = 0;
   CHECK(c.resolved["gpu"] == gpu);
   CHECK(c.resolved["host_link"] == fltest::test_link_profile());
@@ -232,9 +231,8 @@ TEST_CASE("config: profile overrides", "[config]") {
     CHECK(c.gpu.per_vablock_ns == 2000);
     json want = fltest::test_gpu_profile();
     want["batch_fixed_ns"] = 123;
-    for (const char* key :
-         {"populate_ns", "fault_migrate_ns", "prefetch_call_ns", "prefetch_populate_ns",
-        "prefetch_copy_extra_ns"})
+    for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
+                            "prefetch_populate_ns", "prefetch_copy_extra_ns"})
       want[key] = 0;
     CHECK(c.resolved["gpu"] == want);
   }

@@ -2,8 +2,8 @@
 // the GPU: the budget holds before every kernel, kernels touch exactly the recorded pages at
 // the live addresses, policy actions reach the device at live addresses, and bad input is
 // refused before anything is allocated.
-#include "sim/core/error.h"
 #include "fake_device.h"
+#include "sim/core/error.h"
 #include "sim/live/replay.h"
 #include "sim/live/residency.h"
 #include "sim/synth/synth.h"

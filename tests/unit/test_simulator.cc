@@ -322,7 +322,8 @@ TEST_CASE("advice to access remotely maps pages over the link instead of migrati
   Scratch s;
   const auto trace =
       write_trace(s, 1, {kernel(0, 1000, {{0, 0}, {0, 10}}), kernel(2000, 1000, {{0, 0}})}, true);
-  const Outcome remote = simulate(Scratch::run_config(nlohmann::json::object(), "test-advise-remote"), trace, 4);
+  const Outcome remote =
+      simulate(Scratch::run_config(nlohmann::json::object(), "test-advise-remote"), trace, 4);
   CHECK(remote.stats.pages_h2d == 0);       // nothing migrates
   CHECK(remote.stats.faults == 1);          // the first touch maps the page
   CHECK(remote.stats.remote_accesses == 2); // the other two go over the link
@@ -337,7 +338,8 @@ TEST_CASE("the policy hears of memory pressure when the driver evicts", "[sim]")
       s, 2,
       {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{0, 0}})});
   g_pressure_events = g_pressure_evictions = 0;
-  const Outcome tight = simulate(Scratch::run_config(nlohmann::json::object(), "test-count-pressure"), trace, 1);
+  const Outcome tight =
+      simulate(Scratch::run_config(nlohmann::json::object(), "test-count-pressure"), trace, 1);
   CHECK(g_pressure_evictions == tight.stats.evictions);
   CHECK(g_pressure_events == 2);
   g_pressure_events = 0;
@@ -354,7 +356,8 @@ TEST_CASE("populate and fault-migrate costs are paid per 64 KB on the batch's CP
     return g;
   }());
   // One first touch: the 14 us batch of the first test plus 500 ns to populate one big page.
-  const Outcome fresh = simulate(Scratch::run_config(), write_trace(s, 1, {kernel(0, 1000, {{0, 0}})}), 4);
+  const Outcome fresh =
+      simulate(Scratch::run_config(), write_trace(s, 1, {kernel(0, 1000, {{0, 0}})}), 4);
   CHECK(fresh.end == 14000 + 500);
   // From the host: the copy starts 700 ns later.
   const Outcome moved =
@@ -367,8 +370,9 @@ TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others 
   Scratch s;
   // Three one-block kernels on a 2-chunk budget: the third evicts block 0 (the oldest) before
   // it starts, then faults only on its own block.
-  const auto trace = write_trace(
-      s, 3, {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}), kernel(2000, 1000, {{64, 0}, {32, 0}})});
+  const auto trace = write_trace(s, 3,
+                                 {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}),
+                                  kernel(2000, 1000, {{64, 0}, {32, 0}})});
   nlohmann::json cfg = Scratch::run_config();
   cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
   const Outcome o = simulate(cfg, trace, 2);
@@ -386,9 +390,9 @@ TEST_CASE("budget mode refuses a kernel that needs more chunks than the budget",
   const auto trace = write_trace(s, 3, {kernel(0, 1000, {{0, 0}, {32, 0}, {64, 0}})});
   nlohmann::json cfg = Scratch::run_config();
   cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
-  CHECK_THROWS_WITH(simulate(cfg, trace, 2),
-                    Catch::Contains("kernel #0") && Catch::Contains("needs 3 chunks") &&
-                        Catch::Contains("budget leaves (2 chunks)"));
+  CHECK_THROWS_WITH(simulate(cfg, trace, 2), Catch::Contains("kernel #0") &&
+                                                 Catch::Contains("needs 3 chunks") &&
+                                                 Catch::Contains("budget leaves (2 chunks)"));
 }
 
 TEST_CASE("budget mode: prefetches are one call per block on the migration stream, and the "

@@ -43,7 +43,7 @@ TEST_CASE("sweep: the grid expands in trace, policy, capacity, varied-value orde
   CHECK(p.capacity_fraction == 1.0);
   CHECK(p.varied == json({{"/driver/eviction", "lru"}}));
   CHECK(p.config["driver"]["eviction"] == "lru");
-  CHECK(p.config["capacity"] == json({{"fraction_of_footprint", 1.0}}));
+  CHECK(p.config["capacity"] == json({{"fraction_of_footprint", 1.0}, {"mode", "driver"}}));
   CHECK(p.config["policy"]["params"]["memory_factor_percent"] == 60);
   CHECK(s.points[0].policy == json({{"name", "ondemand"}, {"params", json::object()}}));
 }

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
-#include <deque>
 #include <cupti.h>
+#include <deque>
 #include <mutex>
 #include <string>
 
@@ -91,7 +91,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   std::free(buffer);
 }
 
-bool enable_counters(std::string& error) {
+bool enable_counters(int device, std::string& error) {
   CUpti_ActivityUnifiedMemoryCounterConfig config[3] = {};
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[3] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
@@ -100,7 +100,7 @@ bool enable_counters(std::string& error) {
   for (int i = 0; i < 3; ++i) {
     config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
     config[i].kind = kinds[i];
-    config[i].deviceId = 0;
+    config[i].deviceId = static_cast<uint32_t>(device);
     config[i].enable = 1;
   }
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
@@ -121,7 +121,7 @@ public:
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, device);
     name_ = prop.name;
-    if (!enable_counters(error)) return false;
+    if (!enable_counters(device, error)) return false;
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming), "cudaEventCreate") ||
@@ -232,10 +232,10 @@ public:
     if (cudaGetDeviceCount(&count) != cudaSuccess || count < device_ + 2) return false;
     if (bytes > peer_bytes_ && !grow_peer_buffers(bytes)) return false;
     const int other = device_ + 1;
-    const bool ok = forward ? check(cudaMemcpyPeer(peer_[1], other, peer_[0], device_, bytes),
-                                    "cudaMemcpyPeer")
-                            : check(cudaMemcpyPeer(peer_[0], device_, peer_[1], other, bytes),
-                                    "cudaMemcpyPeer");
+    const bool ok =
+        forward
+            ? check(cudaMemcpyPeer(peer_[1], other, peer_[0], device_, bytes), "cudaMemcpyPeer")
+            : check(cudaMemcpyPeer(peer_[0], device_, peer_[1], other, bytes), "cudaMemcpyPeer");
     return ok && check(cudaDeviceSynchronize(), "cudaMemcpyPeer");
   }
 
@@ -268,9 +268,16 @@ private:
       cudaSetDevice(device_);
       cudaGetLastError(); // already enabled is fine
     }
+    if (!can) {
+      fail("GPUs " + std::to_string(device_) + " and " + std::to_string(other) +
+           " have no peer access: a copy would go through the host");
+      return false;
+    }
     if (peer_[0]) cudaFree(peer_[0]);
     cudaSetDevice(other);
     if (peer_[1]) cudaFree(peer_[1]);
+    peer_[0] = peer_[1] = nullptr;
+    peer_bytes_ = 0;
     const bool ok = check(cudaMalloc(&peer_[1], bytes), "cudaMalloc on the peer GPU");
     cudaSetDevice(device_);
     if (!ok || !check(cudaMalloc(&peer_[0], bytes), "cudaMalloc for peer copies")) return false;
