@@ -34,13 +34,16 @@ public:
   }
 
   // Batch = 10 us + 1 us per fault + 2 us per VA block (+1 us page tables) + copies.
-  static nlohmann::json gpu_profile() {
-    return {{"name", "sim test GPU"},       {"sources", {"round numbers for tests"}},
-            {"memory_bytes", 1ull << 34},   {"host_link", "simlink"},
-            {"peer_link", "simlink"},       {"batch_fixed_ns", 10000},
-            {"per_vablock_ns", 2000},       {"per_fault_ns", 1000},
-            {"page_table_update_ns", 1000}, {"eviction_ns", 5000},
-            {"host_fault_ns", 3000},        {"fault_parallelism", 64}};
+  // `extra` adds or replaces values (the optional costs, for instance).
+  static nlohmann::json gpu_profile(const nlohmann::json& extra = nlohmann::json::object()) {
+    nlohmann::json g = {{"name", "sim test GPU"},       {"sources", {"round numbers for tests"}},
+                        {"memory_bytes", 1ull << 34},   {"host_link", "simlink"},
+                        {"peer_link", "simlink"},       {"batch_fixed_ns", 10000},
+                        {"per_vablock_ns", 2000},       {"per_fault_ns", 1000},
+                        {"page_table_update_ns", 1000}, {"eviction_ns", 5000},
+                        {"host_fault_ns", 3000},        {"fault_parallelism", 64}};
+    g.update(extra);
+    return g;
   }
   // 1 GB/s flat with 1 us per transfer: a 64 KB copy takes 1000 + 65536 ns.
   static nlohmann::json link_profile() {

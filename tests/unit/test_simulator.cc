@@ -349,12 +349,8 @@ TEST_CASE("the policy hears of memory pressure when the driver evicts", "[sim]")
 
 TEST_CASE("populate and fault-migrate costs are paid per 64 KB on the batch's CPU side", "[sim]") {
   Scratch s;
-  s.write("gpus/simgpu.json", [] {
-    nlohmann::json g = Scratch::gpu_profile();
-    g["populate_ns"] = 500;
-    g["fault_migrate_ns"] = 700;
-    return g;
-  }());
+  s.write("gpus/simgpu.json",
+          Scratch::gpu_profile({{"populate_ns", 500}, {"fault_migrate_ns", 700}}));
   // One first touch: the 14 us batch of the first test plus 500 ns to populate one big page.
   const Outcome fresh =
       simulate(Scratch::run_config(), write_trace(s, 1, {kernel(0, 1000, {{0, 0}})}), 4);
@@ -399,12 +395,8 @@ TEST_CASE("budget mode: prefetches are one call per block on the migration strea
           "kernel waits for them",
           "[sim][budget]") {
   Scratch s;
-  s.write("gpus/simgpu.json", [] {
-    nlohmann::json g = Scratch::gpu_profile();
-    g["prefetch_call_ns"] = 4000;
-    g["prefetch_populate_ns"] = 100;
-    return g;
-  }());
+  s.write("gpus/simgpu.json",
+          Scratch::gpu_profile({{"prefetch_call_ns", 4000}, {"prefetch_populate_ns", 100}}));
   // pump prefetches the kernel's argument (2 unpopulated blocks) at launch.
   const std::string path = s.file("p.fltrace");
   {
