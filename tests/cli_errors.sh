@@ -209,5 +209,21 @@ expect "sweep without a file" 2 stderr "usage: faultline sweep" -- "$FAULTLINE" 
 expect "sweep missing file" 1 stderr "none.json" -- "$FAULTLINE" sweep "$WORK/none.json"
 expect "sweep bad jobs" 2 stderr "--jobs" -- "$FAULTLINE" sweep "$WORK/none.json" --jobs many
 
+# faultline calibrate and replay: misuse caught before any GPU is needed.
+expect "calibrate without a name" 2 stderr "--name is required" -- "$FAULTLINE" calibrate
+expect "calibrate unknown option" 2 stderr "unknown option --fast" -- \
+  "$FAULTLINE" calibrate --name x --fast
+expect "calibrate refit missing file" 1 stderr "no such calibration file" -- \
+  "$FAULTLINE" calibrate --refit "$WORK/none.json"
+echo '{"name": "x"}' > "$WORK/not-calibration.json"
+expect "calibrate refit not a calibration" 1 stderr "expected a calibration document" -- \
+  "$FAULTLINE" calibrate --refit "$WORK/not-calibration.json" --out-dir "$WORK/cal"
+expect "calibrate bad repeats" 2 stderr "expected a number" -- \
+  "$FAULTLINE" calibrate --name x --repeats -3
+expect "replay margin too large" 2 stderr "too large" -- \
+  "$FAULTLINE" replay --trace "$WORK/none.fltrace" --margin 99999999999999G
+expect "replay fractional bytes" 2 stderr "unknown unit" -- \
+  "$FAULTLINE" replay --trace "$WORK/none.fltrace" --budget 1.5G
+
 echo "$PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

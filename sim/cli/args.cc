@@ -2,6 +2,8 @@
 
 #include "sim/core/error.h"
 
+#include <cctype>
+#include <limits>
 #include <map>
 
 namespace faultline {
@@ -14,7 +16,7 @@ uint64_t parse_number(const std::string& text, const std::string& what) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || text[0] == '-')
+  if (used == 0 || !std::isdigit(static_cast<unsigned char>(text[0])))
     throw UsageError(what + ": expected a number, got \"" + text + "\"");
   const std::string unit = text.substr(used);
   const std::map<std::string, uint64_t> units = {{"", 1},
@@ -26,6 +28,8 @@ uint64_t parse_number(const std::string& text, const std::string& what) {
                                                  {"GiB", 1ull << 30}};
   auto it = units.find(unit);
   if (it == units.end()) throw UsageError(what + ": unknown unit \"" + unit + "\" (use K, M or G)");
+  if (v > std::numeric_limits<uint64_t>::max() / it->second)
+    throw UsageError(what + ": " + text + " is too large");
   return v * it->second;
 }
 

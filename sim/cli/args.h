@@ -6,8 +6,8 @@
 
 namespace faultline {
 
-// A non-negative integer, optionally with a unit K, M, G (or KiB, MiB, GiB); UsageError naming
-// `what` otherwise.
+// A non-negative integer (digits only, no sign, no fraction), optionally with a unit K, M, G (or
+// KiB, MiB, GiB); UsageError naming `what` otherwise, also when it does not fit 64 bits.
 uint64_t parse_number(const std::string& text, const std::string& what);
 
 } // namespace faultline

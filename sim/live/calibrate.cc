@@ -80,7 +80,8 @@ public:
 private:
   void check_memory(const Grid& g) {
     const uint64_t largest =
-        std::max({g.sizes.back(), g.blocks.back() * kBlockSize, g.eviction_chunks * kBlockSize});
+        std::max({g.sizes.back(), g.blocks.back() * kBlockSize, g.eviction_chunks * kBlockSize,
+                  g.prefetch_blocks * kBlockSize, g.host_fault_blocks * kBlockSize});
     const uint64_t free = d_.free_bytes();
     if (largest + job_.margin > free) {
       throw Error("faultline calibrate: refusing to run: the largest benchmark needs " +

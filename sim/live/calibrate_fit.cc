@@ -33,6 +33,15 @@ public:
                   ": expected a non-negative number of nanoseconds");
     return v.get<Time>();
   }
+  // A positive integer count no larger than `max`.
+  uint64_t count(const json& parent, const std::string& key, const std::string& path,
+                 uint64_t max) const {
+    const json& v = at(parent, key, path);
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<uint64_t>() > max)
+      throw Error("calibration measurements: " + path + "." + key +
+                  ": expected a whole number from 1 to " + std::to_string(max));
+    return v.get<uint64_t>();
+  }
   // [[bytes, ns], ...], ascending bytes.
   std::vector<std::pair<Bytes, Time>> series(const json& parent, const std::string& key,
                                              const std::string& path) const {
@@ -41,7 +50,8 @@ public:
     for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
       const json& p = v[i];
       if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number() ||
-          p[0].get<int64_t>() <= 0 || (!out.empty() && p[0].get<Bytes>() <= out.back().first))
+          p[0].get<int64_t>() <= 0 || p[1].get<double>() <= 0 ||
+          (!out.empty() && p[0].get<Bytes>() <= out.back().first))
         throw Error("calibration measurements: " + path + "." + key + "[" + std::to_string(i) +
                     "]: expected [bytes, ns] with bytes ascending");
       out.emplace_back(p[0].get<Bytes>(), p[1].get<Time>());
@@ -68,7 +78,12 @@ double gbps(Bytes bytes, Time ns) {
 // One direction: the largest transfer's streaming rate at every size, the prefetch call's own
 // cost taken off. The per-copy overhead of the fault path is fitted with the fault costs: single
 // small prefetch calls cost far more than the driver's copies while it services a fault.
-config::LinkCurve link_curve(const std::vector<std::pair<Bytes, Time>>& points, Time call_ns) {
+config::LinkCurve link_curve(const std::vector<std::pair<Bytes, Time>>& points, Time call_ns,
+                             const std::string& path) {
+  if (points.back().second <= call_ns)
+    throw Error("calibration measurements: " + path + ": the largest transfer took " +
+                std::to_string(points.back().second) + " ns, no longer than a prefetch call (" +
+                std::to_string(call_ns) + " ns); expected a transfer that streams");
   config::LinkCurve curve;
   const double streaming = gbps(points.back().first, points.back().second - call_ns);
   curve.points.emplace_back(points.back().first, std::round(streaming * 1000) / 1000);
@@ -225,8 +240,8 @@ std::vector<FaultBench> fault_benches(const Measurements& m, const TempDir& dir)
     if (kind != "populate" && kind != "migrate")
       throw Error("calibration measurements: " + path +
                   ".kind: expected \"populate\" or \"migrate\"");
-    const auto blocks = static_cast<uint64_t>(m.ns(f, "blocks", path));
-    const auto k = static_cast<uint64_t>(m.ns(f, "pages_per_block", path));
+    const uint64_t blocks = m.count(f, "blocks", path, 1 << 16);
+    const uint64_t k = m.count(f, "pages_per_block", path, kBigPagesPerBlock);
     if (blocks == 0 || k == 0 || k > kBigPagesPerBlock || kBigPagesPerBlock % k != 0)
       throw Error("calibration measurements: " + path +
                   ": blocks must be positive and pages_per_block divide 32");
@@ -270,39 +285,46 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
 
 } // namespace
 
-FittedProfile fit(const json& measurements, const CalibrationJob& job) {
-  const Measurements m(measurements);
-  json base;
-  config::RunConfig config = base_config(job, base);
-  const Time call_ns = m.ns(measurements, "prefetch_call_ns", "$");
-  config.host_link.name = job.name + "-host";
-  config.host_link.forward = link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns);
-  config.host_link.reverse = link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns);
-
-  TempDir dir;
-  FaultFit fault_fit(config, fault_benches(m, dir));
-  const std::vector<double> x = fault_fit.run(start_params());
-  set_params(config, x);
-
-  // Both after the fit: they take the fitted copy overhead off.
+// The costs read straight off their benchmarks, after the fit: they take the fitted copy
+// overhead off.
+void direct_costs(const Measurements& m, config::RunConfig& config) {
   const json& ev = m.at("eviction");
-  const Time per_chunk =
-      m.ns(ev, "ns", "$.eviction") / std::max<Time>(1, m.ns(ev, "chunks", "$.eviction"));
+  const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.eviction", 1 << 20));
   const Time chunk_copy = config.host_link.reverse.transfer_ns(kBlockSize);
-  config.gpu.eviction_ns = std::max<Time>(0, per_chunk - chunk_copy);
+  config.gpu.eviction_ns = std::max<Time>(0, m.ns(ev, "ns", "$.eviction") / chunks - chunk_copy);
+
   const json& pb = m.at("prefetch_blocks");
-  const Time blocks = std::max<Time>(1, m.ns(pb, "blocks", "$.prefetch_blocks"));
+  const Time blocks = static_cast<Time>(m.count(pb, "blocks", "$.prefetch_blocks", 1 << 20));
   const Time call = m.ns(pb, "resident_ns", "$.prefetch_blocks") / blocks;
   config.gpu.prefetch_call_ns = call;
   config.gpu.prefetch_populate_ns = std::max<Time>(
       0, (m.ns(pb, "populate_ns", "$.prefetch_blocks") / blocks - call) / kBigPagesPerBlock);
   config.gpu.prefetch_copy_extra_ns =
       std::max<Time>(0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_copy);
+
   const json& hf = m.at("host_fault");
-  const Time hf_bytes = std::max<Time>(kBlockSize, m.ns(hf, "bytes", "$.host_fault"));
-  const Time copies = hf_bytes / kBlockSize * chunk_copy;
-  config.gpu.host_fault_ns =
-      std::max<Time>(0, (m.ns(hf, "ns", "$.host_fault") - copies) / (hf_bytes / kBigPageSize));
+  const auto bytes = static_cast<Time>(m.count(hf, "bytes", "$.host_fault", uint64_t{1} << 40));
+  const Time copies = (bytes + kBlockSize - 1) / kBlockSize * chunk_copy;
+  config.gpu.host_fault_ns = std::max<Time>(0, (m.ns(hf, "ns", "$.host_fault") - copies) /
+                                                   std::max<Time>(1, bytes / kBigPageSize));
+}
+
+FittedProfile fit(const json& measurements, const CalibrationJob& job) {
+  const Measurements m(measurements);
+  json base;
+  config::RunConfig config = base_config(job, base);
+  const Time call_ns = m.ns(measurements, "prefetch_call_ns", "$");
+  config.host_link.name = job.name + "-host";
+  config.host_link.forward =
+      link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns, "$.host_to_gpu");
+  config.host_link.reverse =
+      link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns, "$.gpu_to_host");
+
+  TempDir dir;
+  FaultFit fault_fit(config, fault_benches(m, dir));
+  const std::vector<double> x = fault_fit.run(start_params());
+  set_params(config, x);
+  direct_costs(m, config);
 
   FittedProfile out;
   const std::string device = measurements.value("device", "unknown GPU");
@@ -345,13 +367,16 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   out.peer_link = nullptr;
   if (measurements.contains("peer") && !measurements["peer"].is_null()) {
     const json& peer = measurements["peer"];
-    out.peer_link = {{"name", job.name + "-peer"},
-                     {"sources", json::array({"fitted by faultline calibrate from cudaMemcpyPeer "
-                                              "between device buffers on " +
-                                              device})},
-                     {"kind", "nvlink"},
-                     {"forward", curve_json(link_curve(m.series(peer, "forward", "$.peer"), 0))},
-                     {"reverse", curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0))}};
+    out.peer_link = {
+        {"name", job.name + "-peer"},
+        {"sources", json::array({"fitted by faultline calibrate from cudaMemcpyPeer "
+                                 "between device buffers on " +
+                                 device})},
+        {"kind", "nvlink"},
+        {"forward",
+         curve_json(link_curve(m.series(peer, "forward", "$.peer"), 0, "$.peer.forward"))},
+        {"reverse",
+         curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0, "$.peer.reverse"))}};
     out.gpu["peer_link"] = job.name + "-peer";
   }
   return out;

@@ -57,8 +57,9 @@ public:
   // Waits for all work, then drains the counters; the replay does not time this.
   virtual void quiesce() = 0;
   virtual Counters counters() = 0;
-  // Addresses of the GPU page faults drained so far and not yet taken, in the order the GPU
-  // reported them; at most `max` are written, the count is returned.
+  // Addresses of the GPU page faults drained (by quiesce()) so far and not yet taken, in the
+  // order the GPU reported them; at most `max` are written, the count is returned. Untaken
+  // addresses are kept, so a caller that drains often must take them.
   virtual uint64_t take_faults(uint64_t* addresses, uint64_t max) = 0;
   // Copies `bytes` between device buffers of this GPU and the next one and waits for it
   // (forward: this GPU to the next); false where there is no second GPU.
