@@ -173,10 +173,13 @@ private:
   // (DeepUM's driver thread) decides beside the GPU's work. Its time is reported on its own.
   template <typename F> void decide(F f) {
     clock_.pause();
+    time_policy(f);
+    clock_.resume();
+  }
+  template <typename F> void time_policy(F f) {
     const Time t0 = Clock::now();
     f();
     measured_.policy_ns += Clock::now() - t0;
-    clock_.resume();
   }
 
   [[noreturn]] void fail(const std::string& what) {
@@ -293,9 +296,7 @@ private:
       measured_.reported_faults += n;
       if (event.faults.empty()) continue;
       actions_.clear();
-      const Time t0 = Clock::now(); // the clock is paused already
-      policy_->on_fault_batch(event, actions_);
-      measured_.policy_ns += Clock::now() - t0;
+      time_policy([&] { policy_->on_fault_batch(event, actions_); }); // paused already
       execute();
     }
   }

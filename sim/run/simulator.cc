@@ -272,7 +272,6 @@ void Simulator::prefetch(const policies::Action& action, Time now) {
         const Time ready = block.chunk[0] ? now : migrator_.make_room(0, now, &block);
         const Time end = migrator_.to_gpu(block, 0, pages, pages, ready, "prefetch");
         block.ready_at[0] = std::max(block.ready_at[0], end);
-        migrations_done_ = std::max(migrations_done_, end);
       });
 }
 

@@ -34,7 +34,8 @@ struct Stats {
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
   uint64_t pages_populated = 0; // first touches on the GPU: no copy needed
-  uint64_t evictions = 0;       // 2 MB chunks evicted on the fault path
+  uint64_t evictions = 0;       // 2 MB chunks evicted on the fault path (or, in budget mode,
+                                // before a kernel)
   uint64_t policy_evicted_pages = 0;
   uint64_t discarded_pages = 0;
   uint64_t prefetch_issued = 0; // pages brought ahead of a fault (density or policy)

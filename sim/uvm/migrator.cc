@@ -22,11 +22,14 @@ Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
       throw SimulationError("GPU " + std::to_string(gpu) + " needs a chunk but every chunk is " +
                             "held by device memory or the block being serviced; raise capacity");
     }
-    now = to_host(*victim, gpu, victim->resident[gpu_processor(gpu)], now, "eviction");
-    now += gpu_.eviction_ns;
-    ++stats_.evictions;
+    now = evict(*victim, gpu, now, "eviction");
   }
   return now;
+}
+
+Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause) {
+  ++stats_.evictions;
+  return to_host(victim, gpu, victim.resident[gpu_processor(gpu)], now, cause) + gpu_.eviction_ns;
 }
 
 Time Migrator::make_room_keeping(unsigned gpu, Time now, uint64_t needed,
@@ -34,11 +37,8 @@ Time Migrator::make_room_keeping(unsigned gpu, Time now, uint64_t needed,
   VaBlock* victim = memory_.oldest(gpu);
   while (memory_.chunks_free(gpu) < needed && victim) {
     VaBlock* next = victim->next[gpu];
-    if (!std::binary_search(keep.begin(), keep.end(), victim->index)) {
-      now = to_host(*victim, gpu, victim->resident[gpu_processor(gpu)], now, "budget eviction");
-      now += gpu_.eviction_ns;
-      ++stats_.evictions;
-    }
+    if (!std::binary_search(keep.begin(), keep.end(), victim->index))
+      now = evict(*victim, gpu, now, "budget eviction");
     victim = next;
   }
   return now;

@@ -38,6 +38,8 @@ public:
   }
 
 private:
+  // The whole chunk back to the host, plus the driver's fixed cost of an eviction.
+  Time evict(VaBlock& victim, unsigned gpu, Time now, const char* cause);
   void note_thrashing(VaBlock& block, Time now);
   Time copy_runs(LinkDirection& link, const PageMask& pages, Time now, const char* cause);
 

@@ -15,6 +15,15 @@ using nlohmann::json;
 
 namespace {
 
+// The test profile as a run config resolves it: the optional costs filled in with 0.
+json resolved_test_gpu() {
+  json gpu = fltest::test_gpu_profile();
+  for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
+                          "prefetch_populate_ns", "prefetch_copy_extra_ns"})
+    gpu[key] = 0;
+  return gpu;
+}
+
 // The ConfigError message parsing `doc` gives; fails the test if it parses.
 std::string config_error(const json& doc) {
   try {
@@ -173,11 +182,7 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
   CHECK_FALSE(c.per_kernel);
 
   // The resolved config holds the whole profiles, the capacity and every default.
-  json gpu = fltest::test_gpu_profile(); // the optional costs resolve to 0
-  for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-                          "prefetch_populate_ns", "prefetch_copy_extra_ns"})
-    gpu[key] = 0;
-  CHECK(c.resolved["gpu"] == gpu);
+  CHECK(c.resolved["gpu"] == resolved_test_gpu());
   CHECK(c.resolved["host_link"] == fltest::test_link_profile());
   CHECK(c.resolved["peer_link"] == fltest::test_link_profile());
   CHECK(c.resolved["capacity"] == json{{"fraction_of_footprint", 1.0}, {"mode", "driver"}});
@@ -229,11 +234,8 @@ TEST_CASE("config: profile overrides", "[config]") {
         config_with({{"gpu", {{"profile", "testgpu"}, {"batch_fixed_ns", 123}}}}), "test.json");
     CHECK(c.gpu.batch_fixed_ns == 123);
     CHECK(c.gpu.per_vablock_ns == 2000);
-    json want = fltest::test_gpu_profile();
+    json want = resolved_test_gpu();
     want["batch_fixed_ns"] = 123;
-    for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-                            "prefetch_populate_ns", "prefetch_copy_extra_ns"})
-      want[key] = 0;
     CHECK(c.resolved["gpu"] == want);
   }
   SECTION("a nested link override") {
