@@ -25,8 +25,16 @@ struct Range {
 };
 
 enum class ActionKind : uint8_t {
-  kPrefetch, // migrate the range to `target` (a GPU), copies queued behind others on the link
-  kEvict,    // migrate the range's GPU pages to the host
+  // Migrate the range to `target`. The job's own GPU: from wherever the pages are (host or a
+  // neighbour GPU), copies queued behind others on the route. A neighbour GPU: the range's
+  // host pages are staged there ahead of use (the first leg of a multi-path prefetch), only
+  // while the neighbour keeps its reserve free; otherwise nothing happens.
+  kPrefetch,
+  // Migrate the range's pages off the job's GPU to `target`: the host, or a neighbour GPU as
+  // an exclusive victim cache (whole 2 MB blocks; written back to the host in the background so
+  // the neighbour can drop them at once). A neighbour without room above its reserve gets
+  // nothing: the pages go to the host.
+  kEvict,
   kDiscard,  // drop the range's pages everywhere without a copy (contents are dead)
   kAdvise,   // set `advice` on the range (cudaMemAdvise)
 };
@@ -49,11 +57,27 @@ struct Action {
 
 using Actions = std::vector<Action>;
 
+// What a policy may ask about memory at any moment (the live backend answers it too).
+class MemoryView {
+public:
+  virtual ~MemoryView() = default;
+  // GPU memory no chunk holds, in bytes.
+  virtual Bytes free_bytes(unsigned gpu) const = 0;
+  // Where the 2 MB block holding `address` keeps most of its pages: a GPU's processor id, or
+  // the host (also for pages nobody holds yet).
+  virtual ProcessorId holder(Addr address) const = 0;
+  // Base addresses of up to `n` of this job's 2 MB blocks on `gpu`, next victim first.
+  virtual std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const = 0;
+};
+
 // Once, before the first record: what the policy may size itself by.
 struct StartEvent {
   Time now = 0;
-  Bytes gpu_capacity = 0; // bytes of GPU memory the run gives managed data, per GPU
-  unsigned gpus = 1;
+  Bytes gpu_capacity = 0; // bytes of GPU memory the run gives managed data on the job's GPU
+  unsigned gpus = 1;      // GPUs in the machine
+  unsigned gpu = 0;       // the GPU the job runs on
+  std::vector<unsigned> nvlink_peers; // GPUs joined to it by NVLink, widest first
+  const MemoryView* memory = nullptr; // valid for the whole run
   // The trace being replayed. Only offline bounds (the oracle) read it: an online policy must
   // learn from events alone.
   std::string trace_path;

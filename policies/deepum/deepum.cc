@@ -59,7 +59,10 @@ class DeepUM : public IPolicy {
 public:
   DeepUM(const nlohmann::json& params, const std::string& where) : p_(params, where) {}
 
-  void on_start(const StartEvent& e, Actions&) override { capacity_ = e.gpu_capacity / kBlockSize; }
+  void on_start(const StartEvent& e, Actions&) override {
+    capacity_ = e.gpu_capacity / kBlockSize;
+    gpu_ = gpu_processor(e.gpu);
+  }
 
   void on_alloc(const AllocEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_ += blocks_in(e.range);
@@ -180,7 +183,7 @@ private:
     protect(block, ahead);
     if (resident_.count(block)) return true;
     if (!make_room(1, out)) return false;
-    out.push_back({ActionKind::kPrefetch, {block * kBlockSize, kBlockSize}, gpu_processor(0)});
+    out.push_back({ActionKind::kPrefetch, {block * kBlockSize, kBlockSize}, gpu_});
     migrated(block);
     return true;
   }
@@ -246,6 +249,7 @@ private:
 
   Params p_;
   uint64_t capacity_ = 0, device_ = 0;
+  ProcessorId gpu_ = gpu_processor(0);
   std::unordered_map<size_t, uint64_t> ids_;   // hash of name and arguments -> execution ID
   std::vector<uint64_t> kernel_ids_;           // by kernel index
   uint64_t running_ = 0;                       // index of the kernel executing now

@@ -91,6 +91,7 @@ public:
   void on_start(const StartEvent& e, Actions&) override {
     future_ = std::make_unique<Future>(e.trace_path);
     capacity_blocks_ = e.gpu_capacity / kBlockSize;
+    gpu_ = gpu_processor(e.gpu);
   }
 
   void on_alloc(const AllocEvent& e, Actions&) override {
@@ -154,7 +155,7 @@ private:
   }
 
   // One prefetch per run of consecutive wanted pages.
-  static void prefetch_pages(uint64_t block, PageBits pages, Actions& out) {
+  void prefetch_pages(uint64_t block, PageBits pages, Actions& out) {
     for (unsigned p = 0; p < kPagesPerBlock;) {
       if (!(pages >> p & 1)) {
         ++p;
@@ -164,7 +165,7 @@ private:
       while (end < kPagesPerBlock && (pages >> end & 1)) ++end;
       out.push_back({ActionKind::kPrefetch,
                      {block * kBlockSize + p * kBigPageSize, (end - p) * kBigPageSize},
-                     gpu_processor(0)});
+                     gpu_});
       p = end;
     }
   }
@@ -187,6 +188,7 @@ private:
   uint64_t lookahead_ = 256;
   std::unique_ptr<Future> future_;
   uint64_t capacity_blocks_ = 0, device_blocks_ = 0, oldest_running_ = 0;
+  ProcessorId gpu_ = gpu_processor(0);
   std::map<uint64_t, PageBits> resident_; // blocks the oracle believes on the GPU, and their pages
 };
 

@@ -26,7 +26,10 @@ public:
                         std::to_string(factor_percent_) + "; expected 0 (PUMP's choice) to 100");
   }
 
-  void on_start(const StartEvent& e, Actions&) override { capacity_ = e.gpu_capacity; }
+  void on_start(const StartEvent& e, Actions&) override {
+    capacity_ = e.gpu_capacity;
+    gpu_ = gpu_processor(e.gpu);
+  }
 
   // PUMP's factor follows what it knows: 80% with the framework's allocation records, 60%
   // without (global.cpp, ULMS_GPU_MEMORY_FACTOR).
@@ -73,7 +76,7 @@ private:
       const bool fits = held_bytes_ + new_bytes(next.blocks) <= budget();
       if (!fits && !running_.empty()) return;
       for (const auto& [start, bytes] : next.blocks) {
-        out.push_back({ActionKind::kPrefetch, {start, bytes}, gpu_processor(0)});
+        out.push_back({ActionKind::kPrefetch, {start, bytes}, gpu_});
         if (held_[start].references++ == 0) {
           held_[start].bytes = bytes;
           held_bytes_ += bytes;
@@ -102,6 +105,7 @@ private:
   double factor_percent_ = 0;
   bool framework_blocks_ = false;
   Bytes capacity_ = 0;
+  ProcessorId gpu_ = gpu_processor(0);
   std::deque<Launch> waiting_; // launched, prefetch not yet issued
   std::deque<Launch> running_; // prefetch issued, kernel not yet finished
   std::map<Addr, Held> held_;  // blocks referenced by running_, with reference counts

@@ -128,6 +128,22 @@ Reader Reader::optional_child(const std::string& key) {
   return Reader(empty, file_, path_of(key), &slot, root_);
 }
 
+size_t Reader::array_size(const std::string& key) {
+  const json& v = at(key);
+  if (!v.is_array()) fail(key, std::string("expected array, got ") + type_name(v));
+  (*out_)[key] = json::array();
+  return v.size();
+}
+
+Reader Reader::element(const std::string& key, size_t index) {
+  const json& v = (*node_)[key][index];
+  const std::string at = key + "[" + std::to_string(index) + "]";
+  if (!v.is_object()) fail(at, std::string("expected object, got ") + type_name(v));
+  json& slot = (*out_)[key][index];
+  slot = json::object();
+  return Reader(v, file_, path_of(at), &slot, root_);
+}
+
 json Reader::raw(const std::string& key, const json& fallback) {
   read_.insert(key);
   json value = has(key) ? (*node_)[key] : fallback;

@@ -26,6 +26,10 @@ public:
   Reader child(const std::string& key);
   // Like child(), but a missing key reads as an empty object (all defaults).
   Reader optional_child(const std::string& key);
+  // An array of objects: its length, then a Reader for each element (path "key[i]").
+  size_t array_size(const std::string& key);
+  Reader element(const std::string& key, size_t index);
+  const std::string& path() const { return path_; }
   // A copy of a sub-tree that the caller interprets itself (e.g. a policy's parameters).
   json raw(const std::string& key, const json& fallback);
   void finish();

@@ -129,25 +129,39 @@ DriverConfig read_driver(Reader r) {
   if (d.thrashing_threshold < 2) r.fail("thrashing_threshold", "must be at least 2");
   d.thrashing_lapse_ns = r.get<int64_t>("thrashing_lapse_ns", d.thrashing_lapse_ns);
   d.thrashing_pin_ns = r.get<int64_t>("thrashing_pin_ns", d.thrashing_pin_ns);
+  d.peer_reserve_bytes = r.get<uint64_t>("peer_reserve_bytes", d.peer_reserve_bytes);
   if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
   if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
   r.finish();
   return d;
 }
 
-void read_capacity(Reader r, RunConfig& c) {
-  if (r.has("bytes") == r.has("fraction_of_footprint")) {
-    r.fail("bytes", "give exactly one of \"bytes\" and \"fraction_of_footprint\"");
+CapacitySpec read_capacity_spec(Reader& r) {
+  CapacitySpec c;
+  const int given = r.has("bytes") + r.has("fraction_of_footprint") + r.has("spare_fraction");
+  if (given != 1) {
+    r.fail("bytes",
+           "give exactly one of \"bytes\", \"fraction_of_footprint\" and \"spare_fraction\"");
   }
   if (r.has("bytes")) {
-    c.capacity_bytes = r.get<uint64_t>("bytes");
-    if (c.capacity_bytes < kBlockSize) r.fail("bytes", "must be at least one 2 MB chunk");
-  } else {
-    c.capacity_fraction = r.get<double>("fraction_of_footprint");
-    if (!(c.capacity_fraction > 0) || c.capacity_fraction > 1e6) {
+    c.bytes = r.get<uint64_t>("bytes");
+    if (c.bytes < kBlockSize) r.fail("bytes", "must be at least one 2 MB chunk");
+  } else if (r.has("fraction_of_footprint")) {
+    c.fraction = r.get<double>("fraction_of_footprint");
+    if (!(c.fraction > 0) || c.fraction > 1e6) {
       r.fail("fraction_of_footprint", "must be a positive number");
     }
+  } else {
+    c.spare_fraction = r.get<double>("spare_fraction");
+    if (!(c.spare_fraction >= 0 && c.spare_fraction < 1)) {
+      r.fail("spare_fraction", "expected a fraction in [0, 1)");
+    }
   }
+  return c;
+}
+
+void read_capacity(Reader r, RunConfig& c) {
+  c.capacity = read_capacity_spec(r);
   const std::string mode = r.get<std::string>("mode", "driver");
   if (mode == "budget")
     c.capacity_mode = RunConfig::CapacityMode::kBudget;
@@ -156,18 +170,136 @@ void read_capacity(Reader r, RunConfig& c) {
   r.finish();
 }
 
-void read_policy(Reader r, RunConfig& c) {
-  c.policy = r.get<std::string>("name");
-  if (!policies::Registry::instance().has(c.policy)) {
-    r.fail("name", "unknown policy \"" + c.policy +
+std::pair<std::string, json> read_policy_spec(Reader r) {
+  const std::string name = r.get<std::string>("name");
+  if (!policies::Registry::instance().has(name)) {
+    r.fail("name", "unknown policy \"" + name +
                        "\"; known policies: " + policies::Registry::instance().known());
   }
-  c.policy_params = r.raw("params", json::object());
-  if (!c.policy_params.is_object()) r.fail("params", "expected object");
+  json params = r.raw("params", json::object());
+  if (!params.is_object()) r.fail("params", "expected object");
   r.finish();
+  return {name, params};
+}
+
+void read_policy(Reader r, RunConfig& c) {
+  std::tie(c.policy, c.policy_params) = read_policy_spec(r);
+}
+
+TopologySpec uniform_topology(const RunConfig& c) {
+  TopologySpec t;
+  t.name = "uniform";
+  for (unsigned i = 0; i < c.gpus; ++i) t.gpus.push_back({"GPU" + std::to_string(i), c.gpu});
+  for (unsigned i = 0; i < c.gpus; ++i) {
+    t.links.push_back({"host", t.gpus[i].name, c.host_link, 1});
+    for (unsigned j = i + 1; j < c.gpus; ++j)
+      t.links.push_back({t.gpus[i].name, t.gpus[j].name, c.peer_link, 1});
+  }
+  return t;
+}
+
+// A node name not used yet ("host" is taken).
+std::string read_new_name(Reader& r, std::vector<std::string>& nodes) {
+  const std::string name = r.get<std::string>("name");
+  if (name.empty() || std::find(nodes.begin(), nodes.end(), name) != nodes.end())
+    r.fail("name", "expected a name not used by another node (\"host\" is the host)");
+  nodes.push_back(name);
+  return name;
+}
+
+std::string read_node(Reader& r, const std::string& key, const std::vector<std::string>& nodes) {
+  const std::string name = r.get<std::string>(key);
+  if (std::find(nodes.begin(), nodes.end(), name) == nodes.end()) {
+    std::string known;
+    for (const auto& n : nodes) known += (known.empty() ? "" : ", ") + n;
+    r.fail(key, "unknown node \"" + name + "\"; the topology has: " + known);
+  }
+  return name;
+}
+
+TopologySpec read_topology(const json& spec, const std::string& file, json& resolved) {
+  Profile p = resolve_profile("topologies", spec, file, "$.topology");
+  Reader r(p.doc, p.label, "$.topology");
+  TopologySpec t;
+  t.name = r.get<std::string>("name");
+  r.raw("sources", json::array());
+  std::vector<std::string> nodes = {"host"};
+  const size_t gpus = r.array_size("gpus");
+  if (gpus == 0 || gpus > kMaxTopologyGpus) r.fail("gpus", "expected 1 to 8 GPUs");
+  json gpu_resolved = json::array();
+  for (size_t i = 0; i < gpus; ++i) {
+    Reader g = r.element("gpus", i);
+    json one;
+    t.gpus.push_back({read_new_name(g, nodes), load_gpu_profile(g.raw("profile", nullptr), p.label,
+                                                                g.path() + ".profile", one)});
+    g.finish();
+    gpu_resolved.push_back({{"name", t.gpus.back().name}, {"profile", one}});
+  }
+  const size_t switches = r.has("switches") ? r.array_size("switches") : 0;
+  for (size_t i = 0; i < switches; ++i) {
+    Reader sw = r.element("switches", i);
+    t.switches.push_back(read_new_name(sw, nodes));
+    sw.finish();
+  }
+  const size_t links = r.array_size("links");
+  json link_resolved = json::array();
+  for (size_t i = 0; i < links; ++i) {
+    Reader l = r.element("links", i);
+    TopologySpec::Link link;
+    link.a = read_node(l, "from", nodes);
+    link.b = read_node(l, "to", nodes);
+    if (link.a == link.b) l.fail("to", "a link joins two different nodes");
+    json one;
+    link.profile = load_link_profile(l.raw("link", nullptr), p.label, l.path() + ".link", one);
+    link.count = l.get<uint32_t>("count", 1);
+    if (link.count == 0 || link.count > 64) l.fail("count", "expected 1 to 64 links");
+    for (const auto& other : t.links)
+      if ((other.a == link.a && other.b == link.b) || (other.a == link.b && other.b == link.a))
+        l.fail("to", "a second link between " + link.a + " and " + link.b + "; give one with a count");
+    l.finish();
+    link_resolved.push_back({{"from", link.a}, {"to", link.b}, {"count", link.count}, {"link", one}});
+    t.links.push_back(std::move(link));
+  }
+  r.finish();
+  resolved = r.resolved();
+  resolved["gpus"] = gpu_resolved;
+  resolved["links"] = link_resolved;
+  return t;
+}
+
+std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
+  std::vector<NeighbourJob> jobs;
+  const size_t n = r.has("neighbour_jobs") ? r.array_size("neighbour_jobs") : 0;
+  std::vector<unsigned> used = {0};
+  for (size_t i = 0; i < n; ++i) {
+    Reader j = r.element("neighbour_jobs", i);
+    NeighbourJob job;
+    job.name = j.get<std::string>("name");
+    job.trace = j.get<std::string>("trace");
+    if (!fs::exists(job.trace)) j.fail("trace", "file " + job.trace + " does not exist");
+    job.gpu = j.get<uint32_t>("gpu");
+    if (job.gpu >= c.gpus) j.fail("gpu", "the machine has GPUs 0 to " + std::to_string(c.gpus - 1));
+    if (std::find(used.begin(), used.end(), job.gpu) != used.end())
+      j.fail("gpu", "GPU " + std::to_string(job.gpu) + " already runs a job (GPU 0 runs the run's own trace)");
+    used.push_back(job.gpu);
+    std::tie(job.policy, job.policy_params) = read_policy_spec(j.child("policy"));
+    Reader cap = j.child("capacity");
+    job.capacity = read_capacity_spec(cap);
+    cap.finish();
+    j.finish();
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
 }
 
 } // namespace
+
+uint64_t CapacitySpec::chunks(uint64_t footprint_chunks) const {
+  if (bytes) return (bytes + kBlockSize - 1) / kBlockSize;
+  const double wanted = fraction > 0 ? fraction * static_cast<double>(footprint_chunks)
+                                     : static_cast<double>(footprint_chunks) / (1 - spare_fraction);
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
+}
 
 Time LinkCurve::transfer_ns(Bytes bytes) const {
   if (bytes == 0) return 0;
@@ -248,15 +380,24 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   Reader r(doc, file);
   RunConfig c;
   r.get<std::string>("description", "");
-  json gpu_resolved, host_resolved, peer_resolved;
-  c.gpu = load_gpu_profile(r.raw("gpu", "h200"), file, "$.gpu", gpu_resolved);
-  c.host_link =
-      load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link", host_resolved);
-  c.peer_link =
-      load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link", peer_resolved);
-  c.gpus = r.get<uint32_t>("gpus", 1);
-  if (c.gpus != 1) r.fail("gpus", "this build simulates one GPU; multi-GPU runs come later");
+  json gpu_resolved, host_resolved, peer_resolved, topology_resolved;
+  if (r.has("topology")) {
+    for (const char* key : {"gpu", "host_link", "peer_link", "gpus"})
+      if (r.has(key)) r.fail(key, "give the GPUs and links in the topology, not beside it");
+    c.topology = read_topology(r.raw("topology", nullptr), file, topology_resolved);
+    c.gpu = c.topology.gpus[0].profile;
+    c.gpus = static_cast<unsigned>(c.topology.gpus.size());
+  } else {
+    c.gpu = load_gpu_profile(r.raw("gpu", "h200"), file, "$.gpu", gpu_resolved);
+    c.host_link =
+        load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link", host_resolved);
+    c.peer_link =
+        load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link", peer_resolved);
+    c.gpus = r.get<uint32_t>("gpus", 1);
+    if (c.gpus == 0 || c.gpus > kMaxTopologyGpus) r.fail("gpus", "expected 1 to 8 GPUs");
+  }
   read_capacity(r.child("capacity"), c);
+  c.neighbours = read_neighbours(r, c);
   c.driver = read_driver(r.optional_child("driver"));
   if (c.capacity_mode == RunConfig::CapacityMode::kBudget &&
       c.driver.eviction != EvictionOrder::kFifo)
@@ -269,10 +410,18 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   if (c.watchdog_ns <= 0) r.fail("watchdog_ns", "must be positive");
   r.finish();
   c.resolved = r.resolved();
-  c.resolved["gpu"] = gpu_resolved;
-  c.resolved["host_link"] = host_resolved;
-  c.resolved["peer_link"] = peer_resolved;
+  if (topology_resolved.is_null()) {
+    c.resolved["gpu"] = gpu_resolved;
+    c.resolved["host_link"] = host_resolved;
+    c.resolved["peer_link"] = peer_resolved;
+  } else {
+    c.resolved["topology"] = topology_resolved;
+  }
   return c;
+}
+
+TopologySpec machine_topology(const RunConfig& c) {
+  return c.topology.gpus.empty() ? uniform_topology(c) : c.topology;
 }
 
 RunConfig load_run_config(const std::string& path) {

@@ -10,6 +10,8 @@
 
 namespace faultline::config {
 
+constexpr unsigned kMaxTopologyGpus = 8;
+
 // One direction of a link: time(size) = overhead + size / bandwidth(size), with bandwidth
 // interpolated (in log2 of size) between measured points and held flat beyond them.
 struct LinkCurve {
@@ -49,6 +51,44 @@ struct GpuProfile {
   uint32_t fault_parallelism = 0; // outstanding faults before the running kernel stalls
 };
 
+// The machine: GPUs (index = position), PCIe switches and links, by node name ("host", a GPU's
+// name, a switch's name). A link's forward curve runs from its first node to its second.
+struct TopologySpec {
+  struct Gpu {
+    std::string name;
+    GpuProfile profile;
+  };
+  struct Link {
+    std::string a, b;
+    LinkProfile profile;
+    unsigned count = 1; // parallel links of the profile's kind: bandwidth times count
+  };
+  std::string name;
+  std::vector<Gpu> gpus;
+  std::vector<std::string> switches;
+  std::vector<Link> links;
+};
+
+// How much GPU memory a job's GPU gives managed data: bytes, a fraction of the job's footprint,
+// or enough that `spare_fraction` of it is left over at the job's peak.
+struct CapacitySpec {
+  Bytes bytes = 0;
+  double fraction = 0;
+  double spare_fraction = -1;
+  uint64_t chunks(uint64_t footprint_chunks) const;
+};
+
+// A job besides the run's own trace (which runs on GPU 0): another trace on another GPU with
+// its own policy and capacity, sharing the machine's links and spare memory.
+struct NeighbourJob {
+  std::string name;
+  std::string trace;
+  unsigned gpu = 1;
+  std::string policy;
+  nlohmann::json policy_params;
+  CapacitySpec capacity;
+};
+
 enum class EvictionOrder { kFifo, kLru };
 
 struct DriverConfig {
@@ -58,18 +98,21 @@ struct DriverConfig {
   EvictionOrder eviction = EvictionOrder::kFifo;
   bool thrashing_detection = false;
   uint32_t thrashing_threshold = 3; // migrations of a block within the lapse
+  // Memory a GPU keeps free for its own job: another job's data is placed on it only while
+  // more than this stays free (HUVM's reserve of 50 chunks, huvm-uvm-driver.md A.2).
+  Bytes peer_reserve_bytes = 100ull << 20;
   Time thrashing_lapse_ns = 500000;
   Time thrashing_pin_ns = 150000000;
 };
 
 struct RunConfig {
-  GpuProfile gpu;
+  GpuProfile gpu; // GPU 0's profile
   LinkProfile host_link;
   LinkProfile peer_link;
   unsigned gpus = 1;
-  // Exactly one of these is set: capacity in bytes or as a fraction of the trace's footprint.
-  Bytes capacity_bytes = 0;
-  double capacity_fraction = 0;
+  TopologySpec topology; // as given; no GPUs when none was (see machine_topology)
+  CapacitySpec capacity; // of GPU 0, for the run's own trace
+  std::vector<NeighbourJob> neighbours;
   // Who keeps residency within capacity. kDriver: the driver evicts when a fault finds the GPU
   // full (predictions). kBudget: as `faultline replay` enforces its budget, so that both run
   // the same experiment: before each kernel (and each prefetched 2 MB chunk) the oldest chunks
@@ -92,6 +135,9 @@ std::string configs_dir();
 // {"profile": NAME, key: value...} overrides single profile values.
 RunConfig load_run_config(const std::string& path);
 RunConfig parse_run_config(const nlohmann::json& doc, const std::string& file);
+// The machine a run simulates: the config's topology, or (without one) `gpus` GPUs of the
+// config's profile, each on its own host link, every pair joined by the peer link.
+TopologySpec machine_topology(const RunConfig& c);
 
 LinkProfile load_link_profile(const nlohmann::json& spec, const std::string& file,
                               const std::string& path, nlohmann::json& resolved);

@@ -25,7 +25,7 @@ void KernelRunner::start(trace::KernelRecord& kernel, uint64_t index, Time now, 
 VaBlock* KernelRunner::lookup(uint64_t block_index) {
   if (block_index != cached_index_) {
     cached_index_ = block_index;
-    cached_block_ = memory_.find(block_index);
+    cached_block_ = memory_.find(block_index + block_offset_);
   }
   return cached_block_;
 }
@@ -90,13 +90,13 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
   if (block->remote[gpu_].any_in_big_page(big) &&
       (migrator_.pinned(*block, t) || block->access_remotely.any_in_big_page(big))) {
     ++stats_.remote_accesses;
-    const Time end = to_gpu_.transfer(t, kBigPageSize, "remote").end;
+    const Time end = from_host_.transfer(t, kBigPageSize, "remote").end;
     shift_ += end - t;
     return true;
   }
-  servicer_.raise(a.big_page, t);
+  servicer_.raise(a.big_page + block_offset_ * kBigPagesPerBlock, t);
   ++faults_;
-  if (++outstanding_ >= config_.gpu.fault_parallelism) stalled_since_ = t;
+  if (++outstanding_ >= profile_.fault_parallelism) stalled_since_ = t;
   return false;
 }
 
@@ -104,7 +104,7 @@ void KernelRunner::on_replay(Time now, uint64_t resolved) {
   if (!running_) return;
   if (resolved > 0) engine_.progress(); // a long kernel that keeps faulting is not stuck
   outstanding_ -= std::min(outstanding_, resolved);
-  if (stalled_since_ >= 0 && outstanding_ < config_.gpu.fault_parallelism) {
+  if (stalled_since_ >= 0 && outstanding_ < profile_.fault_parallelism) {
     shift_ += now - stalled_since_;
     stalled_since_ = -1;
     advance(now);

@@ -22,15 +22,20 @@ class KernelRunner : public EventHandler {
 public:
   using DoneCallback = std::function<void(Time)>;
 
+  // `from_host` carries remote accesses to host-mapped pages.
   KernelRunner(Engine& engine, MemoryModel& memory, FaultServicer& servicer, Migrator& migrator,
-               LinkDirection& to_gpu, unsigned gpu, const config::RunConfig& config, Stats& stats)
-      : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator), to_gpu_(to_gpu),
-        gpu_(gpu), config_(config), stats_(stats) {}
+               Route& from_host, unsigned gpu, const config::GpuProfile& profile,
+               const config::RunConfig& config, Stats& stats)
+      : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator),
+        from_host_(from_host), gpu_(gpu), profile_(profile), config_(config), stats_(stats) {}
 
   // `device_ranges` are live cudaMalloc ranges: always resident, never fault.
   void start(trace::KernelRecord& kernel, uint64_t index, Time now, DoneCallback done);
   void on_replay(Time now, uint64_t resolved);
   void set_device_ranges(const std::map<Addr, Bytes>* ranges) { device_ranges_ = ranges; }
+  // The job's blocks sit this many 2 MB blocks above the trace's addresses (one address space
+  // per job in the shared memory model).
+  void set_block_offset(uint64_t blocks) { block_offset_ = blocks; }
   void set_observer(KernelObserver* observer) { observer_ = observer; }
   bool running() const { return running_; }
 
@@ -50,11 +55,13 @@ private:
   MemoryModel& memory_;
   FaultServicer& servicer_;
   Migrator& migrator_;
-  LinkDirection& to_gpu_;
+  Route& from_host_;
   unsigned gpu_;
+  const config::GpuProfile& profile_;
   const config::RunConfig& config_;
   Stats& stats_;
   const std::map<Addr, Bytes>* device_ranges_ = nullptr;
+  uint64_t block_offset_ = 0;
   KernelObserver* observer_ = nullptr;
 
   trace::KernelRecord kernel_;

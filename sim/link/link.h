@@ -1,10 +1,12 @@
-// One direction of a PCIe or NVLink connection: transfers queue in order and each takes
-// overhead + size / bandwidth(size). The two directions of a link are independent (full duplex).
+// Links: one direction of a PCIe or NVLink connection queues its transfers in order, each taking
+// overhead + size / bandwidth(size); the two directions of a link are independent (full duplex).
+// A route strings link directions together from one processor to another.
 #pragma once
 
 #include "sim/config/run_config.h"
 
 #include <string>
+#include <vector>
 
 namespace faultline {
 
@@ -22,11 +24,14 @@ public:
 
 class LinkDirection {
 public:
-  LinkDirection(std::string name, config::LinkCurve curve)
-      : name_(std::move(name)), curve_(std::move(curve)) {}
+  // `lanes` parallel links of the profiled kind multiply its bandwidth (NVLink counts).
+  LinkDirection(std::string name, config::LinkCurve curve, unsigned lanes = 1);
 
   // Queues a transfer that may start at `ready`; returns when it starts and ends.
   Transfer transfer(Time ready, Bytes bytes, const char* cause);
+  Time time_ns(Bytes bytes) const { return curve_.transfer_ns(bytes); }
+  // Marks the direction busy until `end`, carrying `bytes` (a route's hop).
+  void occupy(Time end, Bytes bytes);
   Time busy_until() const { return busy_until_; }
   const std::string& name() const { return name_; }
   Bytes bytes() const { return bytes_; }
@@ -37,6 +42,25 @@ private:
   config::LinkCurve curve_;
   Time busy_until_ = 0;
   Bytes bytes_ = 0;
+  TransferObserver* observer_ = nullptr;
+};
+
+// A path of link directions between two processors. A transfer holds every hop from its start
+// to its end (cut-through), so it starts when the busiest hop frees and runs at the slowest
+// hop's rate; routes that share a hop contend on it.
+class Route {
+public:
+  Route(std::string name, std::vector<LinkDirection*> hops)
+      : name_(std::move(name)), hops_(std::move(hops)) {}
+
+  Transfer transfer(Time ready, Bytes bytes, const char* cause);
+  const std::string& name() const { return name_; }
+  const std::vector<LinkDirection*>& hops() const { return hops_; }
+  void set_observer(TransferObserver* observer) { observer_ = observer; }
+
+private:
+  std::string name_;
+  std::vector<LinkDirection*> hops_;
   TransferObserver* observer_ = nullptr;
 };
 

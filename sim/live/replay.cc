@@ -145,7 +145,10 @@ public:
     clock_.resume();
     actions_.clear();
     decide([&] {
-      policy_->on_start({0, residency_.budget_chunks() * kBlockSize, 1, job_.trace_path}, actions_);
+      policies::StartEvent start;
+      start.gpu_capacity = residency_.budget_chunks() * kBlockSize;
+      start.trace_path = job_.trace_path;
+      policy_->on_start(start, actions_);
     });
     execute();
     for (const Step& step : plan_.steps) {

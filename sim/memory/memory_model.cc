@@ -11,18 +11,23 @@ PageMask VaBlock::unpopulated() const {
 }
 
 MemoryModel::MemoryModel(unsigned gpus, uint64_t capacity_chunks)
-    : gpus_(gpus), capacity_chunks_(capacity_chunks), chunks_used_(gpus, 0),
-      device_chunks_(gpus, 0) {
-  if (gpus == 0 || gpus > kMaxGpus) {
+    : MemoryModel(std::vector<uint64_t>(gpus, capacity_chunks)) {}
+
+MemoryModel::MemoryModel(std::vector<uint64_t> capacity_chunks)
+    : gpus_(static_cast<unsigned>(capacity_chunks.size())),
+      capacity_chunks_(std::move(capacity_chunks)), chunks_used_(gpus_, 0),
+      device_chunks_(gpus_, 0), foreign_chunks_(gpus_, 0) {
+  if (gpus_ == 0 || gpus_ > kMaxGpus) {
     throw SimulationError("the memory model holds 1 to " + std::to_string(kMaxGpus) + " GPUs");
   }
 }
 
-void MemoryModel::add_managed(Addr address, Bytes size) {
+void MemoryModel::add_managed(Addr address, Bytes size, unsigned home) {
   const Addr end = address + size;
   for (uint64_t index = address / kBlockSize; index * kBlockSize < end; ++index) {
     VaBlock& block = blocks_[index];
     block.index = index;
+    block.home = home;
     const Addr lo = std::max(address, index * kBlockSize);
     const Addr hi = std::min(end, (index + 1) * kBlockSize);
     const auto first = static_cast<unsigned>((lo - block.base()) / kPageSize);
@@ -61,6 +66,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
                                      Time now) {
   Moved moved;
   const PageMask wanted = pages & block.allocated;
+  block.host_backup = block.host_backup.minus(wanted);
   for (ProcessorId p = 0; p <= gpus_; ++p) {
     if (p == to) continue;
     moved.from[p] = block.resident[p] & wanted;
@@ -81,6 +87,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
 }
 
 void MemoryModel::drop(VaBlock& block, const PageMask& pages) {
+  block.host_backup = block.host_backup.minus(pages);
   for (ProcessorId p = 0; p <= gpus_; ++p) block.resident[p] = block.resident[p].minus(pages);
   for (unsigned g = 0; g < gpus_; ++g) {
     block.remote[g] = block.remote[g].minus(pages);
@@ -98,6 +105,7 @@ void MemoryModel::take_chunk(VaBlock& block, unsigned gpu, Time now) {
   block.chunk[gpu] = true;
   block.first_resident[gpu] = now;
   ++chunks_used_[gpu];
+  foreign_chunks_[gpu] += block.home != gpu;
   append(block, gpu);
 }
 
@@ -106,6 +114,7 @@ void MemoryModel::release_chunk_if_empty(VaBlock& block, unsigned gpu) {
   block.chunk[gpu] = false;
   block.prefetched_unused[gpu] = PageMask{};
   --chunks_used_[gpu];
+  foreign_chunks_[gpu] -= block.home != gpu;
   unlink(block, gpu);
 }
 
@@ -113,6 +122,13 @@ void MemoryModel::touch(VaBlock& block, unsigned gpu) {
   if (!block.chunk[gpu] || tail_[gpu] == &block) return;
   unlink(block, gpu);
   append(block, gpu);
+}
+
+VaBlock* MemoryModel::oldest_foreign(unsigned gpu) const {
+  if (foreign_chunks_[gpu] == 0) return nullptr;
+  VaBlock* b = head_[gpu];
+  while (b && b->home == gpu) b = b->next[gpu];
+  return b;
 }
 
 void MemoryModel::unlink(VaBlock& block, unsigned gpu) {
@@ -139,8 +155,12 @@ void MemoryModel::check_invariants() const {
     throw SimulationError("memory model invariant broken at VA block " + std::to_string(b.index) +
                           ": " + what);
   };
-  std::vector<uint64_t> chunks(gpus_, 0);
+  std::vector<uint64_t> chunks(gpus_, 0), foreign(gpus_, 0);
   for (const auto& [index, b] : blocks_) {
+    PageMask away; // pages on a GPU other than home
+    for (unsigned g = 0; g < gpus_; ++g)
+      if (g != b.home) away |= b.resident[gpu_processor(g)];
+    if (b.host_backup.minus(away).any()) fail(b, "a host backup of pages not away from home");
     PageMask seen;
     for (ProcessorId p = 0; p <= gpus_; ++p) {
       if ((seen & b.resident[p]).any()) fail(b, "a page is resident in two places");
@@ -152,13 +172,15 @@ void MemoryModel::check_invariants() const {
       if (b.chunk[g] != b.resident[gpu_processor(g)].any())
         fail(b, "chunk without pages or pages without chunk");
       chunks[g] += b.chunk[g];
+      foreign[g] += b.chunk[g] && b.home != g;
     }
   }
   for (unsigned g = 0; g < gpus_; ++g) {
     uint64_t listed = 0;
     for (const VaBlock* b = head_[g]; b; b = b->next[g]) ++listed;
     if (listed != chunks[g]) throw SimulationError("eviction list length differs from chunks held");
-    if (chunks[g] > chunks_used_[g] || chunks_used_[g] > capacity_chunks_) {
+    if (foreign[g] != foreign_chunks_[g]) throw SimulationError("foreign chunk count is off");
+    if (chunks[g] > chunks_used_[g] || chunks_used_[g] > capacity_chunks_[g]) {
       throw SimulationError("GPU " + std::to_string(g) + " holds more chunks than its capacity");
     }
   }

@@ -16,11 +16,16 @@ constexpr unsigned kMaxGpus = 8;
 
 struct VaBlock {
   uint64_t index = 0;                   // base address / 2 MB
+  unsigned home = 0;                    // the GPU whose job owns the block
   PageMask allocated;                   // pages inside a live managed allocation
   PageMask resident[1 + kMaxGpus];      // [kHost], [gpu_processor(i)]; disjoint sets
   PageMask remote[kMaxGpus];            // host-resident pages that GPU i maps over its link
   PageMask access_remotely;             // pages advised to stay on the host, mapped on fault
   PageMask prefetched_unused[kMaxGpus]; // brought by a prefetch, not yet touched
+  // Pages on a GPU other than home whose host copy is current from backup_ready_at on (a
+  // victim cache written back in the background): that GPU may drop them without a copy.
+  PageMask host_backup;
+  Time backup_ready_at = 0;
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)
   Time first_resident[kMaxGpus] = {};
@@ -41,19 +46,24 @@ struct VaBlock {
 // Contract: every mutation keeps the invariants that check_invariants() verifies: a page is
 // resident in at most one place and only if allocated; remote mappings point at host-resident
 // pages; a GPU holds a chunk exactly for the blocks with pages on it, and never more chunks than
-// its capacity. The model never chooses victims itself; the eviction order is exposed so that
+// its capacity; a host backup covers only pages held by a GPU other than the block's home. The
+// model never chooses victims itself; the eviction order is exposed so that
 // the driver (or a policy) picks.
 class MemoryModel {
 public:
-  MemoryModel(unsigned gpus, uint64_t capacity_chunks);
+  MemoryModel(unsigned gpus, uint64_t capacity_chunks); // every GPU the same
+  explicit MemoryModel(std::vector<uint64_t> capacity_chunks);
 
   unsigned gpus() const { return gpus_; }
-  uint64_t capacity_chunks() const { return capacity_chunks_; }
+  uint64_t capacity_chunks(unsigned gpu = 0) const { return capacity_chunks_[gpu]; }
   uint64_t chunks_used(unsigned gpu) const { return chunks_used_[gpu]; }
-  uint64_t chunks_free(unsigned gpu) const { return capacity_chunks_ - chunks_used_[gpu]; }
+  uint64_t chunks_free(unsigned gpu) const { return capacity_chunks_[gpu] - chunks_used_[gpu]; }
   uint64_t device_chunks(unsigned gpu) const { return device_chunks_[gpu]; }
+  // Chunks of GPU `gpu` held by blocks of another GPU's job (harvested memory).
+  uint64_t foreign_chunks(unsigned gpu) const { return foreign_chunks_[gpu]; }
 
-  void add_managed(Addr address, Bytes size);
+  // `home`: the GPU whose job allocated the range.
+  void add_managed(Addr address, Bytes size, unsigned home = 0);
   // Drops the range's pages everywhere (no write-back) and returns chunks that become empty.
   void remove_managed(Addr address, Bytes size);
   // cudaMalloc memory: pinned on the GPU, takes chunks until released.
@@ -81,6 +91,8 @@ public:
   // Eviction order: the head is the next victim. FIFO order appends when a block takes a
   // chunk; LRU additionally moves a block to the tail when touched.
   VaBlock* oldest(unsigned gpu) const { return head_[gpu]; }
+  // The first block in `gpu`'s eviction order that belongs to another GPU's job, or null.
+  VaBlock* oldest_foreign(unsigned gpu) const;
   void touch(VaBlock& block, unsigned gpu);
 
   // Throws SimulationError describing the first violated invariant.
@@ -94,9 +106,10 @@ private:
   void append(VaBlock& block, unsigned gpu);
 
   unsigned gpus_;
-  uint64_t capacity_chunks_;
+  std::vector<uint64_t> capacity_chunks_;
   std::vector<uint64_t> chunks_used_;
   std::vector<uint64_t> device_chunks_;
+  std::vector<uint64_t> foreign_chunks_;
   std::unordered_map<uint64_t, VaBlock> blocks_;
   VaBlock* head_[kMaxGpus] = {};
   VaBlock* tail_[kMaxGpus] = {};

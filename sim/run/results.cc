@@ -86,6 +86,14 @@ nlohmann::json stats_json(const Stats& s, Time total_ns) {
       {"thrashing_pins", s.thrashing_pins},
       {"remote_accesses", s.remote_accesses},
       {"peak_gpu_chunks", s.peak_chunks},
+      {"peers",
+       {{"evictions_to_peer", s.peer_evictions},
+        {"bytes_to_peer", bytes(s.pages_to_peer)},
+        {"bytes_written_back", bytes(s.pages_written_back)},
+        {"bytes_staged_on_peer", bytes(s.pages_staged)},
+        {"bytes_from_peer", bytes(s.pages_peer_in)},
+        {"reclaims_dropped", s.reclaims_dropped},
+        {"reclaims_copied", s.reclaims_copied}}},
   };
 }
 
@@ -94,12 +102,7 @@ nlohmann::json run_job(const SimJob& job) {
                                  ? config::load_run_config(job.config_path)
                                  : config::parse_run_config(job.config_doc, job.config_path);
   const trace::TraceStats trace_stats = trace::compute_stats(job.trace_path);
-  uint64_t chunks = (config.capacity_bytes + kBlockSize - 1) / kBlockSize;
-  if (config.capacity_fraction > 0) {
-    const double wanted =
-        config.capacity_fraction * static_cast<double>(trace_stats.footprint_chunks);
-    chunks = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
-  }
+  const uint64_t chunks = config.capacity.chunks(trace_stats.footprint_chunks);
   config.resolved["capacity"]["resolved_bytes"] = chunks * kBlockSize;
 
   Simulator sim(config, job.trace_path, chunks);
@@ -121,9 +124,21 @@ nlohmann::json run_job(const SimJob& job) {
   out["trace"] = {{"path", job.trace_path},
                   {"metadata", sim.reader().metadata()},
                   {"footprint_bytes", trace_stats.footprint_bytes()}};
+  for (size_t i = 1; i < sim.jobs(); ++i) {
+    const Job& other = sim.job(i);
+    config.resolved["neighbour_jobs"][i - 1]["capacity"]["resolved_bytes"] =
+        sim.capacity_chunks(other.setup().gpu) * kBlockSize;
+  }
   out["config"] = config.resolved;
   out["results"] = stats_json(stats, sim.end_time());
   if (config.per_kernel) out["kernels"] = kernel_rows(stats);
+  for (size_t i = 1; i < sim.jobs(); ++i) {
+    const Job& other = sim.job(i);
+    out["neighbour_jobs"].push_back({{"name", other.setup().name},
+                                     {"gpu", other.setup().gpu},
+                                     {"trace", other.setup().trace_path},
+                                     {"results", stats_json(other.stats(), other.end_time())}});
+  }
   return out;
 }
 

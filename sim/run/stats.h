@@ -45,6 +45,15 @@ struct Stats {
   uint64_t thrashing_pins = 0;
   uint64_t remote_accesses = 0;
   uint64_t peak_chunks = 0;
+  // Several GPUs: this job's data placed on and fetched from neighbours, and (for the
+  // neighbour) the harvested chunks it took back.
+  uint64_t peer_evictions = 0;     // 2 MB chunks evicted to a neighbour GPU
+  uint64_t pages_to_peer = 0;
+  uint64_t pages_written_back = 0; // background copies neighbour -> host
+  uint64_t pages_staged = 0;       // host -> neighbour, ahead of use here (multi-path prefetch)
+  uint64_t pages_peer_in = 0;      // neighbour -> this GPU
+  uint64_t reclaims_dropped = 0;   // another job's chunks dropped (host copy current)
+  uint64_t reclaims_copied = 0;    // ... or evicted to the host first
   std::vector<KernelRow> kernel_rows;
 };
 

@@ -6,16 +6,21 @@
 
 namespace faultline {
 
-Time Migrator::copy_runs(LinkDirection& link, const PageMask& pages, Time now, const char* cause) {
+Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const char* cause) {
   Time end = now;
   pages.for_each_run([&](unsigned, unsigned count) {
-    end = std::max(end, link.transfer(now, count * kPageSize, cause).end);
+    end = std::max(end, route.transfer(now, count * kPageSize, cause).end);
   });
   return end;
 }
 
 Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
   while (memory_.chunks_free(gpu) == 0) {
+    VaBlock* foreign = memory_.oldest_foreign(gpu);
+    if (foreign && foreign != keep) {
+      now = reclaim(*foreign, gpu, now);
+      continue;
+    }
     VaBlock* victim = memory_.oldest(gpu);
     if (victim == keep) victim = victim->next[gpu];
     if (!victim) {
@@ -32,8 +37,58 @@ Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause)
   return to_host(victim, gpu, victim.resident[gpu_processor(gpu)], now, cause) + gpu_.eviction_ns;
 }
 
+Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {
+  const PageMask held = foreign.resident[gpu_processor(gpu)];
+  if (held.minus(foreign.host_backup).none()) {
+    ++stats_.reclaims_dropped;
+    const Time ready = std::max(now, foreign.backup_ready_at);
+    memory_.move(foreign, kHost, held, ready); // the host copy is current: nothing to copy
+    return ready;
+  }
+  ++stats_.reclaims_copied;
+  return to_host(foreign, gpu, held, now, "reclaim") + gpu_.eviction_ns;
+}
+
+bool Migrator::peer_has_room(unsigned peer) const {
+  const uint64_t reserve = (driver_.peer_reserve_bytes + kBlockSize - 1) / kBlockSize;
+  return memory_.chunks_free(peer) > reserve;
+}
+
+Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now,
+                       const char* cause) {
+  const PageMask pages = block.resident[gpu_processor(from)];
+  stats_.prefetch_wasted += block.prefetched_unused[from].count();
+  block.prefetched_unused[from] = PageMask{};
+  ++stats_.peer_evictions;
+  stats_.pages_to_peer += pages.count();
+  memory_.move(block, gpu_processor(peer), pages, now);
+  const Time landed = copy_runs(route(gpu_processor(from), gpu_processor(peer)), pages, now, cause);
+  block.host_backup = pages;
+  block.backup_ready_at = copy_runs(route(gpu_processor(peer), kHost), pages, landed, "write-back");
+  stats_.pages_written_back += pages.count();
+  block.ready_at[peer] = std::max(block.ready_at[peer], landed);
+  return landed + gpu_.eviction_ns;
+}
+
+Time Migrator::stage_on_peer(VaBlock& block, unsigned peer, const PageMask& pages, Time now) {
+  const MemoryModel::Moved moved = memory_.move(block, gpu_processor(peer), pages, now);
+  stats_.pages_staged += moved.from[kHost].count();
+  const Time end = copy_runs(route(kHost, gpu_processor(peer)), moved.from[kHost], now, "stage");
+  block.ready_at[peer] = std::max(block.ready_at[peer], end);
+  if (peer != block.home) { // the host copy stays current: the neighbour may drop it
+    block.host_backup |= moved.from[kHost];
+    block.backup_ready_at = std::max(block.backup_ready_at, end);
+  }
+  return end;
+}
+
 Time Migrator::make_room_keeping(unsigned gpu, Time now, uint64_t needed,
                                  const std::vector<uint64_t>& keep) {
+  while (memory_.chunks_free(gpu) < needed) {
+    VaBlock* foreign = memory_.oldest_foreign(gpu);
+    if (!foreign) break;
+    now = reclaim(*foreign, gpu, now);
+  }
   VaBlock* victim = memory_.oldest(gpu);
   while (memory_.chunks_free(gpu) < needed && victim) {
     VaBlock* next = victim->next[gpu];
@@ -52,11 +107,22 @@ Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
   const MemoryModel::Moved moved = memory_.move(block, gpu_processor(gpu), pages, now);
   stats_.pages_h2d += moved.from[kHost].count();
   stats_.pages_populated += unpopulated.count();
-  const PageMask arrived = (moved.from[kHost] | unpopulated) & prefetched;
+  PageMask arrived = moved.from[kHost] | unpopulated;
+  Time end = copy_runs(route(kHost, gpu_processor(gpu)), moved.from[kHost], now, cause);
+  for (unsigned peer = 0; peer < memory_.gpus(); ++peer) {
+    const PageMask& from_peer = moved.from[gpu_processor(peer)];
+    if (peer == gpu || from_peer.none()) continue;
+    stats_.pages_peer_in += from_peer.count();
+    arrived |= from_peer;
+    const Time ready = std::max(now, block.ready_at[peer]); // a staged copy may be in flight
+    end = std::max(end, copy_runs(route(gpu_processor(peer), gpu_processor(gpu)), from_peer,
+                                  ready, cause));
+  }
+  arrived &= prefetched;
   block.prefetched_unused[gpu] |= arrived;
   stats_.prefetch_issued += arrived.count();
   stats_.peak_chunks = std::max(stats_.peak_chunks, memory_.chunks_used(gpu));
-  return copy_runs(to_gpu_, moved.from[kHost], now, cause);
+  return end;
 }
 
 Time Migrator::to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now,
@@ -67,7 +133,7 @@ Time Migrator::to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time
   const PageMask& copied = moved.from[gpu_processor(gpu)];
   stats_.pages_d2h += copied.count();
   if (copied.any() && block.thrash_window_start < 0) block.thrash_window_start = now;
-  return copy_runs(to_host_, copied, now, cause);
+  return copy_runs(route(gpu_processor(gpu), kHost), copied, now, cause);
 }
 
 // A block that keeps coming back to the GPU soon after it left is thrashing; after

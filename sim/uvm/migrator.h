@@ -3,23 +3,25 @@
 #pragma once
 
 #include "sim/config/run_config.h"
-#include "sim/link/link.h"
 #include "sim/memory/memory_model.h"
 #include "sim/run/stats.h"
+#include "sim/topology/topology.h"
 
 namespace faultline {
 
 // Contract: each call starts at the given time and returns when its work is done; copies queue
-// on the link behind earlier ones. Calls never skip an invariant of the memory model.
+// on the route's links behind earlier ones. Calls never skip an invariant of the memory model.
+// One migrator serves one job: its statistics are that job's, its GPU profile that job's GPU's.
 class Migrator {
 public:
-  Migrator(MemoryModel& memory, LinkDirection& to_gpu, LinkDirection& to_host,
-           const config::GpuProfile& gpu, const config::DriverConfig& driver, Stats& stats)
-      : memory_(memory), to_gpu_(to_gpu), to_host_(to_host), gpu_(gpu), driver_(driver),
-        stats_(stats) {}
+  Migrator(MemoryModel& memory, Topology& topology, const config::GpuProfile& gpu,
+           const config::DriverConfig& driver, Stats& stats)
+      : memory_(memory), topology_(topology), gpu_(gpu), driver_(driver), stats_(stats) {}
 
-  // Evicts victims in the model's eviction order until GPU `gpu` has a free chunk; `keep` is
-  // never chosen. Synchronous, as in the driver: returns when the chunk is free.
+  // Frees chunks of GPU `gpu` until one is free; `keep` is never chosen. Another job's blocks
+  // (harvested memory) go first: dropped when their host backup is ready, else evicted to the
+  // host. Then the model's eviction order. Synchronous, as in the driver: returns when the
+  // chunk is free.
   Time make_room(unsigned gpu, Time now, const VaBlock* keep);
   // Evicts victims in the model's eviction order, never a block of `keep` (sorted block
   // indices), until `needed` chunks are free; returns when the last eviction is done. The
@@ -32,6 +34,15 @@ public:
               Time now, const char* cause);
   // Moves `pages` of `block` from the GPU to the host. Returns when the last copy lands.
   Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause);
+  // Whether GPU `peer` can take another job's chunk and keep its reserve free.
+  bool peer_has_room(unsigned peer) const;
+  // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a
+  // victim-cache entry, then writes them back to the host in the background so that the peer
+  // can drop them without a copy. Returns when the copy to the peer lands.
+  Time to_peer(VaBlock& block, unsigned from, unsigned peer, Time now, const char* cause);
+  // Moves pages of `block` from the host to GPU `peer` (room checked by the caller) ahead of
+  // their use on another GPU: the first leg of a multi-path prefetch.
+  Time stage_on_peer(VaBlock& block, unsigned peer, const PageMask& pages, Time now);
   // Whether faults on this block are served by remote mapping (thrashing pin).
   bool pinned(const VaBlock& block, Time now) const {
     return driver_.thrashing_detection && block.pinned_until > now;
@@ -40,12 +51,14 @@ public:
 private:
   // The whole chunk back to the host, plus the driver's fixed cost of an eviction.
   Time evict(VaBlock& victim, unsigned gpu, Time now, const char* cause);
+  // GPU `gpu` takes back the chunk another job's block holds on it.
+  Time reclaim(VaBlock& foreign, unsigned gpu, Time now);
   void note_thrashing(VaBlock& block, Time now);
-  Time copy_runs(LinkDirection& link, const PageMask& pages, Time now, const char* cause);
+  Time copy_runs(Route& route, const PageMask& pages, Time now, const char* cause);
+  Route& route(ProcessorId from, ProcessorId to) { return topology_.route(from, to); }
 
   MemoryModel& memory_;
-  LinkDirection& to_gpu_;
-  LinkDirection& to_host_;
+  Topology& topology_;
   const config::GpuProfile& gpu_;
   const config::DriverConfig& driver_;
   Stats& stats_;

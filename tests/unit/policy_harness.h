@@ -4,6 +4,7 @@
 
 #include "policies/registry.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,13 +13,46 @@ namespace fltest {
 
 using namespace faultline::policies;
 
+// The memory a policy under test sees: set by hand.
+class FakeMemoryView : public MemoryView {
+public:
+  std::map<unsigned, faultline::Bytes> free;           // by GPU
+  std::map<faultline::Addr, faultline::ProcessorId> at; // by 2 MB block base
+  std::vector<faultline::Addr> oldest;                  // the job's blocks on its GPU
+
+  faultline::Bytes free_bytes(unsigned gpu) const override {
+    auto it = free.find(gpu);
+    return it == free.end() ? 0 : it->second;
+  }
+  faultline::ProcessorId holder(faultline::Addr address) const override {
+    auto it = at.find(address / faultline::kBlockSize * faultline::kBlockSize);
+    return it == at.end() ? faultline::kHost : it->second;
+  }
+  std::vector<faultline::Addr> oldest_blocks(unsigned, size_t n) const override {
+    return {oldest.begin(), oldest.begin() + static_cast<std::ptrdiff_t>(std::min(n, oldest.size()))};
+  }
+};
+
 class PolicyHarness {
 public:
   PolicyHarness(const std::string& name, const nlohmann::json& params)
       : policy_(Registry::instance().create(name, params, "test")) {}
 
   Actions start(faultline::Bytes capacity, const std::string& trace_path = "") {
-    return call([&](Actions& a) { policy_->on_start({0, capacity, 1, trace_path}, a); });
+    StartEvent e;
+    e.gpu_capacity = capacity;
+    e.trace_path = trace_path;
+    e.memory = &view;
+    return call([&](Actions& a) { policy_->on_start(e, a); });
+  }
+  // A two-GPU machine: the job on GPU 0, GPU 1 its NVLink neighbour.
+  Actions start_two_gpus(faultline::Bytes capacity) {
+    StartEvent e;
+    e.gpu_capacity = capacity;
+    e.gpus = 2;
+    e.nvlink_peers = {1};
+    e.memory = &view;
+    return call([&](Actions& a) { policy_->on_start(e, a); });
   }
   Actions alloc(uint64_t id, faultline::Addr start, faultline::Bytes bytes, bool block = false) {
     return call([&](Actions& a) {
@@ -41,6 +75,7 @@ public:
     return call([&](Actions& a) { policy_->on_kernel_end({now_, kernel}, a); });
   }
   void advance(faultline::Time dt) { now_ += dt; }
+  FakeMemoryView view;
 
 private:
   template <class F> Actions call(F f) {

@@ -172,8 +172,8 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
   CHECK(c.host_link.reverse.points[2] == std::pair<Bytes, double>{2097152, 16.0});
   CHECK(c.peer_link.name == "testlink");
   CHECK(c.gpus == 1);
-  CHECK(c.capacity_bytes == 0);
-  CHECK(c.capacity_fraction == 1.0);
+  CHECK(c.capacity.bytes == 0);
+  CHECK(c.capacity.fraction == 1.0);
   CHECK(c.policy == "ondemand");
   CHECK(c.policy_params == json::object());
   CHECK(c.driver.batch_size == 256);
@@ -201,8 +201,8 @@ TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
                      {"driver", {{"batch_size", 32}, {"eviction", "lru"}, {"prefetch", false}}},
                      {"per_kernel", true}}),
         "test.json");
-    CHECK(d.capacity_bytes == 64 << 20);
-    CHECK(d.capacity_fraction == 0);
+    CHECK(d.capacity.bytes == 64 << 20);
+    CHECK(d.capacity.fraction == 0);
     CHECK(d.resolved["capacity"] == json{{"bytes", 64 << 20}, {"mode", "driver"}});
     CHECK(d.driver.batch_size == 32);
     CHECK(d.driver.eviction == EvictionOrder::kLru);
@@ -320,7 +320,7 @@ TEST_CASE("config: run config errors", "[config]") {
   SECTION("capacity with both bytes and fraction") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"bytes", 1 << 30}}}})),
                Contains("$.capacity") &&
-                   Contains("exactly one of \"bytes\" and \"fraction_of_footprint\""));
+                   Contains("exactly one of \"bytes\", \"fraction_of_footprint\" and \"spare_fraction\""));
   }
   SECTION("capacity with neither") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}}}})),
@@ -373,7 +373,7 @@ TEST_CASE("config: run config errors", "[config]") {
                Contains("test.json: $.polcy") && Contains("unknown key") && Contains("policy"));
   }
   SECTION("more than one GPU") {
-    CHECK_THAT(config_error(config_with({{"gpus", 2}})), Contains("$.gpus") && Contains("one GPU"));
+    CHECK_THAT(config_error(config_with({{"gpus", 9}})), Contains("$.gpus") && Contains("1 to 8"));
   }
   SECTION("watchdog not positive") {
     CHECK_THAT(config_error(config_with({{"watchdog_ns", 0}})),

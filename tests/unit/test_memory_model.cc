@@ -15,15 +15,21 @@ config::LinkCurve flat_curve() {
   return c;
 }
 
+config::TopologySpec one_gpu() {
+  config::LinkProfile link{"flat", "pcie", flat_curve(), flat_curve()};
+  return {"one", {{"GPU0", {}}}, {}, {{"host", "GPU0", link, 1}}};
+}
+
 struct Rig {
   explicit Rig(uint64_t chunks) : memory(1, chunks) {}
   MemoryModel memory;
-  LinkDirection up{"up", flat_curve()};
-  LinkDirection down{"down", flat_curve()};
+  Topology topology{one_gpu()};
+  const LinkDirection& up = *topology.route(kHost, 1).hops()[0];
+  const LinkDirection& down = *topology.route(1, kHost).hops()[0];
   config::GpuProfile gpu;
   config::DriverConfig driver;
   Stats stats;
-  Migrator migrator{memory, up, down, gpu, driver, stats};
+  Migrator migrator{memory, topology, gpu, driver, stats};
 };
 
 PageMask random_pages(std::mt19937_64& rng) {

@@ -1,0 +1,121 @@
+// One trace replayed on one GPU of the machine: its host replays the trace's records in order,
+// its kernels run on its GPU, the driver services its faults, its policy's actions are
+// executed. Jobs share the machine's engine, memory and links; each keeps its own statistics.
+#pragma once
+
+#include "policies/policy.h"
+#include "sim/gpu/kernel_runner.h"
+#include "sim/topology/topology.h"
+#include "sim/trace/reader.h"
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+namespace faultline {
+
+class ProgressReporter {
+public:
+  virtual ~ProgressReporter() = default;
+  virtual void on_progress(uint64_t kernels, Time now, const Stats& stats) = 0;
+};
+
+// What every job of a run shares.
+struct Machine {
+  const config::RunConfig& config;
+  const config::TopologySpec& spec;
+  Engine& engine;
+  MemoryModel& memory;
+  Topology& topology;
+};
+
+struct JobSetup {
+  unsigned index = 0; // the job's address space: its blocks sit at index << 48 and up
+  std::string name;
+  std::string trace_path;
+  unsigned gpu = 0;
+  std::string policy;
+  nlohmann::json policy_params;
+};
+
+// Contract: start() hands the policy its start event and schedules the first record; the
+// engine then drives the job to the trace's end (finished()). The policy sees the trace's own
+// addresses; the job translates to and from its address space.
+class Job : public EventHandler, public FaultListener, public policies::MemoryView {
+public:
+  Job(Machine machine, JobSetup setup);
+  ~Job() override;
+
+  void start();
+  bool finished() const { return finished_; }
+  Time end_time() const { return end_time_; }
+  const Stats& stats() const { return stats_; }
+  const JobSetup& setup() const { return setup_; }
+  const trace::TraceReader& reader() const { return reader_; }
+  void set_batch_observer(BatchObserver* o) { servicer_.set_observer(o); }
+  void set_kernel_observer(KernelObserver* o) { runner_.set_observer(o); }
+  void set_progress(ProgressReporter* p) { progress_ = p; }
+  void set_check_invariants(bool on) { check_invariants_ = on; }
+  // Accounts pages still marked prefetched-but-unused at the run's end.
+  void finish();
+
+  void handle(uint32_t kind, Time now) override;
+  std::string describe_in_flight() const override;
+  void on_batch(Time now, const std::vector<uint64_t>& big_pages) override;
+  void on_replay(Time now, uint64_t resolved) override { runner_.on_replay(now, resolved); }
+
+  Bytes free_bytes(unsigned gpu) const override;
+  ProcessorId holder(Addr address) const override;
+  std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const override;
+
+private:
+  Time apply(trace::Record& record, Time now);
+  void on_alloc(const trace::AllocRecord& r, Time now);
+  void on_free(const trace::FreeRecord& r, Time now);
+  Time on_host_access(const trace::HostAccessRecord& r, Time now);
+  void launch(trace::KernelRecord& k, Time now);
+  Time make_room_for(const trace::KernelRecord& k, Time now);
+  bool budget_mode() const {
+    return config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
+  }
+  void kernel_done(Time recorded_end, Time now);
+  void execute(const policies::Actions& actions, Time now);
+  void evict(const policies::Action& action, Time now);
+  void prefetch(const policies::Action& action, Time now);
+  void prefetch_by_block(const policies::Action& action, Time now);
+  void stage(const policies::Action& action, unsigned peer, Time now);
+  // Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
+  template <class F> void for_each_block(Addr address, Bytes size, F&& f) {
+    memory_.for_each_block(address + offset_, size, f);
+  }
+
+  const config::RunConfig& config_;
+  Engine& engine_;
+  MemoryModel& memory_;
+  Topology& topology_;
+  JobSetup setup_;
+  Addr offset_;
+  const config::GpuProfile& gpu_profile_;
+  uint64_t evictions_seen_ = 0; // driver evictions already reported as memory pressure
+  trace::TraceReader reader_;
+  Stats stats_;
+  Migrator migrator_;
+  FaultServicer servicer_;
+  KernelRunner runner_;
+  std::unique_ptr<policies::IPolicy> policy_;
+  ProgressReporter* progress_ = nullptr;
+  bool check_invariants_ = false;
+
+  trace::Record pending_;
+  bool have_pending_ = false;
+  bool finished_ = false;
+  Time delay_ = 0;           // simulated minus recorded time, carried from kernel to kernel
+  Time migrations_done_ = 0; // budget mode: when the migrations issued so far end
+  Time end_time_ = 0;
+  uint64_t kernel_index_ = 0;
+  std::unordered_map<uint64_t, trace::AllocRecord> live_;
+  std::map<Addr, Bytes> device_ranges_;
+  policies::Actions actions_;
+};
+
+} // namespace faultline
