@@ -5,6 +5,7 @@
 #include "sim/run/results.h"
 #include "sim/sweep/sweep.h"
 #include "sim/synth/synth.h"
+#include "sim/topology/topology.h"
 #include "sim/trace/inspect.h"
 #include "tracer/capture/capture.h"
 
@@ -32,6 +33,7 @@ const char* kUsage =
     "  capture     record a trace of a CUDA program or PyTorch training run (needs a GPU)\n"
     "  replay      re-execute a trace on a real GPU under a policy and a budget (needs a GPU)\n"
     "  calibrate   measure a GPU's fault, migration and eviction costs and fit a profile\n"
+    "  topology    print the routes of a machine topology (a preset name or a JSON file)\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -60,6 +62,11 @@ const char* kSweepUsage =
     "OUT/points/NNNN.json per point and OUT/results.csv and OUT/results.json for all.\n"
     "An interrupted sweep resumes where it stopped. The sweep file format is in\n"
     "experiments/README.md.\n";
+
+const char* kTopologyUsage =
+    "usage: faultline topology NAME|FILE\n"
+    "Reads a topology (configs/topologies/NAME.json or FILE) and prints, for every pair of\n"
+    "processors, the route the simulator uses (widest path, no third GPU) and its bandwidth.\n";
 
 const char* kTraceUsage =
     "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
@@ -193,6 +200,19 @@ int cmd_trace(int argc, char** argv) {
   return 0;
 }
 
+int cmd_topology(int argc, char** argv) {
+  Args args(argc, argv, 2, {});
+  if (args.help) return std::cout << kTopologyUsage, 0;
+  if (args.positional.size() != 1) return std::cerr << kTopologyUsage, 2;
+  args.done();
+  const nlohmann::json doc = {{"topology", args.positional[0]},
+                              {"capacity", {{"fraction_of_footprint", 1.0}}},
+                              {"policy", {{"name", "ondemand"}}}};
+  const config::RunConfig c = config::parse_run_config(doc, "faultline topology");
+  std::cout << Topology(config::machine_topology(c)).describe();
+  return 0;
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) return std::cerr << kUsage, 2;
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return std::cout << kUsage, 0;
@@ -204,8 +224,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "capture") return capture::capture_command(argc, argv);
   if (cmd == "replay") return live::replay_command(argc, argv);
   if (cmd == "calibrate") return live::calibrate_command(argc, argv);
+  if (cmd == "topology") return cmd_topology(argc, argv);
   throw UsageError("unknown command \"" + cmd +
-                   "\"; known: sim, sweep, synth, trace, capture, replay, calibrate");
+                   "\"; known: sim, sweep, synth, trace, capture, replay, calibrate, topology");
 }
 
 } // namespace

@@ -130,6 +130,7 @@ DriverConfig read_driver(Reader r) {
   d.thrashing_lapse_ns = r.get<int64_t>("thrashing_lapse_ns", d.thrashing_lapse_ns);
   d.thrashing_pin_ns = r.get<int64_t>("thrashing_pin_ns", d.thrashing_pin_ns);
   d.peer_reserve_bytes = r.get<uint64_t>("peer_reserve_bytes", d.peer_reserve_bytes);
+  d.block_eviction = r.get<bool>("block_eviction", d.block_eviction);
   if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
   if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
   r.finish();
@@ -218,7 +219,9 @@ std::string read_node(Reader& r, const std::string& key, const std::vector<std::
 }
 
 TopologySpec read_topology(const json& spec, const std::string& file, json& resolved) {
-  Profile p = resolve_profile("topologies", spec, file, "$.topology");
+  // A preset or file by name, or the topology itself written inline.
+  const bool inline_doc = spec.is_object() && !spec.contains("profile");
+  Profile p = inline_doc ? Profile{spec, file} : resolve_profile("topologies", spec, file, "$.topology");
   Reader r(p.doc, p.label, "$.topology");
   TopologySpec t;
   t.name = r.get<std::string>("name");

@@ -101,6 +101,9 @@ struct DriverConfig {
   // Memory a GPU keeps free for its own job: another job's data is placed on it only while
   // more than this stays free (HUVM's reserve of 50 chunks, huvm-uvm-driver.md A.2).
   Bytes peer_reserve_bytes = 100ull << 20;
+  // Evictions copy a chunk's pages as one 2 MB transfer instead of one per run of pages
+  // (HUVM's large-page eviction; the stock driver copies runs).
+  bool block_eviction = false;
   Time thrashing_lapse_ns = 500000;
   Time thrashing_pin_ns = 150000000;
 };

@@ -280,7 +280,7 @@ void Job::evict(const policies::Action& action, Time now) {
       end = migrator_.to_peer(block, gpu, action.target - 1, start, "policy eviction to peer");
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
-      end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction");
+      end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
     }
     migrations_done_ = std::max(migrations_done_, end);
   });

@@ -14,6 +14,11 @@ Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const ch
   return end;
 }
 
+Time Migrator::copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause) {
+  if (!driver_.block_eviction || pages.none()) return copy_runs(route, pages, now, cause);
+  return route.transfer(now, pages.count() * kPageSize, cause).end;
+}
+
 Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
   while (memory_.chunks_free(gpu) == 0) {
     VaBlock* foreign = memory_.oldest_foreign(gpu);
@@ -34,7 +39,8 @@ Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
 
 Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause) {
   ++stats_.evictions;
-  return to_host(victim, gpu, victim.resident[gpu_processor(gpu)], now, cause) + gpu_.eviction_ns;
+  return to_host(victim, gpu, victim.resident[gpu_processor(gpu)], now, cause, true) +
+         gpu_.eviction_ns;
 }
 
 Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {
@@ -46,7 +52,7 @@ Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {
     return ready;
   }
   ++stats_.reclaims_copied;
-  return to_host(foreign, gpu, held, now, "reclaim") + gpu_.eviction_ns;
+  return to_host(foreign, gpu, held, now, "reclaim", true) + gpu_.eviction_ns;
 }
 
 bool Migrator::peer_has_room(unsigned peer) const {
@@ -62,9 +68,11 @@ Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now,
   ++stats_.peer_evictions;
   stats_.pages_to_peer += pages.count();
   memory_.move(block, gpu_processor(peer), pages, now);
-  const Time landed = copy_runs(route(gpu_processor(from), gpu_processor(peer)), pages, now, cause);
+  const Time landed =
+      copy_evicted(route(gpu_processor(from), gpu_processor(peer)), pages, now, cause);
   block.host_backup = pages;
-  block.backup_ready_at = copy_runs(route(gpu_processor(peer), kHost), pages, landed, "write-back");
+  block.backup_ready_at =
+      copy_evicted(route(gpu_processor(peer), kHost), pages, landed, "write-back");
   stats_.pages_written_back += pages.count();
   block.ready_at[peer] = std::max(block.ready_at[peer], landed);
   return landed + gpu_.eviction_ns;
@@ -126,14 +134,15 @@ Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
 }
 
 Time Migrator::to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now,
-                       const char* cause) {
+                       const char* cause, bool eviction) {
   stats_.prefetch_wasted += (block.prefetched_unused[gpu] & pages).count();
   block.prefetched_unused[gpu] = block.prefetched_unused[gpu].minus(pages);
   const MemoryModel::Moved moved = memory_.move(block, kHost, pages, now);
   const PageMask& copied = moved.from[gpu_processor(gpu)];
   stats_.pages_d2h += copied.count();
   if (copied.any() && block.thrash_window_start < 0) block.thrash_window_start = now;
-  return copy_runs(route(gpu_processor(gpu), kHost), copied, now, cause);
+  Route& down = route(gpu_processor(gpu), kHost);
+  return eviction ? copy_evicted(down, copied, now, cause) : copy_runs(down, copied, now, cause);
 }
 
 // A block that keeps coming back to the GPU soon after it left is thrashing; after

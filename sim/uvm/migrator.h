@@ -32,8 +32,10 @@ public:
   // Pages flagged in `prefetched` count as prefetch. Returns when the last copy lands.
   Time to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages, const PageMask& prefetched,
               Time now, const char* cause);
-  // Moves `pages` of `block` from the GPU to the host. Returns when the last copy lands.
-  Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause);
+  // Moves `pages` of `block` from the GPU to the host. Returns when the last copy lands. An
+  // eviction copies them in one transfer when the driver evicts whole blocks.
+  Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause,
+               bool eviction = false);
   // Whether GPU `peer` can take another job's chunk and keep its reserve free.
   bool peer_has_room(unsigned peer) const;
   // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a
@@ -55,6 +57,7 @@ private:
   Time reclaim(VaBlock& foreign, unsigned gpu, Time now);
   void note_thrashing(VaBlock& block, Time now);
   Time copy_runs(Route& route, const PageMask& pages, Time now, const char* cause);
+  Time copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause);
   Route& route(ProcessorId from, ProcessorId to) { return topology_.route(from, to); }
 
   MemoryModel& memory_;

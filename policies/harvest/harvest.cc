@@ -1,0 +1,140 @@
+// harvest: HUVM's memHarvester (Choi et al., ATC'22; casys-kaist/HUVM). The job's GPU keeps a
+// reserve of free chunks by pre-evicting its oldest blocks; victims go to the NVLink neighbour
+// with the most spare memory, as an exclusive victim cache the backend writes back to the host
+// in the background (so the neighbour drops them at once when its own job needs the room), or
+// to the host when no neighbour has room above its reserve. On each fault batch a multi-path
+// prefetch looks ahead in the faults' direction: blocks on a neighbour come back over NVLink
+// while host blocks are staged on a neighbour over its own PCIe link. Another policy (pump or
+// deepum) may run inside as the prefetcher. Notes: ../shared/reference/huvm-uvm-driver.md A.2.
+#include "policies/registry.h"
+#include "sim/config/reader.h"
+#include "sim/core/error.h"
+
+#include <algorithm>
+#include <set>
+
+namespace faultline::policies {
+namespace {
+
+class Harvest : public IPolicy {
+public:
+  Harvest(const nlohmann::json& params, const std::string& where) {
+    config::Reader r(params, where, "$.policy.params");
+    low_chunks_ = r.get<uint64_t>("reserve_chunks", 50);
+    high_chunks_ = 2 * low_chunks_;
+    pre_evict_ = r.get<bool>("pre_evict", true);
+    to_peer_ = r.get<bool>("evict_to_peer", true);
+    multi_path_ = r.get<bool>("multi_path_prefetch", true);
+    prefetch_chunks_ = r.get<uint32_t>("prefetch_chunks", 16);
+    stride_ = r.get<uint32_t>("prefetch_stride", 2);
+    if (stride_ == 0) r.fail("prefetch_stride", "must be at least 1");
+    if (prefetch_chunks_ > 64) r.fail("prefetch_chunks", "HUVM allows at most 64");
+    const std::string inner = r.get<std::string>("prefetcher", "none");
+    const nlohmann::json inner_params = r.raw("prefetcher_params", nlohmann::json::object());
+    r.finish();
+    if (inner == "harvest") r.fail("prefetcher", "harvest cannot run inside itself");
+    if (inner != "none") {
+      if (!Registry::instance().has(inner)) {
+        r.fail("prefetcher", "unknown policy \"" + inner + "\"; known policies: " +
+                                 Registry::instance().known() + ", or none");
+      }
+      inner_ = Registry::instance().create(inner, inner_params,
+                                           where + " (harvest's prefetcher_params)");
+    }
+  }
+
+  void on_start(const StartEvent& e, Actions& out) override {
+    gpu_ = e.gpu;
+    peers_ = e.nvlink_peers;
+    memory_ = e.memory;
+    if (!memory_) throw SimulationError("policy harvest needs the backend's memory view");
+    if (inner_) inner_->on_start(e, out);
+  }
+  void on_alloc(const AllocEvent& e, Actions& out) override {
+    if (inner_) inner_->on_alloc(e, out);
+  }
+  void on_free(const FreeEvent& e, Actions& out) override {
+    if (inner_) inner_->on_free(e, out);
+  }
+  void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
+    if (inner_) inner_->on_kernel_launch(e, out);
+    keep_reserve({}, out);
+  }
+  void on_kernel_end(const KernelEndEvent& e, Actions& out) override {
+    if (inner_) inner_->on_kernel_end(e, out);
+  }
+  void on_memory_pressure(const MemoryPressureEvent& e, Actions& out) override {
+    if (inner_) inner_->on_memory_pressure(e, out);
+  }
+
+  void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
+    if (inner_) inner_->on_fault_batch(e, out);
+    if (e.faults.empty()) return;
+    std::set<Addr> faulted;
+    for (Addr a : e.faults) faulted.insert(a / kBlockSize * kBlockSize);
+    if (multi_path_) prefetch_ahead(faulted, out);
+    keep_reserve(faulted, out);
+  }
+
+private:
+  // HUVM's reserve thread: below R free chunks, pre-evict the oldest blocks until 2R are free.
+  void keep_reserve(const std::set<Addr>& busy, Actions& out) {
+    if (!pre_evict_) return;
+    const uint64_t free = memory_->free_bytes(gpu_) / kBlockSize;
+    if (free >= low_chunks_) return;
+    const uint64_t wanted = high_chunks_ - free;
+    uint64_t evicting = 0;
+    for (Addr block : memory_->oldest_blocks(gpu_, wanted + busy.size())) {
+      if (busy.count(block)) continue;
+      out.push_back({ActionKind::kEvict, {block, kBlockSize}, victim_target()});
+      if (++evicting == wanted) break;
+    }
+  }
+
+  // The neighbour with the most free memory; the backend sends the block to the host instead
+  // when that neighbour cannot keep its reserve.
+  ProcessorId victim_target() const {
+    if (!to_peer_ || peers_.empty()) return kHost;
+    unsigned best = peers_[0];
+    for (unsigned p : peers_)
+      if (memory_->free_bytes(p) > memory_->free_bytes(best)) best = p;
+    return gpu_processor(best);
+  }
+
+  // The window starts past the batch's last block in the direction the faults move.
+  void prefetch_ahead(const std::set<Addr>& faulted, Actions& out) {
+    const Addr first = *faulted.begin(), last = *faulted.rbegin();
+    const bool down = have_last_ && first < last_window_;
+    last_window_ = down ? first : last;
+    have_last_ = true;
+    const ProcessorId own = gpu_processor(gpu_);
+    const ProcessorId stage = victim_target();
+    for (uint32_t i = 0; i < prefetch_chunks_; ++i) {
+      const Addr step = Addr{i + 1} * stride_ * kBlockSize;
+      if (down && step > last_window_) break;
+      const Addr block = down ? last_window_ - step : last_window_ + step;
+      const ProcessorId at = memory_->holder(block);
+      if (at == own || faulted.count(block)) continue;
+      // From a neighbour over NVLink; from the host to a neighbour over its PCIe link, or
+      // straight here when there is no neighbour to stage on.
+      const ProcessorId target = at != kHost || stage == kHost ? own : stage;
+      out.push_back({ActionKind::kPrefetch, {block, kBlockSize}, target});
+    }
+  }
+
+  unsigned gpu_ = 0;
+  std::vector<unsigned> peers_;
+  const MemoryView* memory_ = nullptr;
+  std::unique_ptr<IPolicy> inner_;
+  uint64_t low_chunks_ = 50, high_chunks_ = 100;
+  bool pre_evict_ = true, to_peer_ = true, multi_path_ = true;
+  uint32_t prefetch_chunks_ = 16, stride_ = 2;
+  bool have_last_ = false;
+  Addr last_window_ = 0;
+};
+
+} // namespace
+
+FAULTLINE_REGISTER_POLICY(Harvest, "harvest");
+
+} // namespace faultline::policies
