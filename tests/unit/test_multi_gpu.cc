@@ -146,7 +146,7 @@ TEST_CASE("topology and neighbour-job config errors say where and what", "[topol
 
   json job = topology_config("h200x2");
   job["neighbour_jobs"] = {{{"name", "n"},
-                            {"trace", "traces/real/resnet50.fltrace"},
+                            {"trace", std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace"},
                             {"gpu", 0},
                             {"policy", {{"name", "ondemand"}}},
                             {"capacity", {{"spare_fraction", 0.2}}}}};
@@ -156,7 +156,7 @@ TEST_CASE("topology and neighbour-job config errors say where and what", "[topol
   job["neighbour_jobs"][0]["gpu"] = 1;
   job["neighbour_jobs"][0]["trace"] = "no/such.fltrace";
   CHECK_THAT(config_error(job), Contains("$.neighbour_jobs[0].trace") && Contains("does not exist"));
-  job["neighbour_jobs"][0]["trace"] = "traces/real/resnet50.fltrace";
+  job["neighbour_jobs"][0]["trace"] = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
   job["neighbour_jobs"][0]["capacity"] = {{"spare_fraction", 1.0}};
   CHECK_THAT(config_error(job), Contains("capacity.spare_fraction") && Contains("[0, 1)"));
   job["neighbour_jobs"][0]["capacity"] = {{"spare_fraction", 0.5}};
