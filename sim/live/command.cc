@@ -21,11 +21,14 @@ namespace fs = std::filesystem;
 const char* kUsage =
     "usage: faultline replay --trace T [--policy P] [--params JSON] [--budget B]\n"
     "                        [--margin BYTES] [--drain-every N] [--per-kernel] [--device N]\n"
-    "                        [--out results.json]\n"
+    "                        [--peer-budget BYTES] [--peer-reserve BYTES] [--out results.json]\n"
     "Re-executes trace T on a real GPU under policy P (default ondemand; --params is its\n"
     "policy.params object) with a residency budget B: a fraction of the footprint (0.5 or 50%)\n"
     "or bytes (8G). Writes the same result fields as 'faultline sim', measured. Refuses when\n"
     "the trace's memory would come within --margin (default 2G) of the GPU's free memory.\n"
+    "--peer-budget gives the policy the next GPU's spare memory as a victim cache (harvest\n"
+    "evicts there with cudaMemPrefetchAsync to that GPU; faults fetch back over NVLink); it\n"
+    "keeps --peer-reserve (default 100M) free, as the simulator's driver.peer_reserve_bytes.\n"
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 
@@ -69,6 +72,10 @@ Parsed parse(int argc, char** argv) {
       parse_budget(value(), p.job);
     else if (a == "--margin")
       p.job.margin = parse_number(value(), "--margin");
+    else if (a == "--peer-budget")
+      p.job.peer_budget_bytes = parse_number(value(), "--peer-budget");
+    else if (a == "--peer-reserve")
+      p.job.peer_reserve_bytes = parse_number(value(), "--peer-reserve");
     else if (a == "--drain-every")
       p.job.drain_every = std::max(1, std::atoi(value().c_str()));
     else if (a == "--device")

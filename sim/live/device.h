@@ -27,6 +27,7 @@ struct Touch {
 struct Counters {
   uint64_t bytes_host_to_gpu = 0; // CUPTI unified-memory counters
   uint64_t bytes_gpu_to_host = 0;
+  uint64_t bytes_peer = 0;        // device to device (with a neighbour GPU)
   uint64_t gpu_fault_records = 0; // grouped: one record may stand for several faults
   uint64_t dropped_records = 0;
 };
@@ -48,6 +49,10 @@ public:
   virtual bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) = 0;
   virtual void prefetch_to_gpu(void* p, uint64_t bytes) = 0;
   virtual void evict_to_host(void* p, uint64_t bytes) = 0;
+  // Migrates the range to the next GPU (the neighbour), in order with the other migrations.
+  virtual void prefetch_to_peer(void* p, uint64_t bytes) = 0;
+  // The neighbour's free memory; 0 where there is none.
+  virtual uint64_t peer_free_bytes() = 0;
   virtual void discard(void* p, uint64_t bytes) = 0;
   virtual void advise_remote(void* p, uint64_t bytes, bool on) = 0;
   // Writes every 4 KB page of the range from the CPU, so it is populated on the host.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace faultline::live {
@@ -125,14 +126,19 @@ struct Measured {
   uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
   uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
   uint64_t reported_faults = 0; // fault records handed to the policy
+  uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
   Time policy_ns = 0;           // deciding, untimed
   nlohmann::json rows = nlohmann::json::array();
 };
 
-class Replay {
+// The replay is also the policy's memory view: its residency model answers for GPU 0, its
+// record of chunks placed on the neighbour for GPU 1.
+class Replay : public policies::MemoryView {
 public:
   Replay(const ReplayJob& job, LiveDevice& device, Plan plan, uint64_t budget_chunks)
-      : job_(job), device_(device), plan_(std::move(plan)), residency_(budget_chunks) {
+      : job_(job), device_(device), plan_(std::move(plan)), residency_(budget_chunks),
+        peer_chunks_(job.peer_budget_bytes / kBlockSize),
+        peer_reserve_chunks_((job.peer_reserve_bytes + kBlockSize - 1) / kBlockSize) {
     policy_ = policies::Registry::instance().create(job.policy, job.policy_params,
                                                     "replay --policy " + job.policy);
   }
@@ -148,6 +154,11 @@ public:
       policies::StartEvent start;
       start.gpu_capacity = residency_.budget_chunks() * kBlockSize;
       start.trace_path = job_.trace_path;
+      start.memory = this;
+      if (peer_chunks_ > 0) {
+        start.gpus = 2;
+        start.nvlink_peers = {1};
+      }
       policy_->on_start(start, actions_);
     });
     execute();
@@ -164,6 +175,35 @@ public:
   }
 
   uint64_t peak_chunks() const { return residency_.peak_chunks(); }
+
+  Bytes free_bytes(unsigned gpu) const override {
+    if (gpu == 0) {
+      const uint64_t room = residency_.available_chunks(), used = residency_.resident_chunks();
+      return room > used ? (room - used) * kBlockSize : 0;
+    }
+    return gpu == 1 && peer_chunks_ > on_peer_.size() ? (peer_chunks_ - on_peer_.size()) * kBlockSize
+                                                      : 0;
+  }
+
+  ProcessorId holder(Addr address) const override {
+    ProcessorId at = kHost;
+    for_each_live(address, 1, [&](void* p, Bytes) {
+      const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+      if (residency_.holds_chunk(chunk)) at = gpu_processor(0);
+      if (on_peer_.count(chunk)) at = gpu_processor(1);
+    });
+    return at;
+  }
+
+  std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const override {
+    std::vector<Addr> out;
+    if (gpu != 0) return out;
+    for (uint64_t chunk : residency_.oldest(n)) {
+      const Addr a = to_trace(chunk * kBlockSize);
+      if (a != kNoAddress) out.push_back(a);
+    }
+    return out;
+  }
 
 private:
   struct LiveAlloc {
@@ -242,7 +282,7 @@ private:
     const Bytes size = a.size;
     auto it = live_.find(address);
     if (it == live_.end()) return;
-    forget(residency_, it->second.live, size);
+    forget(it->second.live, size);
     by_live_.erase(reinterpret_cast<uint64_t>(it->second.live));
     device_.synchronize(); // migrations still running are the replay's time, as cudaFree waits
     clock_.pause();
@@ -266,6 +306,7 @@ private:
     const std::vector<uint64_t> pages = live_pages(k);
     evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
     residency_.admit(pages);
+    for (uint64_t page : pages) on_peer_.erase(page * kBigPageSize / kBlockSize); // faults pull them back
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
       fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
     last_end_ = now();
@@ -333,7 +374,7 @@ private:
 
   // Calls f(live pointer, bytes) for each piece of the trace's [start, start + bytes) that
   // lies in a live managed allocation.
-  template <typename F> void for_each_live(Addr start, Bytes bytes, F f) {
+  template <typename F> void for_each_live(Addr start, Bytes bytes, F f) const {
     auto it = live_.upper_bound(start);
     if (it != live_.begin()) --it;
     for (; it != live_.end() && it->first < start + bytes; ++it) {
@@ -356,10 +397,47 @@ private:
     return out;
   }
 
-  static void forget(Residency& r, void* p, Bytes n) {
+  // The range left GPU 0 (and the neighbour, whose chunks are whole).
+  void forget(void* p, Bytes n) {
     const auto first = reinterpret_cast<uint64_t>(p) / kBigPageSize;
     const auto last = (reinterpret_cast<uint64_t>(p) + n - 1) / kBigPageSize;
-    r.remove(first, last - first + 1);
+    residency_.remove(first, last - first + 1);
+    for (uint64_t c = first * kBigPageSize / kBlockSize; c <= last * kBigPageSize / kBlockSize; ++c)
+      on_peer_.erase(c);
+  }
+
+  bool peer_has_room() const {
+    return peer_chunks_ > on_peer_.size() && peer_chunks_ - on_peer_.size() > peer_reserve_chunks_;
+  }
+
+  // An eviction to the neighbour, chunk by chunk while it has room; the rest to the host.
+  void evict(const policies::Action& a) {
+    for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
+      const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+      if (a.target != kHost && !on_peer_.count(chunk) && residency_.holds_chunk(chunk) &&
+          peer_has_room()) {
+        device_.prefetch_to_peer(p, n);
+        forget(p, n);
+        on_peer_.insert(chunk);
+        ++measured_.peer_evicted_chunks;
+        measured_.bytes_to_peer += n;
+        return;
+      }
+      device_.evict_to_host(p, n);
+      forget(p, n);
+      measured_.policy_evicted_bytes += n;
+    });
+  }
+
+  // The first leg of a multi-path prefetch: host data goes to the neighbour while it has room.
+  void stage(const policies::Range& range) {
+    for_each_live(range.start, range.bytes, [&](void* p, Bytes n) {
+      const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+      if (on_peer_.count(chunk) || residency_.holds_chunk(chunk) || !peer_has_room()) return;
+      device_.prefetch_to_peer(p, n);
+      on_peer_.insert(chunk);
+      measured_.bytes_staged += n;
+    });
   }
 
   // Evicts whole live chunks, clipped to the live allocations they overlap.
@@ -380,19 +458,21 @@ private:
     for (const policies::Action& a : actions_) {
       switch (a.kind) {
       case policies::ActionKind::kPrefetch:
-        prefetch(a.range);
+        if (a.target == gpu_processor(0))
+          prefetch(a.range);
+        else if (a.target == gpu_processor(1) && peer_chunks_ > 0)
+          stage(a.range);
+        else
+          throw SimulationError("live replay: policy " + job_.policy + " prefetched to processor " +
+                                std::to_string(a.target) + ", which this replay does not have");
         break;
       case policies::ActionKind::kEvict:
-        for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
-          device_.evict_to_host(p, n);
-          forget(residency_, p, n);
-          measured_.policy_evicted_bytes += n;
-        });
+        evict(a);
         break;
       case policies::ActionKind::kDiscard:
         for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
           device_.discard(p, n);
-          forget(residency_, p, n);
+          forget(p, n);
           measured_.discarded_bytes += n;
         });
         break;
@@ -418,6 +498,7 @@ private:
         for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + piece; ++q) pages.push_back(q);
         evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
         residency_.admit(pages);
+        on_peer_.erase(lo / kBlockSize);
         device_.prefetch_to_gpu(reinterpret_cast<void*>(lo), piece);
         measured_.prefetch_bytes += piece;
         done += piece;
@@ -429,6 +510,8 @@ private:
   LiveDevice& device_;
   Plan plan_;
   Residency residency_;
+  uint64_t peer_chunks_, peer_reserve_chunks_;
+  std::set<uint64_t> on_peer_; // live chunks placed on the neighbour
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
   std::map<Addr, LiveAlloc> live_; // trace address -> live
@@ -461,6 +544,14 @@ void check_memory(const ReplayJob& job, const trace::TraceStats& stats, const Pl
                 std::to_string(free) + " bytes free, less the margin of " +
                 std::to_string(job.margin) + " bytes (--margin)");
   }
+  if (job.peer_budget_bytes == 0) return;
+  const uint64_t peer_free = device.peer_free_bytes();
+  if (job.peer_budget_bytes + job.margin > peer_free) {
+    throw Error("faultline replay: refusing a neighbour budget of " +
+                std::to_string(job.peer_budget_bytes) + " bytes: the next GPU has " +
+                std::to_string(peer_free) + " bytes free (none if there is no next GPU), less " +
+                "the margin of " + std::to_string(job.margin) + " bytes (--margin)");
+  }
 }
 
 nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& device) {
@@ -472,6 +563,8 @@ nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& devic
             {"resolved_bytes", chunks * kBlockSize}}},
           {"margin", job.margin},
           {"drain_every", job.drain_every},
+          {"peer_budget_bytes", job.peer_budget_bytes},
+          {"peer_reserve_bytes", job.peer_reserve_bytes},
           {"device", device.name()}};
 }
 
@@ -508,6 +601,11 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
                     {"discarded_bytes", m.discarded_bytes},
                     {"prefetch", {{"issued_bytes", m.prefetch_bytes}}},
                     {"peak_gpu_chunks", replay.peak_chunks()},
+                    {"peers",
+                     {{"evictions_to_peer", m.peer_evicted_chunks},
+                      {"bytes_to_peer", m.bytes_to_peer},
+                      {"bytes_staged_on_peer", m.bytes_staged},
+                      {"bytes_device_to_device", c.bytes_peer}}},
                     {"dropped_counter_records", c.dropped_records}};
   if (job.per_kernel) out["kernels"] = std::move(m.rows);
   return out;

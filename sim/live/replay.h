@@ -24,6 +24,10 @@ struct ReplayJob {
   // The unified-memory counters are drained (untimed, GPU idle) every this many kernels.
   uint32_t drain_every = 1;
   bool per_kernel = false; // add a row per kernel to the result
+  // Spare memory of the next GPU that the policy may use as a victim cache (0: none), and the
+  // reserve it keeps for its own job, as the simulator's driver.peer_reserve_bytes.
+  uint64_t peer_budget_bytes = 0;
+  uint64_t peer_reserve_bytes = 100ull << 20;
 };
 
 // Contract: runs the whole trace once on `device` and returns a result document with the same

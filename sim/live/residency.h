@@ -6,6 +6,7 @@
 
 #include "sim/core/types.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -34,6 +35,13 @@ public:
   uint64_t resident_chunks() const { return masks_.size(); }
   uint64_t peak_chunks() const { return peak_; }
   bool resident(uint64_t big_page) const;
+  bool holds_chunk(uint64_t chunk) const { return masks_.count(chunk) != 0; }
+  // Up to n resident chunks, next victim first.
+  std::vector<uint64_t> oldest(size_t n) const {
+    std::vector<uint64_t> out;
+    for (auto it = order_.begin(); it != order_.end() && out.size() < n; ++it) out.push_back(*it);
+    return out;
+  }
 
 private:
   void drop_chunk(uint64_t chunk);

@@ -59,6 +59,11 @@ public:
   void evict_to_host(void* p, uint64_t bytes) override {
     drop(reinterpret_cast<uint64_t>(p), bytes);
   }
+  void prefetch_to_peer(void* p, uint64_t bytes) override {
+    to_peer.emplace_back(reinterpret_cast<uint64_t>(p), bytes);
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
+  uint64_t peer_free_bytes() override { return peer_free; }
   void discard(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void advise_remote(void*, uint64_t, bool) override {}
   void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
@@ -74,7 +79,8 @@ public:
   bool peer_copy(uint64_t, bool) override { return false; }
   const char* error() override { return ""; }
 
-  uint64_t free = 1ull << 40;
+  uint64_t free = 1ull << 40, peer_free = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;
   std::vector<std::pair<uint64_t, uint64_t>> prefetched;

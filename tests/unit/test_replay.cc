@@ -170,3 +170,44 @@ TEST_CASE("replay: the GPU's faults reach the policy as batches; every policy ru
       CHECK(result["results"]["prefetch"]["issued_bytes"].get<uint64_t>() > 0);
   }
 }
+
+TEST_CASE("replay: harvest evicts to the neighbour within its spare budget and keeps the "
+          "reserve",
+          "[live][multigpu]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  device.peer_free = 1ull << 40;
+  live::ReplayJob job;
+  job.trace_path = dnn_trace(dir, 3);
+  job.budget_fraction = 0.5;
+  job.margin = 0;
+  job.policy = "harvest";
+  job.policy_params = {{"reserve_chunks", 2}};
+  job.peer_budget_bytes = 16 * kBlockSize;
+  job.peer_reserve_bytes = 4 * kBlockSize;
+  const auto result = live::run_replay(job, device);
+  const auto& peers = result["results"]["peers"];
+  CHECK(peers["evictions_to_peer"].get<uint64_t>() > 0);
+  CHECK(!device.to_peer.empty());
+  // Never more on the neighbour at once than its budget less its reserve.
+  uint64_t bytes = 0;
+  for (const auto& [address, n] : device.to_peer) bytes += n;
+  CHECK(bytes == peers["bytes_to_peer"].get<uint64_t>() + peers["bytes_staged_on_peer"].get<uint64_t>());
+  CHECK(device.peak_chunks * kBlockSize <= result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
+  CHECK(result["config"]["peer_budget_bytes"] == 16 * kBlockSize);
+
+  // Without a neighbour budget, the same policy evicts to the host only.
+  FakeDevice alone;
+  job.peer_budget_bytes = 0;
+  const auto host_only = live::run_replay(job, alone);
+  CHECK(alone.to_peer.empty());
+  CHECK(host_only["results"]["peers"]["evictions_to_peer"] == 0);
+
+  // A neighbour budget the next GPU cannot hold is refused before anything runs.
+  FakeDevice small;
+  small.peer_free = 8 * kBlockSize;
+  job.peer_budget_bytes = 16 * kBlockSize;
+  CHECK_THROWS_WITH(live::run_replay(job, small),
+                    Catch::Matchers::Contains("refusing a neighbour budget"));
+  CHECK(small.kernel_pages.empty());
+}

@@ -77,6 +77,9 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
       g_counters.bytes_gpu_to_host += u->value;
       break;
+    case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD:
+      g_counters.bytes_peer += u->value;
+      break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
       g_counters.gpu_fault_records += 1;
       g_faults.push_back(u->address);
@@ -92,19 +95,20 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
 }
 
 bool enable_counters(int device, std::string& error) {
-  CUpti_ActivityUnifiedMemoryCounterConfig config[3] = {};
-  const CUpti_ActivityUnifiedMemoryCounterKind kinds[3] = {
+  CUpti_ActivityUnifiedMemoryCounterConfig config[4] = {};
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[4] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT};
-  for (int i = 0; i < 3; ++i) {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
+  for (int i = 0; i < 4; ++i) {
     config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
     config[i].kind = kinds[i];
     config[i].deviceId = static_cast<uint32_t>(device);
     config[i].enable = 1;
   }
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-      cuptiActivityConfigureUnifiedMemoryCounter(config, 3) != CUPTI_SUCCESS ||
+      cuptiActivityConfigureUnifiedMemoryCounter(config, 4) != CUPTI_SUCCESS ||
       cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != CUPTI_SUCCESS) {
     error = "CUPTI refused the unified-memory counters";
     return false;
@@ -185,6 +189,21 @@ public:
   void evict_to_host(void* p, uint64_t bytes) override {
     cudaMemLocation host{cudaMemLocationTypeHost, 0};
     check(cudaMemPrefetchAsync(p, bytes, host, 0, copies_), "cudaMemPrefetchAsync to the host");
+  }
+
+  void prefetch_to_peer(void* p, uint64_t bytes) override {
+    cudaMemLocation peer{cudaMemLocationTypeDevice, device_ + 1};
+    check(cudaMemPrefetchAsync(p, bytes, peer, 0, copies_), "cudaMemPrefetchAsync to the peer");
+  }
+
+  uint64_t peer_free_bytes() override {
+    int count = 0;
+    size_t free = 0, total = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || device_ + 1 >= count) return 0;
+    cudaSetDevice(device_ + 1);
+    const bool ok = cudaMemGetInfo(&free, &total) == cudaSuccess;
+    cudaSetDevice(device_);
+    return ok ? free : 0;
   }
 
   void discard(void* p, uint64_t bytes) override {
