@@ -131,6 +131,7 @@ DriverConfig read_driver(Reader r) {
   d.thrashing_pin_ns = r.get<int64_t>("thrashing_pin_ns", d.thrashing_pin_ns);
   d.peer_reserve_bytes = r.get<uint64_t>("peer_reserve_bytes", d.peer_reserve_bytes);
   d.block_eviction = r.get<bool>("block_eviction", d.block_eviction);
+  d.peer_write_back = r.get<bool>("peer_write_back", d.peer_write_back);
   if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
   if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
   r.finish();
@@ -270,6 +271,21 @@ TopologySpec read_topology(const json& spec, const std::string& file, json& reso
   return t;
 }
 
+void read_idle_gpus(Reader& r, RunConfig& c) {
+  const size_t n = r.has("idle_gpus") ? r.array_size("idle_gpus") : 0;
+  for (size_t i = 0; i < n; ++i) {
+    Reader g = r.element("idle_gpus", i);
+    const unsigned gpu = g.get<uint32_t>("gpu");
+    if (gpu == 0 || gpu >= c.gpus) g.fail("gpu", "expected a GPU from 1 to " + std::to_string(c.gpus - 1));
+    for (const auto& job : c.neighbours)
+      if (job.gpu == gpu) g.fail("gpu", "GPU " + std::to_string(gpu) + " runs a neighbour job");
+    const Bytes bytes = g.get<uint64_t>("bytes");
+    if (bytes < kBlockSize) g.fail("bytes", "must be at least one 2 MB chunk");
+    g.finish();
+    c.idle_gpu_bytes.push_back({gpu, bytes});
+  }
+}
+
 std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
   std::vector<NeighbourJob> jobs;
   const size_t n = r.has("neighbour_jobs") ? r.array_size("neighbour_jobs") : 0;
@@ -401,6 +417,7 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   }
   read_capacity(r.child("capacity"), c);
   c.neighbours = read_neighbours(r, c);
+  read_idle_gpus(r, c);
   c.driver = read_driver(r.optional_child("driver"));
   if (c.capacity_mode == RunConfig::CapacityMode::kBudget &&
       c.driver.eviction != EvictionOrder::kFifo)

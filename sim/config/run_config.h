@@ -104,6 +104,10 @@ struct DriverConfig {
   // Evictions copy a chunk's pages as one 2 MB transfer instead of one per run of pages
   // (HUVM's large-page eviction; the stock driver copies runs).
   bool block_eviction = false;
+  // Blocks evicted to a neighbour are written back to the host in the background, so the
+  // neighbour drops them without a copy (HUVM). Off: the neighbour evicts them with a copy, as
+  // the live replay does (it cannot keep two copies).
+  bool peer_write_back = true;
   Time thrashing_lapse_ns = 500000;
   Time thrashing_pin_ns = 150000000;
 };
@@ -116,6 +120,8 @@ struct RunConfig {
   TopologySpec topology; // as given; no GPUs when none was (see machine_topology)
   CapacitySpec capacity; // of GPU 0, for the run's own trace
   std::vector<NeighbourJob> neighbours;
+  // Memory a GPU without a job offers others (GPU index -> bytes); default: all it has.
+  std::vector<std::pair<unsigned, Bytes>> idle_gpu_bytes;
   // Who keeps residency within capacity. kDriver: the driver evicts when a fault finds the GPU
   // full (predictions). kBudget: as `faultline replay` enforces its budget, so that both run
   // the same experiment: before each kernel (and each prefetched 2 MB chunk) the oldest chunks

@@ -12,6 +12,7 @@ std::vector<uint64_t> capacities(const config::RunConfig& config,
   std::vector<uint64_t> out;
   for (const auto& gpu : spec.gpus) out.push_back(gpu.profile.memory_bytes / kBlockSize);
   out[0] = own_chunks;
+  for (const auto& [gpu, bytes] : config.idle_gpu_bytes) out[gpu] = bytes / kBlockSize;
   for (const auto& job : config.neighbours)
     out[job.gpu] = job.capacity.chunks(trace::compute_stats(job.trace).footprint_chunks);
   return out;

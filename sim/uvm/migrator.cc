@@ -70,10 +70,12 @@ Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now,
   memory_.move(block, gpu_processor(peer), pages, now);
   const Time landed =
       copy_evicted(route(gpu_processor(from), gpu_processor(peer)), pages, now, cause);
-  block.host_backup = pages;
-  block.backup_ready_at =
-      copy_evicted(route(gpu_processor(peer), kHost), pages, landed, "write-back");
-  stats_.pages_written_back += pages.count();
+  if (driver_.peer_write_back) {
+    block.host_backup = pages;
+    block.backup_ready_at =
+        copy_evicted(route(gpu_processor(peer), kHost), pages, landed, "write-back");
+    stats_.pages_written_back += pages.count();
+  }
   block.ready_at[peer] = std::max(block.ready_at[peer], landed);
   return landed + gpu_.eviction_ns;
 }

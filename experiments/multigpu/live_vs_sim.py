@@ -1,0 +1,154 @@
+"""Two GPUs, live against simulated: the rows experiments/multigpu/live_harvest.sh measured,
+each simulated on the same setup, side by side.
+
+    python3 experiments/multigpu/live_vs_sim.py LIVE_DIR OUT_DIR [--faultline BIN]
+
+For every TRACE-VARIANT-BUDGET.json in LIVE_DIR this runs `faultline sim` on the h200x2
+topology (calibrated H200 profiles, measured NVLink) in capacity mode "budget" with the live
+run's policy and parameters; GPU 1 offers the live run's --peer-budget (idle_gpus) and keeps the
+same reserve; nothing is written back in the background, as live (one copy per page). It writes OUT_DIR/fidelity.md, fidelity.csv, fidelity.png and summary.json (median
+and max time error, whether the simulator orders the variants as the GPU does, the common sim
+config, the revisions).
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+VARIANTS = ["host", "preevict", "peer", "harvest"]
+
+
+def sim_config(live):
+    cfg = live["config"]
+    return {"description": "two GPUs: the live harvest experiment in the simulator",
+            "topology": "h200x2",
+            "capacity": {"fraction_of_footprint": cfg["budget"]["fraction_of_footprint"],
+                         "mode": "budget"},
+            "driver": {"peer_reserve_bytes": cfg["peer_reserve_bytes"],
+                       "peer_write_back": False},
+            "policy": cfg["policy"],
+            "idle_gpus": [{"gpu": 1, "bytes": cfg["peer_budget_bytes"]}]}
+
+
+def simulate(faultline, live):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(sim_config(live), f)
+    try:
+        out = subprocess.run([faultline, "sim", "--config", f.name, "--trace",
+                              live["trace"]["path"], "--no-progress"],
+                             capture_output=True, text=True, check=True)
+    finally:
+        os.unlink(f.name)
+    return json.loads(out.stdout)
+
+
+def row(path, live, sim):
+    name = os.path.basename(path)[:-5]
+    trace, variant, budget = name.rsplit("-", 2)
+    lr, sr = live["results"], sim["results"]
+    gb = 1e9
+    return {"trace": trace, "variant": variant, "budget": float(budget),
+            "live_s": lr["total_time_ns"] / 1e9, "sim_s": sr["total_time_ns"] / 1e9,
+            "time_error": sr["total_time_ns"] / lr["total_time_ns"] - 1,
+            "live_to_peer_gb": lr["peers"]["bytes_to_peer"] / gb,
+            "sim_to_peer_gb": sr["peers"]["bytes_to_peer"] / gb,
+            "live_staged_gb": lr["peers"]["bytes_staged_on_peer"] / gb,
+            "sim_staged_gb": sr["peers"]["bytes_staged_on_peer"] / gb,
+            "live_d2d_gb": lr["peers"]["bytes_device_to_device"] / gb,
+            "sim_d2d_gb": (sr["peers"]["bytes_to_peer"] + sr["peers"]["bytes_from_peer"]) / gb,
+            "live_htod_gb": lr["bytes_host_to_gpu"] / gb,
+            "sim_htod_gb": (sr["bytes_host_to_gpu"] + sr["peers"]["bytes_staged_on_peer"]) / gb,
+            "live_dtoh_gb": lr["bytes_gpu_to_host"] / gb,
+            "sim_dtoh_gb": (sr["bytes_gpu_to_host"] + sr["peers"]["bytes_written_back"]) / gb}
+
+
+def order(rows, key):
+    return [r["variant"] for r in sorted(rows, key=lambda r: r[key])]
+
+
+def write(rows, out):
+    fields = list(rows[0].keys())
+    with open(os.path.join(out, "fidelity.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["| trace | variant | budget | live s | sim s | error | to peer GB live/sim | "
+             "staged GB live/sim | device-to-device GB live/sim | host->GPU GB live/sim | "
+             "GPU->host GB live/sim |", "|" + "---|" * 11]
+    for r in rows:
+        lines.append(
+            f"| {r['trace']} | {r['variant']} | {r['budget']:.2f} | {r['live_s']:.2f} | "
+            f"{r['sim_s']:.2f} | {r['time_error']:+.0%} | {r['live_to_peer_gb']:.1f} / "
+            f"{r['sim_to_peer_gb']:.1f} | {r['live_staged_gb']:.1f} / {r['sim_staged_gb']:.1f} | "
+            f"{r['live_d2d_gb']:.1f} / {r['sim_d2d_gb']:.1f} | {r['live_htod_gb']:.1f} / "
+            f"{r['sim_htod_gb']:.1f} | {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
+    open(os.path.join(out, "fidelity.md"), "w").write("\n".join(lines) + "\n")
+
+
+def plot(rows, path):
+    traces = sorted({r["trace"] for r in rows})
+    fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], traces):
+        rs = {r["variant"]: r for r in rows if r["trace"] == t}
+        names = [v for v in VARIANTS if v in rs]
+        x = range(len(names))
+        ax.bar([i - 0.2 for i in x], [rs[v]["live_s"] for v in names], 0.4, label="live (H200 x2)")
+        ax.bar([i + 0.2 for i in x], [rs[v]["sim_s"] for v in names], 0.4, label="simulated")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(names)
+        ax.set_ylabel("time (s)")
+        ax.set_title(f"{t}, budget {rows[0]['budget']:.0%}")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("live_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("--faultline", default="build/faultline")
+    args = ap.parse_args()
+    paths = sorted(p for p in glob.glob(os.path.join(args.live_dir, "*-*-*.json")))
+    lives = [json.load(open(p)) for p in paths]
+    sims = [simulate(args.faultline, live) for live in lives]
+    rows = [row(p, l, s) for p, l, s in zip(paths, lives, sims)]
+    rows.sort(key=lambda r: (r["trace"], r["budget"], VARIANTS.index(r["variant"])))
+    os.makedirs(args.out_dir, exist_ok=True)
+    write(rows, args.out_dir)
+    plot(rows, os.path.join(args.out_dir, "fidelity.png"))
+    errors = [abs(r["time_error"]) for r in rows]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["trace"], r["budget"]), []).append(r)
+    ranking = {f"{t} {b}": {"live": order(g, "live_s"), "sim": order(g, "sim_s")}
+               for (t, b), g in groups.items()}
+    common = sim_config(lives[0])
+    common.pop("policy")
+    summary = {"runs": len(rows),
+               "median_abs_time_error": statistics.median(errors),
+               "max_abs_time_error": max(errors),
+               "ranking": ranking,
+               "ranking_identical": sum(v["live"] == v["sim"] for v in ranking.values()),
+               "sim_config_common": common,
+               "live_revisions": sorted({l["faultline"]["git_revision"] for l in lives}),
+               "sim_revision": sims[0]["faultline"]["git_revision"],
+               "device": lives[0]["config"]["device"]}
+    with open(os.path.join(args.out_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2, sort_keys=True)
+        f.write("\n")
+    print(json.dumps({k: summary[k] for k in ("runs", "median_abs_time_error",
+                                             "max_abs_time_error", "ranking_identical")}))
+
+
+if __name__ == "__main__":
+    main()
