@@ -63,8 +63,8 @@ public:
   virtual ~MemoryView() = default;
   // GPU memory no chunk holds, in bytes.
   virtual Bytes free_bytes(unsigned gpu) const = 0;
-  // Where the 2 MB block holding `address` keeps most of its pages: a GPU's processor id, or
-  // the host (also for pages nobody holds yet).
+  // Where the 2 MB block holding `address` keeps most of its pages: a GPU's processor id, the
+  // host, or kNoProcessor when no page of it was ever touched (or it is not allocated).
   virtual ProcessorId holder(Addr address) const = 0;
   // Base addresses of up to `n` of this job's 2 MB blocks on `gpu`, next victim first.
   virtual std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const = 0;

@@ -114,7 +114,7 @@ private:
       if (down && step > last_window_) break;
       const Addr block = down ? last_window_ - step : last_window_ + step;
       const ProcessorId at = memory_->holder(block);
-      if (at == own || faulted.count(block)) continue;
+      if (at == own || at == kNoProcessor || faulted.count(block)) continue;
       // From a neighbour over NVLink; from the host to a neighbour over its PCIe link, or
       // straight here when there is no neighbour to stage on.
       const ProcessorId target = at != kHost || stage == kHost ? own : stage;

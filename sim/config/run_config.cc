@@ -305,6 +305,7 @@ std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
     Reader cap = j.child("capacity");
     job.capacity = read_capacity_spec(cap);
     cap.finish();
+    job.repeat = j.get<bool>("repeat", false);
     j.finish();
     jobs.push_back(std::move(job));
   }

@@ -186,9 +186,10 @@ public:
   }
 
   ProcessorId holder(Addr address) const override {
-    ProcessorId at = kHost;
+    ProcessorId at = kNoProcessor;
     for_each_live(address, 1, [&](void* p, Bytes) {
       const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+      if (touched_.count(chunk)) at = kHost;
       if (residency_.holds_chunk(chunk)) at = gpu_processor(0);
       if (on_peer_.count(chunk)) at = gpu_processor(1);
     });
@@ -283,6 +284,8 @@ private:
     auto it = live_.find(address);
     if (it == live_.end()) return;
     forget(it->second.live, size);
+    const auto base = reinterpret_cast<uint64_t>(it->second.live);
+    for (uint64_t c = base / kBlockSize; c * kBlockSize < base + size; ++c) touched_.erase(c);
     by_live_.erase(reinterpret_cast<uint64_t>(it->second.live));
     device_.synchronize(); // migrations still running are the replay's time, as cudaFree waits
     clock_.pause();
@@ -306,7 +309,10 @@ private:
     const std::vector<uint64_t> pages = live_pages(k);
     evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
     residency_.admit(pages);
-    for (uint64_t page : pages) on_peer_.erase(page * kBigPageSize / kBlockSize); // faults pull them back
+    for (uint64_t page : pages) { // faults pull them back from the neighbour
+      on_peer_.erase(page * kBigPageSize / kBlockSize);
+      touched_.insert(page * kBigPageSize / kBlockSize);
+    }
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
       fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
     last_end_ = now();
@@ -499,6 +505,7 @@ private:
         evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
         residency_.admit(pages);
         on_peer_.erase(lo / kBlockSize);
+        touched_.insert(lo / kBlockSize);
         device_.prefetch_to_gpu(reinterpret_cast<void*>(lo), piece);
         measured_.prefetch_bytes += piece;
         done += piece;
@@ -512,6 +519,7 @@ private:
   Residency residency_;
   uint64_t peer_chunks_, peer_reserve_chunks_;
   std::set<uint64_t> on_peer_; // live chunks placed on the neighbour
+  std::set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
   std::map<Addr, LiveAlloc> live_; // trace address -> live

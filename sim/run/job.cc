@@ -23,7 +23,7 @@ constexpr unsigned kAddressSpaceBits = 48;
 Job::Job(Machine m, JobSetup setup)
     : config_(m.config), engine_(m.engine), memory_(m.memory), topology_(m.topology),
       setup_(std::move(setup)), offset_(Addr{setup_.index} << kAddressSpaceBits),
-      gpu_profile_(m.spec.gpus.at(setup_.gpu).profile), reader_(setup_.trace_path),
+      gpu_profile_(m.spec.gpus.at(setup_.gpu).profile), reader_(std::make_unique<trace::TraceReader>(setup_.trace_path)),
       migrator_(memory_, topology_, gpu_profile_, config_.driver, stats_),
       servicer_(engine_, memory_, migrator_, setup_.gpu, gpu_profile_, config_.driver, stats_),
       runner_(engine_, memory_, servicer_, migrator_,
@@ -62,12 +62,13 @@ void Job::start() {
 void Job::handle(uint32_t, Time now) {
   for (;;) {
     if (!have_pending_) {
-      if (!reader_.next(pending_)) {
+      if (!reader_->next(pending_)) {
+        if (restart(now)) continue;
         finished_ = true;
         end_time_ = now;
         return;
       }
-      if (reader_.records() == 1) delay_ = -pending_.time(); // the run starts at 0
+      if (reader_->records() == 1) delay_ = pass_start_ - pending_.time(); // a pass starts now
       have_pending_ = true;
     }
     const Time due = std::max(now, pending_.time() + delay_);
@@ -79,6 +80,20 @@ void Job::handle(uint32_t, Time now) {
     if (now < 0) return; // a kernel runs; kernel_done() resumes the host
     if (now > engine_.now()) return engine_.schedule(now, Priority::kHost, this, kStep);
   }
+}
+
+bool Job::restart(Time now) {
+  if (!setup_.again || !setup_.again()) return false;
+  for (const auto& [id, a] : live_) {
+    if (a.kind == trace::MemoryKind::kManaged) memory_.remove_managed(a.address + offset_, a.size);
+    if (a.kind == trace::MemoryKind::kDevice) memory_.release_device(setup_.gpu, chunks_for(a.size));
+  }
+  live_.clear();
+  device_ranges_.clear();
+  reader_ = std::make_unique<trace::TraceReader>(setup_.trace_path);
+  pass_start_ = now;
+  ++passes_;
+  return true;
 }
 
 Time Job::apply(trace::Record& record, Time now) {
@@ -352,7 +367,7 @@ Bytes Job::free_bytes(unsigned gpu) const {
 
 ProcessorId Job::holder(Addr address) const {
   const VaBlock* block = memory_.find((address + offset_) / kBlockSize);
-  if (!block) return kHost;
+  if (!block || block->unpopulated() == block->allocated) return kNoProcessor;
   ProcessorId best = kHost;
   unsigned most = 0;
   for (unsigned gpu = 0; gpu < memory_.gpus(); ++gpu) {
@@ -375,7 +390,7 @@ std::vector<Addr> Job::oldest_blocks(unsigned gpu, size_t n) const {
 
 std::string Job::describe_in_flight() const {
   return "job " + setup_.name + " (GPU " + std::to_string(setup_.gpu) + "): " +
-         std::to_string(reader_.records()) + " records replayed" +
+         std::to_string(reader_->records()) + " records replayed" +
          (runner_.running() ? ", waiting for a kernel" : "") + (finished_ ? ", finished" : "");
 }
 

@@ -8,6 +8,7 @@
 #include "sim/topology/topology.h"
 #include "sim/trace/reader.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -36,6 +37,9 @@ struct JobSetup {
   unsigned gpu = 0;
   std::string policy;
   nlohmann::json policy_params;
+  // Replays the trace again from its start while this says so (a neighbour that keeps training
+  // for as long as the run's own job runs); null: once.
+  std::function<bool()> again;
 };
 
 // Contract: start() hands the policy its start event and schedules the first record; the
@@ -51,7 +55,8 @@ public:
   Time end_time() const { return end_time_; }
   const Stats& stats() const { return stats_; }
   const JobSetup& setup() const { return setup_; }
-  const trace::TraceReader& reader() const { return reader_; }
+  const trace::TraceReader& reader() const { return *reader_; }
+  uint64_t passes() const { return passes_; }
   void set_batch_observer(BatchObserver* o) { servicer_.set_observer(o); }
   void set_kernel_observer(KernelObserver* o) { runner_.set_observer(o); }
   void set_progress(ProgressReporter* p) { progress_ = p; }
@@ -70,6 +75,8 @@ public:
 
 private:
   Time apply(trace::Record& record, Time now);
+  // The trace ended: start it again (releasing what it still holds), or finish.
+  bool restart(Time now);
   void on_alloc(const trace::AllocRecord& r, Time now);
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
@@ -97,7 +104,9 @@ private:
   Addr offset_;
   const config::GpuProfile& gpu_profile_;
   uint64_t evictions_seen_ = 0; // driver evictions already reported as memory pressure
-  trace::TraceReader reader_;
+  std::unique_ptr<trace::TraceReader> reader_;
+  uint64_t passes_ = 1;
+  Time pass_start_ = 0;
   Stats stats_;
   Migrator migrator_;
   FaultServicer servicer_;

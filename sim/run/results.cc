@@ -137,6 +137,7 @@ nlohmann::json run_job(const SimJob& job) {
     out["neighbour_jobs"].push_back({{"name", other.setup().name},
                                      {"gpu", other.setup().gpu},
                                      {"trace", other.setup().trace_path},
+                                     {"passes", other.passes()},
                                      {"results", stats_json(other.stats(), other.end_time())}});
   }
   return out;

@@ -26,11 +26,13 @@ Simulator::Simulator(const config::RunConfig& config, const std::string& trace_p
       topology_(spec_), memory_(capacities(config, spec_, capacity_chunks)) {
   const Machine machine{config_, spec_, engine_, memory_, topology_};
   jobs_.push_back(std::make_unique<Job>(
-      machine, JobSetup{0, "main", trace_path, 0, config.policy, config.policy_params}));
+      machine, JobSetup{0, "main", trace_path, 0, config.policy, config.policy_params, nullptr}));
+  const Job* own = jobs_[0].get();
   for (const auto& n : config.neighbours) {
-    jobs_.push_back(std::make_unique<Job>(
-        machine, JobSetup{static_cast<unsigned>(jobs_.size()), n.name, n.trace, n.gpu, n.policy,
-                          n.policy_params}));
+    JobSetup setup{static_cast<unsigned>(jobs_.size()), n.name, n.trace, n.gpu, n.policy,
+                   n.policy_params, nullptr};
+    if (n.repeat) setup.again = [own] { return !own->finished(); };
+    jobs_.push_back(std::make_unique<Job>(machine, std::move(setup)));
   }
 }
 

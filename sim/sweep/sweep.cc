@@ -205,6 +205,8 @@ void write_tables(const Sweep& s, const std::vector<json>& results) {
                     {"config", doc["result"]["config"]},
                     {"results", r},
                     {"git_revision", doc["result"]["faultline"]["git_revision"]}});
+    if (doc["result"].contains("neighbour_jobs"))
+      rows.back()["neighbour_jobs"] = doc["result"]["neighbour_jobs"];
     std::vector<std::string> fields = {
         std::to_string(p.index),
         csv_field(p.trace),

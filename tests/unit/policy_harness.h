@@ -26,7 +26,7 @@ public:
   }
   faultline::ProcessorId holder(faultline::Addr address) const override {
     auto it = at.find(address / faultline::kBlockSize * faultline::kBlockSize);
-    return it == at.end() ? faultline::kHost : it->second;
+    return it == at.end() ? faultline::kNoProcessor : it->second;
   }
   std::vector<faultline::Addr> oldest_blocks(unsigned, size_t n) const override {
     return {oldest.begin(), oldest.begin() + static_cast<std::ptrdiff_t>(std::min(n, oldest.size()))};

@@ -75,13 +75,16 @@ TEST_CASE("harvest's multi-path prefetch pulls neighbour blocks and stages host 
   CHECK(a[0].target == gpu_processor(0)); // neighbour -> here over NVLink
   CHECK(a[1].range.start == 24 * B);
   CHECK(a[1].target == gpu_processor(1)); // host -> neighbour over its PCIe link
-  // Faults moving down: the window follows them.
+  // Faults moving down: the window follows them. Blocks nobody touched yet are left alone.
+  for (Addr b : {16 * B, 14 * B, 12 * B}) h.view.at[b] = kHost;
+  h.view.at[10 * B] = kNoProcessor;
   const Actions d = h.fault_batch({18 * B});
   REQUIRE(d.size() == 3);
   CHECK(d[0].range.start == 16 * B);
   CHECK(d[2].range.start == 12 * B);
   // No neighbour to stage on: host blocks come straight here.
   PolicyHarness alone("harvest", {{"pre_evict", false}, {"prefetch_chunks", 1}});
+  alone.view.at[22 * B] = kHost;
   alone.start(64 * B);
   const Actions s = alone.fault_batch({20 * B});
   REQUIRE(s.size() == 1);

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# HUVM's evaluation, its shape, in the simulator on HUVM's machine (p3.8xlarge): consolidation
+# cases, the spare-memory sweep, the prefetch-size sweep and the ablation, then the figures and
+# the table in experiments/multigpu/results/huvm/.
+#   experiments/multigpu/huvm.sh [--jobs N]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python=python3
+[ -x .venv/bin/python ] && python=.venv/bin/python
+[ -x build/faultline ] || { echo "huvm: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
+for s in consolidation-one consolidation-two spare prefetch ablation; do
+  build/faultline sweep "configs/sweeps/huvm-$s.json" "$@"
+done
+exec "$python" experiments/multigpu/huvm_figures.py out/sweeps experiments/multigpu/results/huvm
