@@ -48,6 +48,10 @@ struct GpuProfile {
   Time prefetch_call_ns = 0;
   Time prefetch_populate_ns = 0;
   Time prefetch_copy_extra_ns = 0;
+  // Between GPUs (defaults: the host path's eviction_ns and fault_migrate_ns): per 2 MB chunk
+  // evicted to a neighbour beyond its copy, and per 64 KB a fault brings from a neighbour.
+  Time peer_eviction_ns = 0;
+  Time peer_fault_migrate_ns = 0;
   uint32_t fault_parallelism = 0; // outstanding faults before the running kernel stalls
 };
 

@@ -74,6 +74,7 @@ public:
                                    {"pages_per_block", k},
                                    {"ns", faults(kind == std::string("migrate"), b, k)}});
     out["peer"] = peer(g.peer_sizes);
+    if (!out["peer"].is_null()) out["peer_uvm"] = peer_uvm(g.eviction_chunks, g.host_fault_blocks);
     return out;
   }
 
@@ -230,6 +231,48 @@ private:
         out[forward ? "forward" : "reverse"].push_back({size, t});
       }
     }
+    return out;
+  }
+
+  // UVM between the GPUs: GPU-resident chunks moved to the next GPU one 2 MB call each (an
+  // eviction to a neighbour), and one kernel faulting every page of blocks that sit on the next
+  // GPU, against the same kernel on host-resident blocks.
+  json peer_uvm(uint64_t chunks, uint64_t blocks) {
+    const uint64_t largest = std::max(chunks, blocks) * kBlockSize;
+    if (largest + job_.margin > d_.peer_free_bytes())
+      throw Error("faultline calibrate: refusing the peer benchmarks: they need " +
+                  std::to_string(largest) + " bytes on the next GPU, which has " +
+                  std::to_string(d_.peer_free_bytes()) + " free, less the margin");
+    json out;
+    out["eviction"] = {{"chunks", chunks}, {"ns", repeated([&] {
+                                               void* p = alloc(chunks * kBlockSize);
+                                               d_.prefetch_to_gpu(p, chunks * kBlockSize);
+                                               const Time t = timed([&] {
+                                                 for (uint64_t c = 0; c < chunks; ++c)
+                                                   d_.prefetch_to_peer(
+                                                       static_cast<char*>(p) + c * kBlockSize,
+                                                       kBlockSize);
+                                               });
+                                               d_.free_managed(p);
+                                               return t;
+                                             })}};
+    std::vector<Touch> touches;
+    for (uint32_t page = 0; page < blocks * kBigPagesPerBlock; ++page) touches.push_back({0, page});
+    if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
+    const auto dense = [&](bool on_peer) {
+      return repeated([&] {
+        void* p = alloc(blocks * kBlockSize);
+        d_.host_write(p, blocks * kBlockSize);
+        if (on_peer) d_.prefetch_to_peer(p, blocks * kBlockSize);
+        const Time t = timed([&] { run_kernel(touches.size()); });
+        d_.free_managed(p);
+        return std::max<Time>(0, t - overhead_);
+      });
+    };
+    out["faults"] = {{"blocks", blocks},
+                     {"pages_per_block", kBigPagesPerBlock},
+                     {"peer_ns", dense(true)},
+                     {"host_ns", dense(false)}};
     return out;
   }
 

@@ -309,6 +309,29 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
                                                    std::max<Time>(1, bytes / kBigPageSize));
 }
 
+// UVM migrations between GPUs, beyond the peer link's copy: per 2 MB chunk evicted to the next
+// GPU, and per 64 KB a fault brings from it (its extra over a fault from the host).
+void peer_costs(const Measurements& m, const config::RunConfig& config, FittedProfile& out) {
+  const json& ev = m.at("peer_uvm").at("eviction");
+  const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.peer_uvm.eviction", 1 << 20));
+  const config::LinkCurve peer =
+      link_curve(m.series(m.at("peer"), "forward", "$.peer"), 0, "$.peer.forward");
+  out.gpu["peer_eviction_ns"] = std::max<Time>(
+      0, m.ns(ev, "ns", "$.peer_uvm.eviction") / chunks - peer.transfer_ns(kBlockSize));
+  const json& f = m.at("peer_uvm").at("faults");
+  const auto pages = static_cast<Time>(
+      m.count(f, "blocks", "$.peer_uvm.faults", 1 << 20) *
+      m.count(f, "pages_per_block", "$.peer_uvm.faults", kBigPagesPerBlock));
+  const Time extra =
+      (m.ns(f, "peer_ns", "$.peer_uvm.faults") - m.ns(f, "host_ns", "$.peer_uvm.faults")) / pages;
+  out.gpu["peer_fault_migrate_ns"] = std::max<Time>(0, config.gpu.fault_migrate_ns + extra);
+  out.gpu["sources"].push_back(
+      "peer_eviction_ns: one 2 MB cudaMemPrefetchAsync to the next GPU per GPU-resident chunk, "
+      "less the peer link's 2 MB copy; peer_fault_migrate_ns: fault_migrate_ns plus, per 64 KB, "
+      "what one kernel faulting every page of peer-resident blocks took beyond the same kernel "
+      "on host-resident blocks");
+}
+
 FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   const Measurements m(measurements);
   json base;
@@ -378,6 +401,7 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
         {"reverse",
          curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0, "$.peer.reverse"))}};
     out.gpu["peer_link"] = job.name + "-peer";
+    if (measurements.contains("peer_uvm")) peer_costs(m, config, out);
   }
   return out;
 }

@@ -91,8 +91,11 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   // Demand paging runs far below the link's rate (h200-probe.md: ~7 GB/s): the per-page work
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.
   const PageMask fresh = block->unpopulated() & pages;
+  const PageMask from_host = block->resident[kHost] & pages;
   cpu += profile_.populate_ns * fresh.big_page_count() +
-         profile_.fault_migrate_ns * pages.minus(fresh).minus(resident).big_page_count();
+         profile_.fault_migrate_ns * from_host.big_page_count() +
+         profile_.peer_fault_migrate_ns *
+             pages.minus(fresh).minus(resident).minus(from_host).big_page_count();
   copies_done = std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault"));
   serviced_.push_back(block);
   return cpu + profile_.page_table_update_ns;

@@ -77,7 +77,7 @@ Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now,
     stats_.pages_written_back += pages.count();
   }
   block.ready_at[peer] = std::max(block.ready_at[peer], landed);
-  return landed + gpu_.eviction_ns;
+  return landed + gpu_.peer_eviction_ns;
 }
 
 Time Migrator::stage_on_peer(VaBlock& block, unsigned peer, const PageMask& pages, Time now) {
