@@ -15,12 +15,15 @@ using nlohmann::json;
 
 namespace {
 
-// The test profile as a run config resolves it: the optional costs filled in with 0.
+// The test profile as a run config resolves it: the optional costs filled in with 0, the peer
+// costs with the host path's.
 json resolved_test_gpu() {
   json gpu = fltest::test_gpu_profile();
   for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
                           "prefetch_populate_ns", "prefetch_copy_extra_ns"})
     gpu[key] = 0;
+  gpu["peer_eviction_ns"] = gpu["eviction_ns"];
+  gpu["peer_fault_migrate_ns"] = gpu["fault_migrate_ns"];
   return gpu;
 }
 
