@@ -7,7 +7,8 @@
 #   peer       harvest, victims to GPU 1, no look-ahead prefetch
 #   harvest    harvest with everything (victims to GPU 1, multi-path prefetch)
 #   experiments/multigpu/live_harvest.sh OUT_DIR [FAULTLINE_BIN]
-# HARVESTERS (traces), BUDGETS, PEER_BUDGET and NEIGHBOUR choose the runs. One result per run in
+# HARVESTERS (traces), BUDGETS, PEER_BUDGET and NEIGHBOUR (a trace, or "none": GPU 1 idle)
+# choose the runs. One result per run in
 # OUT_DIR/TRACE-VARIANT-BUDGET.json (.err when it failed); the neighbour's last run in
 # OUT_DIR/neighbour.json and how many times it ran in OUT_DIR/neighbour.runs.
 set -u
@@ -17,6 +18,7 @@ peer=${PEER_BUDGET:-4G}
 neighbour=${NEIGHBOUR:-resnet50}
 mkdir -p "$out"
 touch "$out/.running"
+[ "$neighbour" = none ] && rm -f "$out/.running"
 (
   while [ -f "$out/.running" ]; do
     "$bin" replay --trace "traces/real/$neighbour.fltrace" --device 1 --budget 1.0 \
