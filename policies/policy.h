@@ -35,8 +35,8 @@ enum class ActionKind : uint8_t {
   // the neighbour can drop them at once). A neighbour without room above its reserve gets
   // nothing: the pages go to the host.
   kEvict,
-  kDiscard,  // drop the range's pages everywhere without a copy (contents are dead)
-  kAdvise,   // set `advice` on the range (cudaMemAdvise)
+  kDiscard, // drop the range's pages everywhere without a copy (contents are dead)
+  kAdvise,  // set `advice` on the range (cudaMemAdvise)
 };
 
 enum class Advice : uint8_t {

@@ -222,7 +222,8 @@ std::string read_node(Reader& r, const std::string& key, const std::vector<std::
 TopologySpec read_topology(const json& spec, const std::string& file, json& resolved) {
   // A preset or file by name, or the topology itself written inline.
   const bool inline_doc = spec.is_object() && !spec.contains("profile");
-  Profile p = inline_doc ? Profile{spec, file} : resolve_profile("topologies", spec, file, "$.topology");
+  Profile p =
+      inline_doc ? Profile{spec, file} : resolve_profile("topologies", spec, file, "$.topology");
   Reader r(p.doc, p.label, "$.topology");
   TopologySpec t;
   t.name = r.get<std::string>("name");
@@ -259,9 +260,11 @@ TopologySpec read_topology(const json& spec, const std::string& file, json& reso
     if (link.count == 0 || link.count > 64) l.fail("count", "expected 1 to 64 links");
     for (const auto& other : t.links)
       if ((other.a == link.a && other.b == link.b) || (other.a == link.b && other.b == link.a))
-        l.fail("to", "a second link between " + link.a + " and " + link.b + "; give one with a count");
+        l.fail("to",
+               "a second link between " + link.a + " and " + link.b + "; give one with a count");
     l.finish();
-    link_resolved.push_back({{"from", link.a}, {"to", link.b}, {"count", link.count}, {"link", one}});
+    link_resolved.push_back(
+        {{"from", link.a}, {"to", link.b}, {"count", link.count}, {"link", one}});
     t.links.push_back(std::move(link));
   }
   r.finish();
@@ -276,7 +279,8 @@ void read_idle_gpus(Reader& r, RunConfig& c) {
   for (size_t i = 0; i < n; ++i) {
     Reader g = r.element("idle_gpus", i);
     const unsigned gpu = g.get<uint32_t>("gpu");
-    if (gpu == 0 || gpu >= c.gpus) g.fail("gpu", "expected a GPU from 1 to " + std::to_string(c.gpus - 1));
+    if (gpu == 0 || gpu >= c.gpus)
+      g.fail("gpu", "expected a GPU from 1 to " + std::to_string(c.gpus - 1));
     for (const auto& job : c.neighbours)
       if (job.gpu == gpu) g.fail("gpu", "GPU " + std::to_string(gpu) + " runs a neighbour job");
     const Bytes bytes = g.get<uint64_t>("bytes");
@@ -299,7 +303,8 @@ std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
     job.gpu = j.get<uint32_t>("gpu");
     if (job.gpu >= c.gpus) j.fail("gpu", "the machine has GPUs 0 to " + std::to_string(c.gpus - 1));
     if (std::find(used.begin(), used.end(), job.gpu) != used.end())
-      j.fail("gpu", "GPU " + std::to_string(job.gpu) + " already runs a job (GPU 0 runs the run's own trace)");
+      j.fail("gpu", "GPU " + std::to_string(job.gpu) +
+                        " already runs a job (GPU 0 runs the run's own trace)");
     used.push_back(job.gpu);
     std::tie(job.policy, job.policy_params) = read_policy_spec(j.child("policy"));
     Reader cap = j.child("capacity");
@@ -385,11 +390,10 @@ GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std
   g.prefetch_copy_extra_ns = r.get<int64_t>("prefetch_copy_extra_ns", 0);
   g.peer_eviction_ns = r.get<int64_t>("peer_eviction_ns", g.eviction_ns);
   g.peer_fault_migrate_ns = r.get<int64_t>("peer_fault_migrate_ns", g.fault_migrate_ns);
-  for (const char* key :
-       {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns", "page_table_update_ns", "eviction_ns",
-        "host_fault_ns", "populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-        "prefetch_populate_ns", "prefetch_copy_extra_ns", "peer_eviction_ns",
-        "peer_fault_migrate_ns"}) {
+  for (const char* key : {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns",
+                          "page_table_update_ns", "eviction_ns", "host_fault_ns", "populate_ns",
+                          "fault_migrate_ns", "prefetch_call_ns", "prefetch_populate_ns",
+                          "prefetch_copy_extra_ns", "peer_eviction_ns", "peer_fault_migrate_ns"}) {
     if (p.doc.value(key, int64_t{0}) < 0) r.fail(key, "must be >= 0");
   }
   if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");

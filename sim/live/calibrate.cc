@@ -244,18 +244,18 @@ private:
                   std::to_string(largest) + " bytes on the next GPU, which has " +
                   std::to_string(d_.peer_free_bytes()) + " free, less the margin");
     json out;
-    out["eviction"] = {{"chunks", chunks}, {"ns", repeated([&] {
-                                               void* p = alloc(chunks * kBlockSize);
-                                               d_.prefetch_to_gpu(p, chunks * kBlockSize);
-                                               const Time t = timed([&] {
-                                                 for (uint64_t c = 0; c < chunks; ++c)
-                                                   d_.prefetch_to_peer(
-                                                       static_cast<char*>(p) + c * kBlockSize,
-                                                       kBlockSize);
-                                               });
-                                               d_.free_managed(p);
-                                               return t;
-                                             })}};
+    out["eviction"] = {{"chunks", chunks},
+                       {"ns", repeated([&] {
+                          void* p = alloc(chunks * kBlockSize);
+                          d_.prefetch_to_gpu(p, chunks * kBlockSize);
+                          const Time t = timed([&] {
+                            for (uint64_t c = 0; c < chunks; ++c)
+                              d_.prefetch_to_peer(static_cast<char*>(p) + c * kBlockSize,
+                                                  kBlockSize);
+                          });
+                          d_.free_managed(p);
+                          return t;
+                        })}};
     std::vector<Touch> touches;
     for (uint32_t page = 0; page < blocks * kBigPagesPerBlock; ++page) touches.push_back({0, page});
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");

@@ -316,12 +316,12 @@ void peer_costs(const Measurements& m, const config::RunConfig& config, FittedPr
   const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.peer_uvm.eviction", 1 << 20));
   const config::LinkCurve peer =
       link_curve(m.series(m.at("peer"), "forward", "$.peer"), 0, "$.peer.forward");
-  out.gpu["peer_eviction_ns"] = std::max<Time>(
-      0, m.ns(ev, "ns", "$.peer_uvm.eviction") / chunks - peer.transfer_ns(kBlockSize));
+  out.gpu["peer_eviction_ns"] = std::max<Time>(0, m.ns(ev, "ns", "$.peer_uvm.eviction") / chunks -
+                                                      peer.transfer_ns(kBlockSize));
   const json& f = m.at("peer_uvm").at("faults");
-  const auto pages = static_cast<Time>(
-      m.count(f, "blocks", "$.peer_uvm.faults", 1 << 20) *
-      m.count(f, "pages_per_block", "$.peer_uvm.faults", kBigPagesPerBlock));
+  const auto pages =
+      static_cast<Time>(m.count(f, "blocks", "$.peer_uvm.faults", 1 << 20) *
+                        m.count(f, "pages_per_block", "$.peer_uvm.faults", kBigPagesPerBlock));
   const Time extra =
       (m.ns(f, "peer_ns", "$.peer_uvm.faults") - m.ns(f, "host_ns", "$.peer_uvm.faults")) / pages;
   out.gpu["peer_fault_migrate_ns"] = std::max<Time>(0, config.gpu.fault_migrate_ns + extra);

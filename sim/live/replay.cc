@@ -127,7 +127,7 @@ struct Measured {
   uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
   uint64_t reported_faults = 0; // fault records handed to the policy
   uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
-  Time policy_ns = 0;           // deciding, untimed
+  Time policy_ns = 0; // deciding, untimed
   nlohmann::json rows = nlohmann::json::array();
 };
 
@@ -181,8 +181,9 @@ public:
       const uint64_t room = residency_.available_chunks(), used = residency_.resident_chunks();
       return room > used ? (room - used) * kBlockSize : 0;
     }
-    return gpu == 1 && peer_chunks_ > on_peer_.size() ? (peer_chunks_ - on_peer_.size()) * kBlockSize
-                                                      : 0;
+    return gpu == 1 && peer_chunks_ > on_peer_.size()
+               ? (peer_chunks_ - on_peer_.size()) * kBlockSize
+               : 0;
   }
 
   ProcessorId holder(Addr address) const override {

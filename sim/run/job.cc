@@ -23,12 +23,13 @@ constexpr unsigned kAddressSpaceBits = 48;
 Job::Job(Machine m, JobSetup setup)
     : config_(m.config), engine_(m.engine), memory_(m.memory), topology_(m.topology),
       setup_(std::move(setup)), offset_(Addr{setup_.index} << kAddressSpaceBits),
-      gpu_profile_(m.spec.gpus.at(setup_.gpu).profile), reader_(std::make_unique<trace::TraceReader>(setup_.trace_path)),
+      gpu_profile_(m.spec.gpus.at(setup_.gpu).profile),
+      reader_(std::make_unique<trace::TraceReader>(setup_.trace_path)),
       migrator_(memory_, topology_, gpu_profile_, config_.driver, stats_),
       servicer_(engine_, memory_, migrator_, setup_.gpu, gpu_profile_, config_.driver, stats_),
       runner_(engine_, memory_, servicer_, migrator_,
-              topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu, gpu_profile_,
-              config_, stats_) {
+              topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu, gpu_profile_, config_,
+              stats_) {
   const std::string where = setup_.index == 0 ? "run config $.policy"
                                               : "run config $.neighbour_jobs[" +
                                                     std::to_string(setup_.index - 1) + "].policy";
@@ -86,7 +87,8 @@ bool Job::restart(Time now) {
   if (!setup_.again || !setup_.again()) return false;
   for (const auto& [id, a] : live_) {
     if (a.kind == trace::MemoryKind::kManaged) memory_.remove_managed(a.address + offset_, a.size);
-    if (a.kind == trace::MemoryKind::kDevice) memory_.release_device(setup_.gpu, chunks_for(a.size));
+    if (a.kind == trace::MemoryKind::kDevice)
+      memory_.release_device(setup_.gpu, chunks_for(a.size));
   }
   live_.clear();
   device_ranges_.clear();
@@ -286,19 +288,20 @@ void Job::evict(const policies::Action& action, Time now) {
                           std::to_string(gpu) + " are processors 1 to " +
                           std::to_string(memory_.gpus()) + " other than its own");
   }
-  for_each_block(action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& pages) {
-    const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
-    if (on_gpu.none()) return;
-    const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
-    Time end;
-    if (to_peer && migrator_.peer_has_room(action.target - 1)) {
-      end = migrator_.to_peer(block, gpu, action.target - 1, start, "policy eviction to peer");
-    } else {
-      stats_.policy_evicted_pages += on_gpu.count();
-      end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
-    }
-    migrations_done_ = std::max(migrations_done_, end);
-  });
+  for_each_block(
+      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& pages) {
+        const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
+        if (on_gpu.none()) return;
+        const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
+        Time end;
+        if (to_peer && migrator_.peer_has_room(action.target - 1)) {
+          end = migrator_.to_peer(block, gpu, action.target - 1, start, "policy eviction to peer");
+        } else {
+          stats_.policy_evicted_pages += on_gpu.count();
+          end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
+        }
+        migrations_done_ = std::max(migrations_done_, end);
+      });
 }
 
 void Job::prefetch(const policies::Action& action, Time now) {
@@ -310,22 +313,25 @@ void Job::prefetch(const policies::Action& action, Time now) {
   }
   if (action.target != gpu_processor(gpu)) return stage(action, action.target - 1, now);
   if (budget_mode()) return prefetch_by_block(action, now);
-  for_each_block(action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
-    const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
-    if (pages.none()) return;
-    const Time ready = block.chunk[gpu] ? now : migrator_.make_room(gpu, now, &block);
-    const Time end = migrator_.to_gpu(block, gpu, pages, pages, ready, "prefetch");
-    block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
-  });
+  for_each_block(
+      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
+        const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
+        if (pages.none()) return;
+        const Time ready = block.chunk[gpu] ? now : migrator_.make_room(gpu, now, &block);
+        const Time end = migrator_.to_gpu(block, gpu, pages, pages, ready, "prefetch");
+        block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
+      });
 }
 
 // The first leg of a multi-path prefetch: host pages go to a neighbour with room to spare.
 void Job::stage(const policies::Action& action, unsigned peer, Time now) {
-  for_each_block(action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
-    const PageMask pages = range & block.resident[kHost];
-    if (pages.none() || (!block.chunk[peer] && !migrator_.peer_has_room(peer))) return;
-    migrator_.stage_on_peer(block, peer, pages, now);
-  });
+  for_each_block(action.range.start, action.range.bytes,
+                 [&](VaBlock& block, const PageMask& range) {
+                   const PageMask pages = range & block.resident[kHost];
+                   if (pages.none() || (!block.chunk[peer] && !migrator_.peer_has_room(peer)))
+                     return;
+                   migrator_.stage_on_peer(block, peer, pages, now);
+                 });
 }
 
 // Budget mode: one call per 2 MB block on the migration stream, in order, as the live replay
@@ -333,21 +339,22 @@ void Job::stage(const policies::Action& action, unsigned peer, Time now) {
 void Job::prefetch_by_block(const policies::Action& action, Time now) {
   const unsigned gpu = setup_.gpu;
   const config::GpuProfile& profile = gpu_profile_;
-  for_each_block(action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
-    Time t = std::max(now, migrations_done_) + profile.prefetch_call_ns;
-    const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
-    if (pages.none()) {
-      migrations_done_ = t;
-      return;
-    }
-    if (!block.chunk[gpu]) t = migrator_.make_room(gpu, t, &block);
-    const PageMask fresh = block.unpopulated() & pages;
-    t += profile.prefetch_populate_ns * fresh.big_page_count();
-    if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
-    const Time end = migrator_.to_gpu(block, gpu, pages, pages, t, "prefetch");
-    block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
-    migrations_done_ = end;
-  });
+  for_each_block(
+      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& range) {
+        Time t = std::max(now, migrations_done_) + profile.prefetch_call_ns;
+        const PageMask pages = (range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
+        if (pages.none()) {
+          migrations_done_ = t;
+          return;
+        }
+        if (!block.chunk[gpu]) t = migrator_.make_room(gpu, t, &block);
+        const PageMask fresh = block.unpopulated() & pages;
+        t += profile.prefetch_populate_ns * fresh.big_page_count();
+        if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
+        const Time end = migrator_.to_gpu(block, gpu, pages, pages, t, "prefetch");
+        block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
+        migrations_done_ = end;
+      });
 }
 
 void Job::finish() {
@@ -389,8 +396,8 @@ std::vector<Addr> Job::oldest_blocks(unsigned gpu, size_t n) const {
 }
 
 std::string Job::describe_in_flight() const {
-  return "job " + setup_.name + " (GPU " + std::to_string(setup_.gpu) + "): " +
-         std::to_string(reader_->records()) + " records replayed" +
+  return "job " + setup_.name + " (GPU " + std::to_string(setup_.gpu) +
+         "): " + std::to_string(reader_->records()) + " records replayed" +
          (runner_.running() ? ", waiting for a kernel" : "") + (finished_ ? ", finished" : "");
 }
 

@@ -7,8 +7,8 @@ namespace faultline {
 namespace {
 
 // GPU 0 holds the run's capacity; a neighbour job's GPU its spec's; an idle GPU all it has.
-std::vector<uint64_t> capacities(const config::RunConfig& config,
-                                 const config::TopologySpec& spec, uint64_t own_chunks) {
+std::vector<uint64_t> capacities(const config::RunConfig& config, const config::TopologySpec& spec,
+                                 uint64_t own_chunks) {
   std::vector<uint64_t> out;
   for (const auto& gpu : spec.gpus) out.push_back(gpu.profile.memory_bytes / kBlockSize);
   out[0] = own_chunks;
@@ -29,8 +29,13 @@ Simulator::Simulator(const config::RunConfig& config, const std::string& trace_p
       machine, JobSetup{0, "main", trace_path, 0, config.policy, config.policy_params, nullptr}));
   const Job* own = jobs_[0].get();
   for (const auto& n : config.neighbours) {
-    JobSetup setup{static_cast<unsigned>(jobs_.size()), n.name, n.trace, n.gpu, n.policy,
-                   n.policy_params, nullptr};
+    JobSetup setup{static_cast<unsigned>(jobs_.size()),
+                   n.name,
+                   n.trace,
+                   n.gpu,
+                   n.policy,
+                   n.policy_params,
+                   nullptr};
     if (n.repeat) setup.again = [own] { return !own->finished(); };
     jobs_.push_back(std::make_unique<Job>(machine, std::move(setup)));
   }

@@ -47,7 +47,7 @@ struct Stats {
   uint64_t peak_chunks = 0;
   // Several GPUs: this job's data placed on and fetched from neighbours, and (for the
   // neighbour) the harvested chunks it took back.
-  uint64_t peer_evictions = 0;     // 2 MB chunks evicted to a neighbour GPU
+  uint64_t peer_evictions = 0; // 2 MB chunks evicted to a neighbour GPU
   uint64_t pages_to_peer = 0;
   uint64_t pages_written_back = 0; // background copies neighbour -> host
   uint64_t pages_staged = 0;       // host -> neighbour, ahead of use here (multi-path prefetch)

@@ -13,8 +13,8 @@ namespace faultline {
 namespace {
 
 struct EdgeData {
-  unsigned edge = 0;  // index into the topology's edges
-  double gbps = 0;    // bandwidth of a 2 MB copy
+  unsigned edge = 0; // index into the topology's edges
+  double gbps = 0;   // bandwidth of a 2 MB copy
 };
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
                                     boost::no_property, EdgeData>;
@@ -30,7 +30,9 @@ struct Wider {
   }
 };
 struct Extend {
-  Width operator()(const Width& d, double gbps) const { return {std::min(d.gbps, gbps), d.hops + 1}; }
+  Width operator()(const Width& d, double gbps) const {
+    return {std::min(d.gbps, gbps), d.hops + 1};
+  }
 };
 
 // Keeps the host, switches and the route's two ends: traffic never passes through a third GPU.
@@ -93,7 +95,8 @@ Topology::Topology(const config::TopologySpec& spec) {
                       LinkDirection(label + l.a + "->" + l.b, l.profile.forward, l.count),
                       LinkDirection(label + l.b + "->" + l.a, l.profile.reverse, l.count)});
     Edge& e = edges_.back();
-    e.gbps_2mb = static_cast<double>(kBlockSize) / static_cast<double>(e.forward.time_ns(kBlockSize));
+    e.gbps_2mb =
+        static_cast<double>(kBlockSize) / static_cast<double>(e.forward.time_ns(kBlockSize));
     boost::add_edge(a, b, EdgeData{static_cast<unsigned>(edges_.size() - 1), e.gbps_2mb}, g);
   }
   const unsigned processors = gpus() + 1;
@@ -140,7 +143,8 @@ std::vector<unsigned> Topology::nvlink_neighbours(unsigned gpu) const {
     if (e.kind != "nvlink" || (e.a != v && e.b != v)) continue;
     const unsigned other = e.a == v ? e.b : e.a;
     if (!is_gpu_[other]) continue;
-    const auto index = std::find(gpu_vertex_.begin(), gpu_vertex_.end(), other) - gpu_vertex_.begin();
+    const auto index =
+        std::find(gpu_vertex_.begin(), gpu_vertex_.end(), other) - gpu_vertex_.begin();
     found.push_back({-e.gbps_2mb, static_cast<unsigned>(index)});
   }
   std::sort(found.begin(), found.end());

@@ -60,8 +60,7 @@ bool Migrator::peer_has_room(unsigned peer) const {
   return memory_.chunks_free(peer) > reserve;
 }
 
-Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now,
-                       const char* cause) {
+Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now, const char* cause) {
   const PageMask pages = block.resident[gpu_processor(from)];
   stats_.prefetch_wasted += block.prefetched_unused[from].count();
   block.prefetched_unused[from] = PageMask{};
@@ -125,8 +124,8 @@ Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
     stats_.pages_peer_in += from_peer.count();
     arrived |= from_peer;
     const Time ready = std::max(now, block.ready_at[peer]); // a staged copy may be in flight
-    end = std::max(end, copy_runs(route(gpu_processor(peer), gpu_processor(gpu)), from_peer,
-                                  ready, cause));
+    end = std::max(
+        end, copy_runs(route(gpu_processor(peer), gpu_processor(gpu)), from_peer, ready, cause));
   }
   arrived &= prefetched;
   block.prefetched_unused[gpu] |= arrived;

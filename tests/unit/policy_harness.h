@@ -16,7 +16,7 @@ using namespace faultline::policies;
 // The memory a policy under test sees: set by hand.
 class FakeMemoryView : public MemoryView {
 public:
-  std::map<unsigned, faultline::Bytes> free;           // by GPU
+  std::map<unsigned, faultline::Bytes> free;            // by GPU
   std::map<faultline::Addr, faultline::ProcessorId> at; // by 2 MB block base
   std::vector<faultline::Addr> oldest;                  // the job's blocks on its GPU
 
@@ -29,7 +29,8 @@ public:
     return it == at.end() ? faultline::kNoProcessor : it->second;
   }
   std::vector<faultline::Addr> oldest_blocks(unsigned, size_t n) const override {
-    return {oldest.begin(), oldest.begin() + static_cast<std::ptrdiff_t>(std::min(n, oldest.size()))};
+    return {oldest.begin(),
+            oldest.begin() + static_cast<std::ptrdiff_t>(std::min(n, oldest.size()))};
   }
 };
 

@@ -321,9 +321,10 @@ TEST_CASE("config: run config errors", "[config]") {
                Contains("$.policy.name") && Contains("missing"));
   }
   SECTION("capacity with both bytes and fraction") {
-    CHECK_THAT(config_error(config_with({{"capacity", {{"bytes", 1 << 30}}}})),
-               Contains("$.capacity") &&
-                   Contains("exactly one of \"bytes\", \"fraction_of_footprint\" and \"spare_fraction\""));
+    CHECK_THAT(
+        config_error(config_with({{"capacity", {{"bytes", 1 << 30}}}})),
+        Contains("$.capacity") &&
+            Contains("exactly one of \"bytes\", \"fraction_of_footprint\" and \"spare_fraction\""));
   }
   SECTION("capacity with neither") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", nullptr}}}})),

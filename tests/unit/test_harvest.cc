@@ -49,8 +49,8 @@ TEST_CASE("harvest without neighbours, or with evict_to_peer off, evicts to the 
   alone.view.oldest = {10 * B, 11 * B, 12 * B};
   alone.start(64 * B); // one GPU
   CHECK(count(alone.launch(0, {}), ActionKind::kEvict, kHost) == 3);
-  PolicyHarness off("harvest",
-                    {{"reserve_chunks", 2}, {"evict_to_peer", false}, {"multi_path_prefetch", false}});
+  PolicyHarness off(
+      "harvest", {{"reserve_chunks", 2}, {"evict_to_peer", false}, {"multi_path_prefetch", false}});
   off.view.oldest = {10 * B, 11 * B, 12 * B};
   off.view.free = {{1, 100 * B}};
   off.start_two_gpus(64 * B);
@@ -63,7 +63,8 @@ TEST_CASE("harvest without neighbours, or with evict_to_peer off, evicts to the 
 
 TEST_CASE("harvest's multi-path prefetch pulls neighbour blocks and stages host blocks",
           "[policy][harvest]") {
-  PolicyHarness h("harvest", {{"pre_evict", false}, {"prefetch_chunks", 3}, {"prefetch_stride", 2}});
+  PolicyHarness h("harvest",
+                  {{"pre_evict", false}, {"prefetch_chunks", 3}, {"prefetch_stride", 2}});
   h.view.free = {{0, 64 * B}, {1, 64 * B}};
   h.view.at = {{22 * B, gpu_processor(1)}, {24 * B, kHost}, {26 * B, gpu_processor(0)}};
   h.start_two_gpus(64 * B);
@@ -103,6 +104,7 @@ TEST_CASE("harvest runs pump or deepum inside as its prefetcher", "[policy][harv
                         Catch::Matchers::Contains("deepum"));
   CHECK_THROWS_WITH(PolicyHarness("harvest", {{"prefetcher", "harvest"}}),
                     Catch::Matchers::Contains("inside itself"));
-  CHECK_THROWS_WITH(PolicyHarness("harvest", {{"prefetcher_params", {{"x", 1}}}, {"prefetcher", "pump"}}),
-                    Catch::Matchers::Contains("x") && Catch::Matchers::Contains("unknown key"));
+  CHECK_THROWS_WITH(
+      PolicyHarness("harvest", {{"prefetcher_params", {{"x", 1}}}, {"prefetcher", "pump"}}),
+      Catch::Matchers::Contains("x") && Catch::Matchers::Contains("unknown key"));
 }

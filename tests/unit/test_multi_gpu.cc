@@ -119,21 +119,24 @@ TEST_CASE("the shipped topology presets parse and route", "[topology][config]") 
 }
 
 TEST_CASE("topology and neighbour-job config errors say where and what", "[topology][config]") {
-  const json gpus = json::array({{{"name", "A"}, {"profile", "h200"}},
-                                 {{"name", "B"}, {"profile", "h200"}}});
+  const json gpus =
+      json::array({{{"name", "A"}, {"profile", "h200"}}, {{"name", "B"}, {"profile", "h200"}}});
   auto topo = [&](const json& links) {
     return json{{"name", "x"}, {"gpus", gpus}, {"links", links}};
   };
   const json host_a = {{"from", "host"}, {"to", "A"}, {"link", "h200-host"}};
   const json host_b = {{"from", "host"}, {"to", "B"}, {"link", "h200-host"}};
-  CHECK_THAT(config_error(topology_config(topo({host_a, {{"from", "host"}, {"to", "C"}, {"link", "h200-host"}}}))),
+  CHECK_THAT(config_error(topology_config(
+                 topo({host_a, {{"from", "host"}, {"to", "C"}, {"link", "h200-host"}}}))),
              Contains("$.topology.links[1].to") && Contains("unknown node \"C\"") &&
                  Contains("host, A, B"));
   CHECK_THAT(config_error(topology_config(topo({host_a, host_b, host_a}))),
              Contains("$.topology.links[2].to") && Contains("a second link between host and A"));
-  CHECK_THAT(config_error(topology_config(topo({host_a, {{"from", "A"}, {"to", "B"}, {"link", "nvlink4"}, {"count", 0}}}))),
+  CHECK_THAT(config_error(topology_config(
+                 topo({host_a, {{"from", "A"}, {"to", "B"}, {"link", "nvlink4"}, {"count", 0}}}))),
              Contains("links[1].count") && Contains("1 to 64"));
-  CHECK_THAT(config_error(topology_config(topo({host_a, {{"from", "A"}, {"to", "B"}, {"link", "nosuch"}}}))),
+  CHECK_THAT(config_error(
+                 topology_config(topo({host_a, {{"from", "A"}, {"to", "B"}, {"link", "nosuch"}}}))),
              Contains("links[1].link") && Contains("unknown links profile \"nosuch\""));
   CHECK_THAT(config_error(topology_config("nosuch")),
              Contains("$.topology") && Contains("h200x2") && Contains("p3.8xlarge"));
@@ -142,21 +145,25 @@ TEST_CASE("topology and neighbour-job config errors say where and what", "[topol
   CHECK_THAT(config_error(with_gpu), Contains("$.gpu") && Contains("in the topology"));
   json bad_key = topology_config(topo({host_a, host_b}));
   bad_key["topology"]["gpus"][0]["memory"] = 1;
-  CHECK_THAT(config_error(bad_key), Contains("$.topology.gpus[0].memory") && Contains("unknown key"));
+  CHECK_THAT(config_error(bad_key),
+             Contains("$.topology.gpus[0].memory") && Contains("unknown key"));
 
   json job = topology_config("h200x2");
-  job["neighbour_jobs"] = {{{"name", "n"},
-                            {"trace", std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace"},
-                            {"gpu", 0},
-                            {"policy", {{"name", "ondemand"}}},
-                            {"capacity", {{"spare_fraction", 0.2}}}}};
+  job["neighbour_jobs"] = {
+      {{"name", "n"},
+       {"trace", std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace"},
+       {"gpu", 0},
+       {"policy", {{"name", "ondemand"}}},
+       {"capacity", {{"spare_fraction", 0.2}}}}};
   CHECK_THAT(config_error(job), Contains("$.neighbour_jobs[0].gpu") && Contains("already runs"));
   job["neighbour_jobs"][0]["gpu"] = 2;
   CHECK_THAT(config_error(job), Contains("$.neighbour_jobs[0].gpu") && Contains("GPUs 0 to 1"));
   job["neighbour_jobs"][0]["gpu"] = 1;
   job["neighbour_jobs"][0]["trace"] = "no/such.fltrace";
-  CHECK_THAT(config_error(job), Contains("$.neighbour_jobs[0].trace") && Contains("does not exist"));
-  job["neighbour_jobs"][0]["trace"] = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  CHECK_THAT(config_error(job),
+             Contains("$.neighbour_jobs[0].trace") && Contains("does not exist"));
+  job["neighbour_jobs"][0]["trace"] =
+      std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
   job["neighbour_jobs"][0]["capacity"] = {{"spare_fraction", 1.0}};
   CHECK_THAT(config_error(job), Contains("capacity.spare_fraction") && Contains("[0, 1)"));
   job["neighbour_jobs"][0]["capacity"] = {{"spare_fraction", 0.5}};
@@ -167,7 +174,8 @@ TEST_CASE("topology and neighbour-job config errors say where and what", "[topol
 namespace {
 
 struct TwoGpus {
-  explicit TwoGpus(uint64_t chunks0, uint64_t chunks1) : memory(std::vector<uint64_t>{chunks0, chunks1}) {
+  explicit TwoGpus(uint64_t chunks0, uint64_t chunks1)
+      : memory(std::vector<uint64_t>{chunks0, chunks1}) {
     driver.peer_reserve_bytes = 2 * kBlockSize;
   }
   config::TopologySpec spec = {"two",
@@ -189,7 +197,7 @@ struct TwoGpus {
 TEST_CASE("a block evicted to the neighbour is written back and dropped on reclaim",
           "[multigpu][memory]") {
   TwoGpus m(2, 4);
-  m.memory.add_managed(0, kBlockSize, 0);             // GPU0's job
+  m.memory.add_managed(0, kBlockSize, 0);              // GPU0's job
   m.memory.add_managed(1ull << 48, 4 * kBlockSize, 1); // GPU1's job
   VaBlock& b = *m.memory.find(0);
   m.own.to_gpu(b, 0, PageMask::range(0, kPagesPerBlock), {}, 0, "t");
@@ -242,13 +250,15 @@ TEST_CASE("randomized operations on several GPUs keep every invariant", "[multig
     m.memory.add_managed(1ull << 48, size, 1);
     uint64_t pages = 0;
     for (Addr base : {Addr{0}, Addr{1} << 48})
-      m.memory.for_each_block(base, size, [&](VaBlock& b, const PageMask&) { pages += b.allocated.count(); });
+      m.memory.for_each_block(base, size,
+                              [&](VaBlock& b, const PageMask&) { pages += b.allocated.count(); });
     const uint64_t reserve = m.driver.peer_reserve_bytes / kBlockSize;
     Time now = 0;
     for (int step = 0; step < 500; ++step) {
       const unsigned job = rng() % 2;
       Migrator& mig = job ? m.neighbour : m.own;
-      VaBlock* b = m.memory.find((job ? (1ull << 48) / kBlockSize : 0) + rng() % (size / kBlockSize));
+      VaBlock* b =
+          m.memory.find((job ? (1ull << 48) / kBlockSize : 0) + rng() % (size / kBlockSize));
       const PageMask pages_here = PageMask::range(rng() % 256, 1 + rng() % 256);
       const unsigned other = 1 - job;
       switch (rng() % 5) {
@@ -329,7 +339,8 @@ TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only evict
   json host_only = two_job_config("harvest", dir.file("other.fltrace"), 0.6);
   host_only["policy"]["params"] = params;
   const json base = run_two(dir, host_only, trace);
-  const json harvest = run_two(dir, two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace);
+  const json harvest =
+      run_two(dir, two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace);
   const json& h = harvest["results"];
   CHECK(base["results"]["peers"]["evictions_to_peer"] == 0);
   CHECK(h["peers"]["evictions_to_peer"].get<uint64_t>() > 0);

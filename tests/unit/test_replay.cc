@@ -192,8 +192,10 @@ TEST_CASE("replay: harvest evicts to the neighbour within its spare budget and k
   // Never more on the neighbour at once than its budget less its reserve.
   uint64_t bytes = 0;
   for (const auto& [address, n] : device.to_peer) bytes += n;
-  CHECK(bytes == peers["bytes_to_peer"].get<uint64_t>() + peers["bytes_staged_on_peer"].get<uint64_t>());
-  CHECK(device.peak_chunks * kBlockSize <= result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
+  CHECK(bytes ==
+        peers["bytes_to_peer"].get<uint64_t>() + peers["bytes_staged_on_peer"].get<uint64_t>());
+  CHECK(device.peak_chunks * kBlockSize <=
+        result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
   CHECK(result["config"]["peer_budget_bytes"] == 16 * kBlockSize);
 
   // Without a neighbour budget, the same policy evicts to the host only.
