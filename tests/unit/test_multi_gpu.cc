@@ -310,7 +310,7 @@ json two_job_config(const std::string& policy, const std::string& neighbour_trac
              {"capacity", {{"spare_fraction", spare}}}}}}};
 }
 
-json run_two(const fltest::TempDir& dir, const json& config, const std::string& trace) {
+json run_two(const json& config, const std::string& trace) {
   SimJob job;
   job.config_path = "two-job config";
   job.config_doc = config;
@@ -338,9 +338,8 @@ TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only evict
   json params = {{"reserve_chunks", 4}, {"evict_to_peer", false}};
   json host_only = two_job_config("harvest", dir.file("other.fltrace"), 0.6);
   host_only["policy"]["params"] = params;
-  const json base = run_two(dir, host_only, trace);
-  const json harvest =
-      run_two(dir, two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace);
+  const json base = run_two(host_only, trace);
+  const json harvest = run_two(two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace);
   const json& h = harvest["results"];
   CHECK(base["results"]["peers"]["evictions_to_peer"] == 0);
   CHECK(h["peers"]["evictions_to_peer"].get<uint64_t>() > 0);
@@ -350,15 +349,52 @@ TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only evict
   CHECK(harvest["neighbour_jobs"][0]["results"]["kernels"].get<uint64_t>() > 0);
   CHECK(harvest["config"]["neighbour_jobs"][0]["capacity"]["resolved_bytes"].get<uint64_t>() > 0);
   // Same inputs, same bytes out.
-  CHECK(run_two(dir, two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace).dump() ==
+  CHECK(run_two(two_job_config("harvest", dir.file("other.fltrace"), 0.6), trace).dump() ==
         harvest.dump());
   // No spare memory at the neighbour's peak: it harvests while the neighbour is not yet at its
   // peak, and the neighbour takes its memory back when it needs it.
-  const json tight = run_two(dir, two_job_config("harvest", dir.file("other.fltrace"), 0.0), trace);
+  const json tight = run_two(two_job_config("harvest", dir.file("other.fltrace"), 0.0), trace);
   const json& back = tight["neighbour_jobs"][0]["results"]["peers"];
   CHECK(back["reclaims_dropped"].get<uint64_t>() + back["reclaims_copied"].get<uint64_t>() > 0);
   // A reserve larger than the neighbour: nothing goes there.
   json reserved = two_job_config("harvest", dir.file("other.fltrace"), 0.6);
   reserved["driver"]["peer_reserve_bytes"] = 1ull << 40;
-  CHECK(run_two(dir, reserved, trace)["results"]["peers"]["evictions_to_peer"] == 0);
+  CHECK(run_two(reserved, trace)["results"]["peers"]["evictions_to_peer"] == 0);
+}
+
+TEST_CASE("a repeating neighbour runs until the run's job ends; idle GPUs offer what is given",
+          "[multigpu][sim]") {
+  fltest::TempDir dir;
+  synth::Params own;
+  own.pattern = "stream";
+  own.footprint = 128ull << 20;
+  own.iterations = 6;
+  synth::write_trace(own, dir.file("own.fltrace"), "test");
+  synth::Params other;
+  other.pattern = "dnn";
+  other.footprint = 16ull << 20;
+  other.iterations = 1;
+  synth::write_trace(other, dir.file("other.fltrace"), "test");
+  json config = two_job_config("ondemand", dir.file("other.fltrace"), 0.5);
+  config["policy"]["params"] = json::object();
+  config["neighbour_jobs"][0]["repeat"] = true;
+  const json out = run_two(config, dir.file("own.fltrace"));
+  const json& n = out["neighbour_jobs"][0];
+  CHECK(n["passes"].get<uint64_t>() > 1);
+  CHECK(n["results"]["total_time_ns"].get<int64_t>() >=
+        out["results"]["total_time_ns"].get<int64_t>());
+  config["neighbour_jobs"][0]["repeat"] = false;
+  CHECK(run_two(config, dir.file("own.fltrace"))["neighbour_jobs"][0]["passes"] == 1);
+
+  // No neighbour job: GPU 1 offers only what idle_gpus says, less the reserve.
+  json idle = two_job_config("harvest", dir.file("other.fltrace"), 0.5);
+  idle.erase("neighbour_jobs");
+  idle["idle_gpus"] = {{{"gpu", 1}, {"bytes", 8 << 20}}}; // 4 chunks, all of them the reserve
+  CHECK(run_two(idle, dir.file("own.fltrace"))["results"]["peers"]["evictions_to_peer"] == 0);
+  idle["idle_gpus"][0]["bytes"] = 64 << 20;
+  CHECK(run_two(idle, dir.file("own.fltrace"))["results"]["peers"]["evictions_to_peer"]
+            .get<uint64_t>() > 0);
+  idle["idle_gpus"][0]["gpu"] = 0;
+  CHECK_THROWS_WITH(run_two(idle, dir.file("own.fltrace")),
+                    Contains("$.idle_gpus[0].gpu") && Contains("1 to 1"));
 }
