@@ -391,6 +391,17 @@ private:
     }
   }
 
+  // As for_each_live, cut further at live 2 MB chunk boundaries: f(live pointer, bytes, chunk).
+  template <typename F> void for_each_live_chunk(Addr start, Bytes bytes, F f) const {
+    for_each_live(start, bytes, [&](void* p, Bytes n) {
+      for (auto at = reinterpret_cast<uint64_t>(p), end = at + n; at < end;) {
+        const uint64_t next = std::min(end, (at / kBlockSize + 1) * kBlockSize);
+        f(reinterpret_cast<void*>(at), next - at, at / kBlockSize);
+        at = next;
+      }
+    });
+  }
+
   // The residency model works in live addresses (the driver's chunks are the live ones): the
   // kernel's touches through the slot table, as the device reads them.
   std::vector<uint64_t> live_pages(const Kernel& k) const {
@@ -419,8 +430,11 @@ private:
 
   // An eviction to the neighbour, chunk by chunk while it has room; the rest to the host.
   void evict(const policies::Action& a) {
-    for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
-      const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+    if (a.target != kHost && (a.target != gpu_processor(1) || peer_chunks_ == 0))
+      throw SimulationError("live replay: policy " + job_.policy + " evicted to processor " +
+                            std::to_string(a.target) + "; this replay has the host" +
+                            (peer_chunks_ ? " and the neighbour (processor 2)" : ""));
+    for_each_live_chunk(a.range.start, a.range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
       if (a.target != kHost && !on_peer_.count(chunk) && residency_.holds_chunk(chunk) &&
           peer_has_room()) {
         device_.prefetch_to_peer(p, n);
@@ -438,8 +452,7 @@ private:
 
   // The first leg of a multi-path prefetch: host data goes to the neighbour while it has room.
   void stage(const policies::Range& range) {
-    for_each_live(range.start, range.bytes, [&](void* p, Bytes n) {
-      const uint64_t chunk = reinterpret_cast<uint64_t>(p) / kBlockSize;
+    for_each_live_chunk(range.start, range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
       if (on_peer_.count(chunk) || residency_.holds_chunk(chunk) || !peer_has_room()) return;
       device_.prefetch_to_peer(p, n);
       on_peer_.insert(chunk);

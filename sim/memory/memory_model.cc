@@ -178,8 +178,15 @@ void MemoryModel::check_invariants() const {
   for (unsigned g = 0; g < gpus_; ++g) {
     uint64_t listed = 0;
     for (const VaBlock* b = head_[g]; b; b = b->next[g]) ++listed;
-    if (listed != chunks[g]) throw SimulationError("eviction list length differs from chunks held");
-    if (foreign[g] != foreign_chunks_[g]) throw SimulationError("foreign chunk count is off");
+    const std::string at = "GPU " + std::to_string(g) + ": ";
+    if (listed != chunks[g]) {
+      throw SimulationError(at + "its eviction list holds " + std::to_string(listed) +
+                            " blocks but " + std::to_string(chunks[g]) + " hold chunks");
+    }
+    if (foreign[g] != foreign_chunks_[g]) {
+      throw SimulationError(at + std::to_string(foreign[g]) + " chunks hold other jobs' blocks, " +
+                            "counted as " + std::to_string(foreign_chunks_[g]));
+    }
     if (chunks[g] > chunks_used_[g] || chunks_used_[g] > capacity_chunks_[g]) {
       throw SimulationError("GPU " + std::to_string(g) + " holds more chunks than its capacity");
     }

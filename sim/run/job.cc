@@ -30,10 +30,7 @@ Job::Job(Machine m, JobSetup setup)
       runner_(engine_, memory_, servicer_, migrator_,
               topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu, gpu_profile_, config_,
               stats_) {
-  const std::string where = setup_.index == 0 ? "run config $.policy"
-                                              : "run config $.neighbour_jobs[" +
-                                                    std::to_string(setup_.index - 1) + "].policy";
-  policy_ = policies::Registry::instance().create(setup_.policy, setup_.policy_params, where);
+  policy_ = create_policy();
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -44,9 +41,18 @@ Job::Job(Machine m, JobSetup setup)
 
 Job::~Job() = default;
 
-void Job::start() {
+std::unique_ptr<policies::IPolicy> Job::create_policy() const {
+  const std::string where = setup_.index == 0 ? "run config $.policy"
+                                              : "run config $.neighbour_jobs[" +
+                                                    std::to_string(setup_.index - 1) + "].policy";
+  return policies::Registry::instance().create(setup_.policy, setup_.policy_params, where);
+}
+
+void Job::start() { start_policy(0); }
+
+void Job::start_policy(Time now) {
   actions_.clear();
-  policies::StartEvent event{0,
+  policies::StartEvent event{now,
                              memory_.capacity_chunks(setup_.gpu) * kBlockSize,
                              memory_.gpus(),
                              setup_.gpu,
@@ -54,8 +60,8 @@ void Job::start() {
                              this,
                              setup_.trace_path};
   policy_->on_start(event, actions_);
-  execute(actions_, 0);
-  engine_.schedule(0, Priority::kHost, this, kStep);
+  execute(actions_, now);
+  engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
 // The host replays records in trace order. A record is due at its recorded time shifted by the
@@ -64,7 +70,7 @@ void Job::handle(uint32_t, Time now) {
   for (;;) {
     if (!have_pending_) {
       if (!reader_->next(pending_)) {
-        if (restart(now)) continue;
+        if (setup_.again && setup_.again()) return restart(now);
         finished_ = true;
         end_time_ = now;
         return;
@@ -83,19 +89,23 @@ void Job::handle(uint32_t, Time now) {
   }
 }
 
-bool Job::restart(Time now) {
-  if (!setup_.again || !setup_.again()) return false;
-  for (const auto& [id, a] : live_) {
-    if (a.kind == trace::MemoryKind::kManaged) memory_.remove_managed(a.address + offset_, a.size);
-    if (a.kind == trace::MemoryKind::kDevice)
-      memory_.release_device(setup_.gpu, chunks_for(a.size));
+// A new pass is a new run of the program: what it still holds is freed (in id order, through
+// the policy), and a fresh policy starts.
+void Job::restart(Time now) {
+  if (now == pass_start_) {
+    throw SimulationError("job " + setup_.name + ": a pass of " + setup_.trace_path +
+                          " takes no simulated time, so it cannot repeat");
   }
-  live_.clear();
-  device_ranges_.clear();
+  std::vector<uint64_t> ids;
+  for (const auto& [id, a] : live_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) on_free({id, 0}, now);
   reader_ = std::make_unique<trace::TraceReader>(setup_.trace_path);
   pass_start_ = now;
   ++passes_;
-  return true;
+  kernel_index_ = 0;
+  policy_ = create_policy();
+  start_policy(now); // schedules the pass's first record
 }
 
 Time Job::apply(trace::Record& record, Time now) {
@@ -295,7 +305,7 @@ void Job::evict(const policies::Action& action, Time now) {
         const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
         Time end;
         if (to_peer && migrator_.peer_has_room(action.target - 1)) {
-          end = migrator_.to_peer(block, gpu, action.target - 1, start, "policy eviction to peer");
+          end = migrator_.to_peer(block, gpu, action.target - 1, on_gpu, start, "policy eviction to peer");
         } else {
           stats_.policy_evicted_pages += on_gpu.count();
           end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);

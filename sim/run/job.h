@@ -75,8 +75,10 @@ public:
 
 private:
   Time apply(trace::Record& record, Time now);
-  // The trace ended: start it again (releasing what it still holds), or finish.
-  bool restart(Time now);
+  // The trace ended and `again` says go on: free what it holds, start a fresh policy, replay.
+  void restart(Time now);
+  std::unique_ptr<policies::IPolicy> create_policy() const;
+  void start_policy(Time now);
   void on_alloc(const trace::AllocRecord& r, Time now);
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);

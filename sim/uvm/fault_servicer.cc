@@ -68,6 +68,11 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   const PageMask mapped = migrator_.pinned(*block, cpu) ? grown : grown & block->access_remotely;
   if (mapped.any()) {
     const PageMask host_pages = mapped.minus(block->resident[dest]);
+    for (unsigned g = 0; g < memory_.gpus(); ++g) { // pages on a neighbour go home first
+      const PageMask there = host_pages & block->resident[gpu_processor(g)];
+      if (g != gpu_ && there.any())
+        copies_done = std::max(copies_done, migrator_.to_host(*block, g, there, cpu, "remote map"));
+    }
     migrator_.to_host(*block, gpu_, host_pages, cpu, "remote map");
     block->remote[gpu_] |= host_pages;
     grown = grown.minus(mapped);

@@ -60,19 +60,21 @@ bool Migrator::peer_has_room(unsigned peer) const {
   return memory_.chunks_free(peer) > reserve;
 }
 
-Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, Time now, const char* cause) {
-  const PageMask pages = block.resident[gpu_processor(from)];
-  stats_.prefetch_wasted += block.prefetched_unused[from].count();
-  block.prefetched_unused[from] = PageMask{};
+Time Migrator::to_peer(VaBlock& block, unsigned from, unsigned peer, const PageMask& range,
+                       Time now, const char* cause) {
+  const PageMask pages = range & block.resident[gpu_processor(from)];
+  stats_.prefetch_wasted += (block.prefetched_unused[from] & pages).count();
+  block.prefetched_unused[from] = block.prefetched_unused[from].minus(pages);
   ++stats_.peer_evictions;
   stats_.pages_to_peer += pages.count();
   memory_.move(block, gpu_processor(peer), pages, now);
   const Time landed =
       copy_evicted(route(gpu_processor(from), gpu_processor(peer)), pages, now, cause);
   if (driver_.peer_write_back) {
-    block.host_backup = pages;
+    block.host_backup |= pages;
     block.backup_ready_at =
-        copy_evicted(route(gpu_processor(peer), kHost), pages, landed, "write-back");
+        std::max(block.backup_ready_at,
+                 copy_evicted(route(gpu_processor(peer), kHost), pages, landed, "write-back"));
     stats_.pages_written_back += pages.count();
   }
   block.ready_at[peer] = std::max(block.ready_at[peer], landed);

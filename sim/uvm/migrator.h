@@ -41,7 +41,8 @@ public:
   // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a
   // victim-cache entry, then writes them back to the host in the background so that the peer
   // can drop them without a copy. Returns when the copy to the peer lands.
-  Time to_peer(VaBlock& block, unsigned from, unsigned peer, Time now, const char* cause);
+  Time to_peer(VaBlock& block, unsigned from, unsigned peer, const PageMask& pages, Time now,
+               const char* cause);
   // Moves pages of `block` from the host to GPU `peer` (room checked by the caller) ahead of
   // their use on another GPU: the first leg of a multi-path prefetch.
   Time stage_on_peer(VaBlock& block, unsigned peer, const PageMask& pages, Time now);

@@ -202,7 +202,7 @@ TEST_CASE("a block evicted to the neighbour is written back and dropped on recla
   VaBlock& b = *m.memory.find(0);
   m.own.to_gpu(b, 0, PageMask::range(0, kPagesPerBlock), {}, 0, "t");
   REQUIRE(m.own.peer_has_room(1)); // 4 free > 2 reserved
-  const Time landed = m.own.to_peer(b, 0, 1, 0, "evict");
+  const Time landed = m.own.to_peer(b, 0, 1, PageMask::range(0, kPagesPerBlock), 0, "evict");
   m.memory.check_invariants();
   CHECK(b.chunk[1]);
   CHECK(!b.chunk[0]);
@@ -231,7 +231,7 @@ TEST_CASE("a fault on a block held by the neighbour pulls it over NVLink and fre
   m.memory.add_managed(0, kBlockSize, 0);
   VaBlock& b = *m.memory.find(0);
   m.own.to_gpu(b, 0, PageMask::range(0, kPagesPerBlock), {}, 0, "t");
-  const Time landed = m.own.to_peer(b, 0, 1, 0, "evict");
+  const Time landed = m.own.to_peer(b, 0, 1, PageMask::range(0, kPagesPerBlock), 0, "evict");
   const Time back = m.own.to_gpu(b, 0, PageMask::range(0, kPagesPerBlock), {}, landed, "fault");
   CHECK(back == landed + kBlockSize / 10 + 1); // NVLink at 10 GB/s, not PCIe at 1
   CHECK(m.stats0.pages_peer_in == kPagesPerBlock);
@@ -269,7 +269,7 @@ TEST_CASE("randomized operations on several GPUs keep every invariant", "[multig
         break;
       case 2:
         if (b->chunk[job] && mig.peer_has_room(other)) {
-          now = mig.to_peer(*b, job, other, now, "t");
+          now = mig.to_peer(*b, job, other, pages_here, now, "t");
           REQUIRE(m.memory.chunks_free(other) >= reserve); // the neighbour keeps its reserve
         }
         break;
@@ -319,20 +319,27 @@ json run_two(const json& config, const std::string& trace) {
   return run_job(job);
 }
 
+// The run's own trace (streaming, 128 MB) and a DNN-like neighbour's, in `dir`.
+void write_two_traces(const fltest::TempDir& dir, uint32_t own_iterations, Bytes other_footprint,
+                      uint32_t other_iterations) {
+  synth::Params own;
+  own.pattern = "stream";
+  own.footprint = 128ull << 20;
+  own.iterations = own_iterations;
+  synth::write_trace(own, dir.file("own.fltrace"), "test");
+  synth::Params other;
+  other.pattern = "dnn";
+  other.footprint = other_footprint;
+  other.iterations = other_iterations;
+  synth::write_trace(other, dir.file("other.fltrace"), "test");
+}
+
 } // namespace
 
 TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only eviction",
           "[multigpu][sim]") {
   fltest::TempDir dir;
-  synth::Params own;
-  own.pattern = "stream";
-  own.footprint = 128ull << 20;
-  own.iterations = 3;
-  synth::write_trace(own, dir.file("own.fltrace"), "test");
-  synth::Params other;
-  other.pattern = "dnn";
-  other.footprint = 64ull << 20;
-  synth::write_trace(other, dir.file("other.fltrace"), "test");
+  write_two_traces(dir, 3, 64ull << 20, 2);
   const std::string trace = dir.file("own.fltrace");
 
   json params = {{"reserve_chunks", 4}, {"evict_to_peer", false}};
@@ -365,19 +372,11 @@ TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only evict
 TEST_CASE("a repeating neighbour runs until the run's job ends; idle GPUs offer what is given",
           "[multigpu][sim]") {
   fltest::TempDir dir;
-  synth::Params own;
-  own.pattern = "stream";
-  own.footprint = 128ull << 20;
-  own.iterations = 6;
-  synth::write_trace(own, dir.file("own.fltrace"), "test");
-  synth::Params other;
-  other.pattern = "dnn";
-  other.footprint = 16ull << 20;
-  other.iterations = 1;
-  synth::write_trace(other, dir.file("other.fltrace"), "test");
+  write_two_traces(dir, 6, 16ull << 20, 1);
   json config = two_job_config("ondemand", dir.file("other.fltrace"), 0.5);
   config["policy"]["params"] = json::object();
   config["neighbour_jobs"][0]["repeat"] = true;
+  config["neighbour_jobs"][0]["policy"] = {{"name", "oracle"}}; // reads its trace: fresh per pass
   const json out = run_two(config, dir.file("own.fltrace"));
   const json& n = out["neighbour_jobs"][0];
   CHECK(n["passes"].get<uint64_t>() > 1);
