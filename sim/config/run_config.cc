@@ -132,6 +132,7 @@ DriverConfig read_driver(Reader r) {
   d.peer_reserve_bytes = r.get<uint64_t>("peer_reserve_bytes", d.peer_reserve_bytes);
   d.block_eviction = r.get<bool>("block_eviction", d.block_eviction);
   d.peer_write_back = r.get<bool>("peer_write_back", d.peer_write_back);
+  d.hierarchical_eviction = r.get<bool>("hierarchical_eviction", d.hierarchical_eviction);
   if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
   if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
   r.finish();

@@ -113,6 +113,9 @@ struct DriverConfig {
   // neighbour drops them without a copy (HUVM). Off: the neighbour evicts them with a copy, as
   // the live replay does (it cannot keep two copies).
   bool peer_write_back = true;
+  // The driver's own evictions (on a fault, or the budget's) go to an NVLink neighbour with
+  // room instead of the host (HUVM's uvm_hierarchical_memory; the stock driver: off).
+  bool hierarchical_eviction = false;
   Time thrashing_lapse_ns = 500000;
   Time thrashing_pin_ns = 150000000;
 };

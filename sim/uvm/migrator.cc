@@ -39,8 +39,17 @@ Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
 
 Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause) {
   ++stats_.evictions;
-  return to_host(victim, gpu, victim.resident[gpu_processor(gpu)], now, cause, true) +
-         gpu_.eviction_ns;
+  const PageMask pages = victim.resident[gpu_processor(gpu)];
+  if (driver_.hierarchical_eviction && victim.home == gpu) {
+    // HUVM's driver: the NVLink neighbour with room that holds the fewest harvested chunks.
+    int best = -1;
+    for (unsigned peer : topology_.nvlink_neighbours(gpu))
+      if (peer_has_room(peer) &&
+          (best < 0 || memory_.foreign_chunks(peer) < memory_.foreign_chunks(unsigned(best))))
+        best = static_cast<int>(peer);
+    if (best >= 0) return to_peer(victim, gpu, static_cast<unsigned>(best), pages, now, cause);
+  }
+  return to_host(victim, gpu, pages, now, cause, true) + gpu_.eviction_ns;
 }
 
 Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {

@@ -397,3 +397,21 @@ TEST_CASE("a repeating neighbour runs until the run's job ends; idle GPUs offer 
   CHECK_THROWS_WITH(run_two(idle, dir.file("own.fltrace")),
                     Contains("$.idle_gpus[0].gpu") && Contains("1 to 1"));
 }
+
+TEST_CASE("hierarchical eviction: the driver's own victims go to the neighbour with room",
+          "[multigpu][sim]") {
+  fltest::TempDir dir;
+  write_two_traces(dir, 3, 64ull << 20, 2);
+  json stock = two_job_config("ondemand", dir.file("other.fltrace"), 0.6);
+  stock["policy"]["params"] = json::object();
+  json hierarchy = stock;
+  hierarchy["driver"]["hierarchical_eviction"] = true;
+  const json a = run_two(stock, dir.file("own.fltrace"));
+  const json b = run_two(hierarchy, dir.file("own.fltrace"));
+  CHECK(a["results"]["peers"]["evictions_to_peer"] == 0);
+  CHECK(b["results"]["peers"]["evictions_to_peer"].get<uint64_t>() > 0);
+  CHECK(b["results"]["evictions"].get<uint64_t>() >=
+        b["results"]["peers"]["evictions_to_peer"].get<uint64_t>());
+  CHECK(b["results"]["total_time_ns"].get<int64_t>() <
+        a["results"]["total_time_ns"].get<int64_t>());
+}
