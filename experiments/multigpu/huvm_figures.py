@@ -97,7 +97,7 @@ def ablation(rows, out):
     ax.set_title("ablation, each step adding to the last")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "ablation.png"), dpi=120)
-    return dict(zip(labels, ys))
+    return {label.replace("\n", " "): y for label, y in zip(labels, ys)}
 
 
 def short(value):
