@@ -48,7 +48,9 @@ std::unique_ptr<policies::IPolicy> Job::create_policy() const {
   return policies::Registry::instance().create(setup_.policy, setup_.policy_params, where);
 }
 
-void Job::start() { start_policy(0); }
+void Job::start() {
+  start_policy(0);
+}
 
 void Job::start_policy(Time now) {
   actions_.clear();
@@ -298,20 +300,21 @@ void Job::evict(const policies::Action& action, Time now) {
                           std::to_string(gpu) + " are processors 1 to " +
                           std::to_string(memory_.gpus()) + " other than its own");
   }
-  for_each_block(
-      action.range.start, action.range.bytes, [&](VaBlock& block, const PageMask& pages) {
-        const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
-        if (on_gpu.none()) return;
-        const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
-        Time end;
-        if (to_peer && migrator_.peer_has_room(action.target - 1)) {
-          end = migrator_.to_peer(block, gpu, action.target - 1, on_gpu, start, "policy eviction to peer");
-        } else {
-          stats_.policy_evicted_pages += on_gpu.count();
-          end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
-        }
-        migrations_done_ = std::max(migrations_done_, end);
-      });
+  for_each_block(action.range.start, action.range.bytes,
+                 [&](VaBlock& block, const PageMask& pages) {
+                   const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
+                   if (on_gpu.none()) return;
+                   const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
+                   Time end;
+                   if (to_peer && migrator_.peer_has_room(action.target - 1)) {
+                     end = migrator_.to_peer(block, gpu, action.target - 1, on_gpu, start,
+                                             "policy eviction to peer");
+                   } else {
+                     stats_.policy_evicted_pages += on_gpu.count();
+                     end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
+                   }
+                   migrations_done_ = std::max(migrations_done_, end);
+                 });
 }
 
 void Job::prefetch(const policies::Action& action, Time now) {
@@ -340,7 +343,10 @@ void Job::stage(const policies::Action& action, unsigned peer, Time now) {
                    const PageMask pages = range & block.resident[kHost];
                    if (pages.none() || (!block.chunk[peer] && !migrator_.peer_has_room(peer)))
                      return;
-                   migrator_.stage_on_peer(block, peer, pages, now);
+                   // Budget mode: on the migration stream, in order, as the live replay issues it.
+                   const Time start = budget_mode() ? std::max(now, migrations_done_) : now;
+                   const Time end = migrator_.stage_on_peer(block, peer, pages, start);
+                   if (budget_mode()) migrations_done_ = end;
                  });
 }
 
