@@ -231,7 +231,8 @@ TopologySpec read_topology(const json& spec, const std::string& file, json& reso
   r.raw("sources", json::array());
   std::vector<std::string> nodes = {"host"};
   const size_t gpus = r.array_size("gpus");
-  if (gpus == 0 || gpus > kMaxTopologyGpus) r.fail("gpus", "expected 1 to 8 GPUs");
+  if (gpus == 0 || gpus > kMaxGpus)
+    r.fail("gpus", "expected 1 to " + std::to_string(kMaxGpus) + " GPUs");
   json gpu_resolved = json::array();
   for (size_t i = 0; i < gpus; ++i) {
     Reader g = r.element("gpus", i);
@@ -422,7 +423,8 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
     c.peer_link =
         load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link", peer_resolved);
     c.gpus = r.get<uint32_t>("gpus", 1);
-    if (c.gpus == 0 || c.gpus > kMaxTopologyGpus) r.fail("gpus", "expected 1 to 8 GPUs");
+    if (c.gpus == 0 || c.gpus > kMaxGpus)
+      r.fail("gpus", "expected 1 to " + std::to_string(kMaxGpus) + " GPUs");
   }
   read_capacity(r.child("capacity"), c);
   c.neighbours = read_neighbours(r, c);

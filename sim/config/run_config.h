@@ -10,8 +10,6 @@
 
 namespace faultline::config {
 
-constexpr unsigned kMaxTopologyGpus = 8;
-
 // One direction of a link: time(size) = overhead + size / bandwidth(size), with bandwidth
 // interpolated (in log2 of size) between measured points and held flat beyond them.
 struct LinkCurve {

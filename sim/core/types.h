@@ -24,6 +24,7 @@ const char* to_string(AccessType type);
 // A processor that can hold pages: the host is processor 0, GPU i is processor i + 1.
 using ProcessorId = uint8_t;
 constexpr ProcessorId kHost = 0;
+constexpr unsigned kMaxGpus = 8;           // GPUs in one machine
 constexpr ProcessorId kNoProcessor = 0xff; // memory nobody holds yet (never touched)
 inline ProcessorId gpu_processor(unsigned gpu_index) {
   return static_cast<ProcessorId>(gpu_index + 1);

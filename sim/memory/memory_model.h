@@ -12,8 +12,6 @@
 
 namespace faultline {
 
-constexpr unsigned kMaxGpus = 8;
-
 struct VaBlock {
   uint64_t index = 0;                   // base address / 2 MB
   unsigned home = 0;                    // the GPU whose job owns the block

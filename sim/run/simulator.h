@@ -32,7 +32,6 @@ public:
   size_t jobs() const { return jobs_.size(); }
   const Job& job(size_t i) const { return *jobs_[i]; }
   uint64_t capacity_chunks(unsigned gpu) const { return memory_.capacity_chunks(gpu); }
-  const MemoryModel& memory() const { return memory_; }
 
 private:
   const config::RunConfig& config_;
