@@ -1,5 +1,7 @@
 // The faultline command line: one binary, one subcommand per job.
+#include "sim/alloc/relayout.h"
 #include "sim/cli/args.h"
+#include "sim/config/reader.h"
 #include "sim/core/error.h"
 #include "sim/live/command.h"
 #include "sim/run/results.h"
@@ -34,6 +36,8 @@ const char* kUsage =
     "  replay      re-execute a trace on a real GPU under a policy and a budget (needs a GPU)\n"
     "  calibrate   measure a GPU's fault, migration and eviction costs and fit a profile\n"
     "  topology    print the routes of a machine topology (a preset name or a JSON file)\n"
+    "  alloc       replay an allocation history through allocator models (caching, expandable\n"
+    "              segments, GMLake stitching), or re-place a trace's blocks as one would\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -67,6 +71,17 @@ const char* kTopologyUsage =
     "usage: faultline topology NAME|FILE\n"
     "Reads a topology (configs/topologies/NAME.json or FILE) and prints, for every pair of\n"
     "processors, the route the simulator uses (widest path, no third GPU) and its bandwidth.\n";
+
+const char* kAllocUsage =
+    "usage: faultline alloc run --history H [--config C] [--allocators a,b] [--out R.json]\n"
+    "                           [--check-invariants]\n"
+    "       faultline alloc relayout --trace T --allocator NAME [--config C] --out T2\n"
+    "                                [--stats S.json]\n"
+    "run: replays allocation history H (a PyTorch memory snapshot, pickle or JSON, optionally\n"
+    "zstd-compressed; the tracer's allocator history; or a faultline trace's blocks) through\n"
+    "each allocator of config C (default configs/alloc/default.json) and writes peak allocated,\n"
+    "requested and reserved bytes, fragmentation, driver calls and usage over time as JSON.\n"
+    "relayout: writes trace T with its blocks placed by allocator NAME, for 'faultline sim'.\n";
 
 const char* kTraceUsage =
     "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
@@ -213,6 +228,56 @@ int cmd_topology(int argc, char** argv) {
   return 0;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int cmd_alloc(int argc, char** argv) {
+  Args args(argc, argv, 2, {"check-invariants"});
+  if (args.help) return std::cout << kAllocUsage, 0;
+  if (args.positional.size() != 1) return std::cerr << kAllocUsage, 2;
+  const std::string config =
+      args.take("config", std::string(FAULTLINE_SOURCE_CONFIGS) + "/alloc/default.json");
+  const std::string out = args.take("out");
+  if (args.positional[0] == "run") {
+    const std::string history = args.need("history");
+    const auto allocators = split_list(args.take("allocators"));
+    const bool check = args.flag("check-invariants");
+    args.done();
+    write_output(alloc::run_alloc(history, config, allocators, check), out);
+    return 0;
+  }
+  if (args.positional[0] != "relayout")
+    throw UsageError("unknown alloc command \"" + args.positional[0] + "\"; known: run, relayout");
+  const std::string trace = args.need("trace");
+  const std::string allocator = args.need("allocator");
+  const std::string stats_path = args.take("stats");
+  if (out.empty()) throw UsageError("--out is required");
+  args.done();
+  nlohmann::json resolved;
+  const alloc::ReplayConfig c =
+      alloc::read_replay_config(config::load_json_file(config), config, resolved);
+  alloc::require_allocator(allocator);
+  nlohmann::json doc = {{"faultline", {{"git_revision", git_revision()}}},
+                        {"config", resolved},
+                        {"trace", trace},
+                        {"out", out},
+                        {"allocator", allocator}};
+  doc["relayout"] = alloc::to_json(alloc::relayout(trace, out, allocator, c));
+  doc["relayout"]["model"].erase("timeline");
+  if (!stats_path.empty()) write_output(doc, stats_path);
+  std::cerr << "wrote " << out << "\n";
+  return 0;
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) return std::cerr << kUsage, 2;
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) return std::cout << kUsage, 0;
@@ -225,8 +290,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "replay") return live::replay_command(argc, argv);
   if (cmd == "calibrate") return live::calibrate_command(argc, argv);
   if (cmd == "topology") return cmd_topology(argc, argv);
-  throw UsageError("unknown command \"" + cmd +
-                   "\"; known: sim, sweep, synth, trace, capture, replay, calibrate, topology");
+  if (cmd == "alloc") return cmd_alloc(argc, argv);
+  throw UsageError("unknown command \"" + cmd + "\"; known: sim, sweep, synth, trace, capture, " +
+                   "replay, calibrate, topology, alloc");
 }
 
 } // namespace
