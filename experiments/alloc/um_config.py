@@ -1,0 +1,30 @@
+"""Prints a run config for simulating a trace and its re-placed copies at one capacity: the
+default config (configs/runs/default.json) with the capacity fixed in bytes to FRACTION of the
+ORIGINAL trace's footprint, so that every layout gets the same GPU memory.
+    python3 experiments/alloc/um_config.py TRACE FRACTION > config.json
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    trace, fraction = sys.argv[1], float(sys.argv[2])
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    stats = json.loads(subprocess.run([os.path.join(root, "build", "faultline"), "trace", "stats",
+                                       trace], check=True, capture_output=True, text=True).stdout)
+    with open(os.path.join(root, "configs", "runs", "default.json")) as f:
+        config = json.load(f)
+    chunk = 2 << 20
+    capacity = int(stats["footprint_bytes"] * fraction) // chunk * chunk
+    config["description"] = (f"configs/runs/default.json with the capacity fixed at {fraction:g} "
+                             f"of {os.path.basename(trace)}'s footprint ({capacity} bytes)")
+    config["capacity"] = {"bytes": capacity}
+    print(json.dumps(config, indent=2))
+
+
+if __name__ == "__main__":
+    main()
