@@ -225,5 +225,26 @@ expect "replay margin too large" 2 stderr "too large" -- \
 expect "replay fractional bytes" 2 stderr "unknown unit" -- \
   "$FAULTLINE" replay --trace "$WORK/none.fltrace" --budget 1.5G
 
+# faultline alloc: allocation histories and allocator models.
+SNAP=$SOURCE_DIR/tests/data/alloc/snapshot.pickle
+expect "alloc without a subcommand" 2 stderr "usage: faultline alloc" -- "$FAULTLINE" alloc
+expect "alloc unknown subcommand" 2 stderr 'unknown alloc command "frob"' -- "$FAULTLINE" alloc frob
+expect "alloc run without --history" 2 stderr "--history is required" -- "$FAULTLINE" alloc run
+expect "alloc run missing history" 1 stderr "$WORK/none.pickle" -- \
+  "$FAULTLINE" alloc run --history "$WORK/none.pickle"
+expect "alloc run unknown allocator" 1 stderr "unknown allocator 'tlsf'; known allocators: caching, expandable, gmlake" -- \
+  "$FAULTLINE" alloc run --history "$SNAP" --allocators caching,tlsf
+head -c 100 "$SNAP" > "$WORK/cut.pickle"
+expect "alloc run truncated snapshot" 1 stderr "$WORK/cut.pickle: byte" -- \
+  "$FAULTLINE" alloc run --history "$WORK/cut.pickle"
+echo '{"allocators": ["caching"], "options": {"gmlake_frag_limt": 1}}' > "$WORK/alloc-typo.json"
+expect "alloc config key typo" 1 stderr "\$.options.gmlake_frag_limt: unknown key" -- \
+  "$FAULTLINE" alloc run --history "$SNAP" --config "$WORK/alloc-typo.json"
+expect "alloc relayout without --out" 2 stderr "--out is required" -- \
+  "$FAULTLINE" alloc relayout --trace "$WORK/c.fltrace" --allocator gmlake
+"$FAULTLINE" alloc run --history "$SNAP" --out "$WORK/alloc1.json" 2>/dev/null
+"$FAULTLINE" alloc run --history "$SNAP" --out "$WORK/alloc2.json" 2>/dev/null
+expect "alloc run is deterministic" 0 any "" -- cmp "$WORK/alloc1.json" "$WORK/alloc2.json"
+
 echo "$PASSED passed, $FAILED failed"
 [[ $FAILED -eq 0 ]]

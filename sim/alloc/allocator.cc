@@ -16,7 +16,8 @@ const std::map<std::string, AllocatorFactory>& registry() {
        [](const Options& o, Driver& d) { return std::make_unique<CachingAllocator>(o, d, false); }},
       {"expandable",
        [](const Options& o, Driver& d) { return std::make_unique<CachingAllocator>(o, d, true); }},
-      {"gmlake", [](const Options& o, Driver& d) { return std::make_unique<GMLakeAllocator>(o, d); }},
+      {"gmlake",
+       [](const Options& o, Driver& d) { return std::make_unique<GMLakeAllocator>(o, d); }},
   };
   return models;
 }

@@ -25,11 +25,11 @@ struct Options {
   Bytes large_page = 20 * kMiB;
   Bytes segment_va = Bytes{160} << 30; // 1 1/8 of the GPU's memory in PyTorch
   // GMLake
-  Bytes frag_limit = 512 * kMiB;       // fragLimit: smallest request that stitches
-  uint64_t reuse_limit = 10;           // reuseLimit: stitched block / request size at most
-  unsigned defrag_level = 0;           // defragLevel: 0 stitch first, 1 only after a failure
-  Bytes auto_gc = Bytes{1000} << 30;   // autoGC: cached stitched bytes that trigger GC
-  bool realloc_missing = false;        // reAlloc: create only the missing chunks, then stitch
+  Bytes frag_limit = 512 * kMiB;     // fragLimit: smallest request that stitches
+  uint64_t reuse_limit = 10;         // reuseLimit: stitched block / request size at most
+  unsigned defrag_level = 0;         // defragLevel: 0 stitch first, 1 only after a failure
+  Bytes auto_gc = Bytes{1000} << 30; // autoGC: cached stitched bytes that trigger GC
+  bool realloc_missing = false;      // reAlloc: create only the missing chunks, then stitch
 };
 
 // A block the allocator handed out: `size` is what it accounts (the request rounded up).

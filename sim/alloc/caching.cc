@@ -9,7 +9,9 @@
 namespace faultline::alloc {
 namespace {
 
-Bytes round_up(Bytes value, Bytes unit) { return (value + unit - 1) / unit * unit; }
+Bytes round_up(Bytes value, Bytes unit) {
+  return (value + unit - 1) / unit * unit;
+}
 
 [[noreturn]] void broken(const std::string& what) {
   throw SimulationError("caching allocator invariant: " + what);
@@ -83,8 +85,7 @@ CachingAllocator::Node* CachingAllocator::find_free(Pool& pool, uint64_t stream,
   return node;
 }
 
-CachingAllocator::Node* CachingAllocator::allocate_new(Pool& pool, uint64_t stream,
-                                                       Bytes rounded) {
+CachingAllocator::Node* CachingAllocator::allocate_new(Pool& pool, uint64_t stream, Bytes rounded) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt == 1) {
       if (options_.max_split_size == kNoLimit || expandable_) continue;
@@ -142,8 +143,8 @@ CachingAllocator::Node* CachingAllocator::find_expandable(Pool& pool, uint64_t s
   segment->pages.assign(va / segment->page, 0);
   segment->size = segment->pages.size() * segment->page;
   ++segments_created_;
-  auto* node = new Node{segment->base, segment->size, stream, false, false, nullptr, nullptr,
-                        segment.get()};
+  auto* node =
+      new Node{segment->base, segment->size, stream, false, false, nullptr, nullptr, segment.get()};
   segment->first = node;
   segments_.insert(std::move(segment));
   pool.unmapped.insert(node);
@@ -206,8 +207,9 @@ void CachingAllocator::split(Pool& pool, Node* node, Bytes rounded) {
 
 // Splits `node` at `at` bytes; returns the new node holding the rest (same state, not pooled).
 CachingAllocator::Node* CachingAllocator::cut(Node* node, Bytes at) {
-  auto* rest = new Node{node->address + at, node->size - at, node->stream, node->allocated,
-                        node->mapped, node, node->next, node->segment};
+  auto* rest = new Node{node->address + at, node->size - at, node->stream,
+                        node->allocated,    node->mapped,    node,
+                        node->next,         node->segment};
   if (node->next != nullptr) node->next->prev = rest;
   node->next = rest;
   node->size = at;
@@ -375,8 +377,7 @@ void CachingAllocator::check_segment(const Segment& s, const Pool& pool) const {
   for (const Node* n = s.first; n != nullptr; n = n->next) {
     if (n->address != at) broken("blocks of a segment do not tile it");
     if (n->next != nullptr && n->next->prev != n) broken("broken block links");
-    if (n->next != nullptr && !n->allocated && !n->next->allocated &&
-        n->mapped == n->next->mapped)
+    if (n->next != nullptr && !n->allocated && !n->next->allocated && n->mapped == n->next->mapped)
       broken("two free neighbours were not merged");
     if (n->allocated && allocated_.count(n->address) == 0) broken("a live block is not indexed");
     if (!n->allocated && n->mapped && pool.free.count(const_cast<Node*>(n)) == 0)

@@ -49,8 +49,8 @@ private:
     Bytes size = 0;
     bool small = false;
     Node* first = nullptr;
-    Bytes page = 0;             // expandable only: physical page size
-    std::vector<Handle> pages;  // expandable only: the handle mapped at each page, or 0
+    Bytes page = 0;            // expandable only: physical page size
+    std::vector<Handle> pages; // expandable only: the handle mapped at each page, or 0
   };
   struct BySize {
     bool operator()(const Node* a, const Node* b) const {
@@ -64,8 +64,8 @@ private:
   };
   struct Pool {
     bool small = false;
-    std::set<Node*, BySize> free;         // free mapped blocks
-    std::set<Node*, ByAddress> unmapped;  // expandable: unmapped address ranges
+    std::set<Node*, BySize> free;        // free mapped blocks
+    std::set<Node*, ByAddress> unmapped; // expandable: unmapped address ranges
   };
 
   Pool& pool_for(Bytes rounded) { return rounded <= kSmallSize ? small_ : large_; }

@@ -129,7 +129,8 @@ void SimDriver::do_map(Addr address, Bytes size, Handle handle) {
   if (r == reserved_.begin() || std::prev(r)->first + std::prev(r)->second < address + size)
     misuse("cuMemMap outside a reserved range");
   auto h = live_physical_.find(handle);
-  if (h == live_physical_.end() || h->second < size) misuse("cuMemMap of a handle that is not live");
+  if (h == live_physical_.end() || h->second < size)
+    misuse("cuMemMap of a handle that is not live");
   auto next = mapped_.lower_bound(address);
   if (next != mapped_.end() && next->first < address + size) misuse("cuMemMap over a mapping");
   if (next != mapped_.begin()) {

@@ -121,7 +121,8 @@ Block GMLakeAllocator::stitch(size_t chunks, uint64_t stream) {
   s.stream = stream;
   s.live = true;
   for (const auto& [st, length, segment, first] : picked)
-    for (size_t i = 0; i < length && s.chunks.size() < chunks; ++i) s.chunks.push_back({segment, first + i});
+    for (size_t i = 0; i < length && s.chunks.size() < chunks; ++i)
+      s.chunks.push_back({segment, first + i});
   Live& live = live_[base];
   live.stitched = id;
   live.chunks = s.chunks;
@@ -324,9 +325,8 @@ void GMLakeAllocator::check() const {
       auto live = live_.find(user);
       if (live == live_.end()) broken("a chunk is used by a block that is not live");
       const auto& refs = live->second.chunks;
-      if (std::none_of(refs.begin(), refs.end(), [&](const ChunkRef& c) {
-            return c.segment == id && c.index == i;
-          }))
+      if (std::none_of(refs.begin(), refs.end(),
+                       [&](const ChunkRef& c) { return c.segment == id && c.index == i; }))
         broken("a chunk's user does not list it");
     }
   }

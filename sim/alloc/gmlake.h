@@ -39,8 +39,8 @@ private:
   };
   struct Chunk {
     Handle handle = 0;
-    Addr user = 0;                  // the live block using it, or 0
-    std::set<uint64_t> stitched;    // stitched blocks that map it
+    Addr user = 0;               // the live block using it, or 0
+    std::set<uint64_t> stitched; // stitched blocks that map it
   };
   struct Segment {
     Addr base = 0;

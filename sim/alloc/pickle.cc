@@ -292,13 +292,15 @@ private:
     if (!opcode_name(op_)) fail(at_, std::string(hex) + " is not a pickle opcode");
     fail(at_, "pickle opcode " + describe(op_) +
                   " is not supported: a PyTorch memory snapshot holds only dicts, lists, tuples, "
-                  "strings, numbers, booleans and None" + detail);
+                  "strings, numbers, booleans and None" +
+                  detail);
   }
 
   // GLOBAL's arguments: text up to a newline.
   std::string line() {
     const size_t end = bytes_.find('\n', pos_);
-    if (end == std::string_view::npos) fail(at_, "the pickle ends inside the argument of " + name());
+    if (end == std::string_view::npos)
+      fail(at_, "the pickle ends inside the argument of " + name());
     const std::string text(bytes_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return text;

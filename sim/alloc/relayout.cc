@@ -54,8 +54,8 @@ Scan scan(const std::string& path) {
 struct OldBlock {
   Addr end = 0;
   Addr model_address = 0;
-  Bytes size = 0;     // requested
-  Bytes accounted = 0; // the model's block size
+  Bytes size = 0;               // requested
+  Bytes accounted = 0;          // the model's block size
   std::vector<uint64_t> pieces; // new block ids
 };
 
@@ -68,16 +68,20 @@ public:
 
   void apply(Record& r, const std::string& where) {
     switch (r.type) {
-    case RecordType::kAlloc: return on_alloc(r.alloc, where);
-    case RecordType::kFree: return on_free(r.free);
-    case RecordType::kKernel: return on_kernel(r.kernel);
+    case RecordType::kAlloc:
+      return on_alloc(r.alloc, where);
+    case RecordType::kFree:
+      return on_free(r.free);
+    case RecordType::kKernel:
+      return on_kernel(r.kernel);
     case RecordType::kHostAccess:
       if (auto moved = move(r.host.address)) {
         r.host.address = *moved;
         writer_.write(r.host);
       }
       return;
-    default: writer_.write(r);
+    default:
+      writer_.write(r);
     }
   }
 
@@ -99,15 +103,15 @@ private:
     const Block b = model_->malloc(a.size, 0);
     if (b.address == 0)
       throw SimulationError(where + ": the " + std::string("allocator model ran out of the ") +
-                            "config's capacity_bytes placing a block of " +
-                            std::to_string(a.size) + " bytes");
+                            "config's capacity_bytes placing a block of " + std::to_string(a.size) +
+                            " bytes");
     usage_.on_malloc(b.size, a.size, driver_.physical_bytes());
     sync_segments(a.time);
     OldBlock& old = old_[a.address];
     old = {a.address + a.size, b.address, a.size, b.size, {}};
     for (const Fragment& f : driver_.translate(b.address, a.size)) {
       trace::AllocRecord piece{next_id_++, MemoryKind::kAllocatorBlock, f.physical, f.bytes,
-                               a.time, segment_of(f.physical)};
+                               a.time,     segment_of(f.physical)};
       writer_.write(piece);
       old.pieces.push_back(piece.id);
     }
@@ -208,10 +212,10 @@ private:
   RelayoutStats& stats_;
   uint64_t next_id_;
   Usage usage_;
-  std::map<Addr, OldBlock> old_;                          // live blocks by old address
-  std::map<uint64_t, Addr> by_id_;                        // old block id -> old address
-  std::map<Addr, std::pair<Addr, uint64_t>> kept_;        // kept segments: start -> end, id
-  std::map<Addr, uint64_t> emitted_;                      // physical range -> segment id
+  std::map<Addr, OldBlock> old_;                   // live blocks by old address
+  std::map<uint64_t, Addr> by_id_;                 // old block id -> old address
+  std::map<Addr, std::pair<Addr, uint64_t>> kept_; // kept segments: start -> end, id
+  std::map<Addr, uint64_t> emitted_;               // physical range -> segment id
 };
 
 } // namespace
@@ -224,9 +228,8 @@ RelayoutStats relayout(const std::string& in_path, const std::string& out_path,
   stats.peak_segment_bytes_before = s.peak_block_segments;
   trace::TraceReader reader(in_path);
   nlohmann::json metadata = reader.metadata();
-  metadata["relayout"] = {{"allocator", allocator},
-                          {"source_trace", in_path},
-                          {"faultline_revision", git_revision()}};
+  metadata["relayout"] = {
+      {"allocator", allocator}, {"source_trace", in_path}, {"faultline_revision", git_revision()}};
   trace::TraceWriter writer(out_path, metadata);
   Relayout r(allocator, config, s, writer, stats);
   Record record;

@@ -17,9 +17,9 @@ namespace faultline::alloc {
 
 struct RelayoutStats {
   uint64_t blocks = 0;
-  uint64_t block_pieces = 0;       // block records written (a stitched block has several)
+  uint64_t block_pieces = 0; // block records written (a stitched block has several)
   uint64_t accesses = 0;
-  uint64_t accesses_outside = 0;   // touched no live block nor kept segment: dropped
+  uint64_t accesses_outside = 0;       // touched no live block nor kept segment: dropped
   Bytes peak_segment_bytes_before = 0; // live segments that held blocks, at their peak
   Bytes peak_segment_bytes_after = 0;  // the model's physical memory at its peak
   ModelResult model;

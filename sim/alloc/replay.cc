@@ -54,7 +54,8 @@ std::vector<std::string> read_allocators(config::Reader& r) {
 // each stretch of events so that peaks survive the thinning.
 class TimelineBuilder {
 public:
-  explicit TimelineBuilder(size_t events) : stride_(std::max<size_t>(1, events / kTimelinePoints + 1)) {}
+  explicit TimelineBuilder(size_t events)
+      : stride_(std::max<size_t>(1, events / kTimelinePoints + 1)) {}
   void add(Time time, Bytes allocated, Bytes reserved) {
     if (count_++ % stride_ == 0) points_.push_back({time, 0, 0});
     auto& p = points_.back();
@@ -84,7 +85,8 @@ void check_blocks(const std::map<Addr, LiveBlock>& live, const SimDriver& driver
   for (const auto& [address, b] : live) {
     if (address < end) throw SimulationError(where + "two live blocks overlap in virtual memory");
     end = address + b.block.size;
-    for (const Fragment& f : driver.translate(address, b.block.size)) physical[f.physical] = f.bytes;
+    for (const Fragment& f : driver.translate(address, b.block.size))
+      physical[f.physical] = f.bytes;
   }
   Addr physical_end = 0;
   for (const auto& [address, bytes] : physical) {
@@ -158,15 +160,19 @@ ModelResult replay(const History& history, const std::string& allocator,
 
 json to_json(const ModelResult& r) {
   const Usage& u = r.usage;
-  json calls = {{"cudaMalloc", r.calls.malloc},          {"cudaFree", r.calls.free},
-                {"cuMemCreate", r.calls.create},         {"cuMemRelease", r.calls.release},
-                {"cuMemAddressReserve", r.calls.reserve}, {"cuMemAddressFree", r.calls.unreserve},
-                {"cuMemMap", r.calls.map},               {"cuMemUnmap", r.calls.unmap},
+  json calls = {{"cudaMalloc", r.calls.malloc},
+                {"cudaFree", r.calls.free},
+                {"cuMemCreate", r.calls.create},
+                {"cuMemRelease", r.calls.release},
+                {"cuMemAddressReserve", r.calls.reserve},
+                {"cuMemAddressFree", r.calls.unreserve},
+                {"cuMemMap", r.calls.map},
+                {"cuMemUnmap", r.calls.unmap},
                 {"total", r.calls.total()}};
   json counters = json::object();
   for (const auto& [name, value] : r.counters) counters[name] = value;
-  json timeline = {{"time_ns", json::array()}, {"allocated", json::array()},
-                   {"reserved", json::array()}};
+  json timeline = {
+      {"time_ns", json::array()}, {"allocated", json::array()}, {"reserved", json::array()}};
   for (const auto& p : r.timeline) {
     timeline["time_ns"].push_back(p.time);
     timeline["allocated"].push_back(p.allocated);
@@ -193,7 +199,8 @@ json to_json(const ModelResult& r) {
 json run_alloc(const std::string& history_path, const std::string& config_path,
                const std::vector<std::string>& allocators, bool check_invariants) {
   json resolved;
-  ReplayConfig config = read_replay_config(config::load_json_file(config_path), config_path, resolved);
+  ReplayConfig config =
+      read_replay_config(config::load_json_file(config_path), config_path, resolved);
   if (!allocators.empty()) {
     for (const auto& name : allocators) require_allocator(name);
     config.allocators = allocators;

@@ -35,9 +35,9 @@ struct ModelResult {
   Usage usage;
   DriverCalls calls;
   std::vector<std::pair<std::string, uint64_t>> counters;
-  bool completed = true;     // false: the driver ran out of memory at event `oom_at_event`
+  bool completed = true; // false: the driver ran out of memory at event `oom_at_event`
   uint64_t oom_at_event = 0;
-  std::vector<TimelinePoint> timeline; // at most kTimelinePoints, the highest of each stretch
+  std::vector<TimelinePoint> timeline;  // at most kTimelinePoints, the highest of each stretch
   Bytes reserved_after_empty_cache = 0; // once every block is freed and the cache released
 };
 

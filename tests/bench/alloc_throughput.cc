@@ -22,9 +22,8 @@ void BM_Replay(benchmark::State& state, const char* allocator) {
   const alloc::History history = alloc::read_history(kSnapshot);
   const alloc::ReplayConfig config;
   for (auto _ : state) benchmark::DoNotOptimize(alloc::replay(history, allocator, config));
-  state.counters["events_per_s"] =
-      benchmark::Counter(static_cast<double>(history.events.size()),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(history.events.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 BENCHMARK(BM_ReadSnapshot)->Unit(benchmark::kMillisecond);

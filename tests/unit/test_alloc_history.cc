@@ -398,7 +398,9 @@ TEST_CASE("pickle: defects name the byte", "[alloc-history]") {
   CHECK_THAT(pickle_error("\x80\x04\x93."s),
              Contains("byte 2: STACK_GLOBAL needs 2 value(s) on the stack, found 0"));
   // Any class but a str subclass that snapshots carry (torch.__version__) is refused.
-  CHECK_THAT(pickle_error("\x80\x04\x8c\x0b" "collections\x8c\x0b" "OrderedDict\x93."s),
+  CHECK_THAT(pickle_error("\x80\x04\x8c\x0b"
+                          "collections\x8c\x0b"
+                          "OrderedDict\x93."s),
              Contains("byte 28: pickle opcode 0x93 (STACK_GLOBAL) is not supported") &&
                  Contains("(it names collections.OrderedDict)"));
   CHECK_THAT(pickle_error("\x80\x04]]."s), Contains("byte 4: STOP with 2 value(s)"));
@@ -462,9 +464,12 @@ TEST_CASE("pickle: torch.__version__ (a TorchVersion, a str) reads as its string
           "[alloc-history]") {
   using namespace std::string_literals;
   const std::string version = "\x80\x04\x8c\x13torch.torch_version\x8c\x0cTorchVersion\x93"
-                              "\x8c\x0c" "2.11.0+cu130\x85\x81."s;
+                              "\x8c\x0c"
+                              "2.11.0+cu130\x85\x81."s;
   CHECK(faultline::alloc::decode_pickle(version, "v.pickle") == "2.11.0+cu130");
   CHECK_THAT(pickle_error("\x80\x04\x8c\x13torch.torch_version\x8c\x0cTorchVersion\x93"
-                          "\x8c\x01" "a\x8c\x01" "b\x86\x81."s),
+                          "\x8c\x01"
+                          "a\x8c\x01"
+                          "b\x86\x81."s),
              Contains("byte 45: pickle opcode 0x81 (NEWOBJ) is not supported"));
 }

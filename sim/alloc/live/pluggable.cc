@@ -203,10 +203,18 @@ int faultline_alloc_stats(uint64_t* out, int n) {
     uint64_t stitches = 0;
     for (const auto& [name, value] : s.model->counters())
       if (name == "stitches") stitches = value;
-    const uint64_t add[12] = {u.allocated,      u.peak_allocated,           u.reserved,
-                              u.peak_reserved,  u.requested,                u.peak_requested,
-                              u.mallocs,        u.frees,                    s.driver->calls().create,
-                              s.driver->calls().map + s.driver->calls().malloc, stitches, u.ooms};
+    const uint64_t add[12] = {u.allocated,
+                              u.peak_allocated,
+                              u.reserved,
+                              u.peak_reserved,
+                              u.requested,
+                              u.peak_requested,
+                              u.mallocs,
+                              u.frees,
+                              s.driver->calls().create,
+                              s.driver->calls().map + s.driver->calls().malloc,
+                              stitches,
+                              u.ooms};
     for (int i = 0; i < 12; ++i) v[i] += add[i];
   }
   for (int i = 0; i < n && i < 12; ++i) out[i] = v[i];
