@@ -15,6 +15,8 @@ using nlohmann::json;
 Options read_options(config::Reader r) {
   Options o;
   const uint64_t split_mb = r.get<uint64_t>("max_split_size_mb", 0);
+  if (split_mb != 0 && split_mb <= 20)
+    r.fail("max_split_size_mb", "expected 0 (no limit) or more than 20, as PyTorch requires");
   if (split_mb != 0) o.max_split_size = split_mb * kMiB;
   o.small_page = r.get<uint64_t>("expandable_small_page", o.small_page);
   o.large_page = r.get<uint64_t>("expandable_large_page", o.large_page);

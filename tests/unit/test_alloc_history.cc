@@ -32,22 +32,12 @@ std::string data(const std::string& name) {
   return std::string(FAULTLINE_TEST_DATA) + "/alloc/" + name;
 }
 
-std::string history_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  FAIL("no TraceError thrown");
-  return "";
-}
-
 std::string read_error(const std::string& path, const ReadOptions& options = {}) {
-  return history_error([&] { read_history(path, options); });
+  return fltest::trace_error_of([&] { read_history(path, options); });
 }
 
 std::string pickle_error(const std::string& bytes) {
-  return history_error([&] { decode_pickle(bytes, "p.pickle"); });
+  return fltest::trace_error_of([&] { decode_pickle(bytes, "p.pickle"); });
 }
 
 void check_event(const Event& e, bool alloc, Addr address, Bytes size, uint64_t stream, Time time) {

@@ -971,4 +971,6 @@ TEST_CASE("alloc config: errors name the file and the JSON path", "[alloc]") {
              Contains("$.options.gmlake_defrag_level"));
   CHECK_THAT(error_of({{"options", {{"expandable_large_page", 3 * MiB}}}}),
              Contains("$.options.expandable_large_page"));
+  CHECK_THAT(error_of({{"options", {{"max_split_size_mb", 16}}}}),
+             Contains("$.options.max_split_size_mb") && Contains("more than 20"));
 }

@@ -140,17 +140,6 @@ void check_against_expectation(const std::string& prog) {
   }
 }
 
-// The TraceError message of `f`; fails the test if it does not throw one.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  FAIL("no TraceError thrown");
-  return "";
-}
-
 // A raw stream split into its file header and records (each head + payload, as in the file).
 struct RawFile {
   std::string header;
@@ -202,7 +191,7 @@ std::string write_raw(const fltest::TempDir& dir, const std::string& name, const
 }
 
 std::string raw_error(const std::string& path) {
-  return error_of([&] { read_raw(path); });
+  return fltest::trace_error_of([&] { read_raw(path); });
 }
 
 // The message names the file and record #i of `f` at its byte offset.
@@ -384,7 +373,7 @@ TEST_CASE("capture: passes of different programs do not align", "[capture]") {
   job.timing_path = data("strided-timing.raw");
   job.access_path = data("stream-access.raw");
   job.out_path = dir.file("mixed.fltrace");
-  const std::string msg = error_of([&] { convert_capture(job); });
+  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
   CHECK_THAT(msg, Contains(job.timing_path + " and " + job.access_path));
   CHECK_THAT(msg, Contains("allocations"));
   CHECK_THAT(msg, Contains("timing pass made 1 allocations, the access pass 2"));
@@ -401,8 +390,8 @@ TEST_CASE("capture: an operation launched differently in the two passes is named
   std::memcpy(launch.data() + grid_x, &grid, 4);
   const RawStream timing = read_raw(data("strided-timing.raw"));
   const RawStream access = read_raw(write_raw(dir, "grid.raw", join(f)));
-  const std::string msg =
-      error_of([&] { align_passes(timing, build_pass(timing), access, build_pass(access)); });
+  const std::string msg = fltest::trace_error_of(
+      [&] { align_passes(timing, build_pass(timing), access, build_pass(access)); });
   CHECK_THAT(msg, Contains("disagree at operation #3"));
   CHECK_THAT(msg, Contains("grid (" + std::to_string(grid) + ","));
 }
@@ -426,7 +415,7 @@ TEST_CASE("capture: an operation without its activity record is reported", "[cap
   job.timing_path = data("strided-timing.raw");
   job.access_path = write_raw(dir, "no-act.raw", join(f));
   job.out_path = dir.file("out.fltrace");
-  const std::string msg = error_of([&] { convert_capture(job); });
+  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
   CHECK_THAT(msg, Contains(job.access_path + ": operation #2 ("));
   CHECK_THAT(msg, Contains("touch_strided("));
   CHECK_THAT(msg, Contains("has no activity record"));
@@ -436,7 +425,7 @@ TEST_CASE("capture: access sets need an access-mode pass", "[capture]") {
   const RawStream timing = read_raw(data("strided-timing.raw"));
   const Pass pass = build_pass(timing);
   REQUIRE(!pass.ops.empty());
-  const std::string msg = error_of([&] { assemble_access_sets(timing, pass); });
+  const std::string msg = fltest::trace_error_of([&] { assemble_access_sets(timing, pass); });
   CHECK_THAT(msg, Contains(timing.path + ": operation #0"));
   CHECK_THAT(msg, Contains("no eviction"));
 }
@@ -462,7 +451,7 @@ TEST_CASE("capture: PyTorch allocator history is read with placement bounds", "[
 TEST_CASE("capture: PyTorch allocator history errors name the file and JSON path", "[capture]") {
   fltest::TempDir dir;
   const auto history_error = [](const std::string& path) {
-    return error_of([&] { read_torch_history(path); });
+    return fltest::trace_error_of([&] { read_torch_history(path); });
   };
   SECTION("missing file") {
     const std::string path = dir.file("absent.json");

@@ -9,6 +9,7 @@
 //   const std::string trace = fltest::write_small_trace(dir.file("small.fltrace"));
 #pragma once
 
+#include "sim/core/error.h"
 #include "sim/core/types.h"
 #include "sim/trace/writer.h"
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -63,6 +65,16 @@ private:
 };
 
 // Writes `text` to `path` as is, creating parent directories.
+// The TraceError message of `f`, or "" when it throws none (which no expected message matches).
+inline std::string trace_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const faultline::TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline void write_text(const fs::path& path, const std::string& text) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);

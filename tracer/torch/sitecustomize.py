@@ -39,6 +39,8 @@ def _dump():
     events = []
     for device_trace in traces[:1]:
         for e in device_trace:
+            if "addr" not in e:  # out-of-memory entries carry device_free instead
+                continue
             events.append([e["action"], e["addr"], e["size"], e.get("stream", 0), e["time_us"]])
     with open(_OUT, "w") as f:
         json.dump({"torch": torch.__version__, "events": events}, f)
