@@ -17,6 +17,7 @@ out=out/alloc
 mkdir -p "$out/sim" "$out/limit" "$out/um"
 for t in traces/alloc/*.pickle.zst; do
   name=$(basename "$t" .pickle.zst)
+  # The batch series only feeds step 2; its batch 8 is also a run of the capture matrix.
   case $name in gpt2-large-recompute-b[4-79]) ;; *)
     build/faultline alloc run --history "$t" --out "$out/sim/$name.json" ;;
   esac

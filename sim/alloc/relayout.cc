@@ -20,34 +20,17 @@ using trace::RecordType;
 struct Scan {
   std::set<uint64_t> block_segments; // segment ids that ever hold a block
   uint64_t max_id = 0;
-  Bytes peak_block_segments = 0;
 };
 
 Scan scan(const std::string& path) {
   Scan s;
-  std::map<uint64_t, Bytes> segments; // live managed/device segments
-  {
-    trace::TraceReader reader(path);
-    Record r;
-    while (reader.next(r))
-      if (r.type == RecordType::kAlloc) {
-        s.max_id = std::max(s.max_id, r.alloc.id);
-        if (r.alloc.kind == MemoryKind::kAllocatorBlock) s.block_segments.insert(r.alloc.segment);
-      }
-  }
   trace::TraceReader reader(path);
   Record r;
-  Bytes live = 0;
-  while (reader.next(r)) {
-    if (r.type == RecordType::kAlloc && s.block_segments.count(r.alloc.id) != 0) {
-      segments[r.alloc.id] = r.alloc.size;
-      live += r.alloc.size;
-      s.peak_block_segments = std::max(s.peak_block_segments, live);
-    } else if (r.type == RecordType::kFree && segments.count(r.free.id) != 0) {
-      live -= segments[r.free.id];
-      segments.erase(r.free.id);
+  while (reader.next(r))
+    if (r.type == RecordType::kAlloc) {
+      s.max_id = std::max(s.max_id, r.alloc.id);
+      if (r.alloc.kind == MemoryKind::kAllocatorBlock) s.block_segments.insert(r.alloc.segment);
     }
-  }
   return s;
 }
 
@@ -96,13 +79,14 @@ private:
   void on_alloc(const trace::AllocRecord& a, const std::string& where) {
     if (a.kind != MemoryKind::kAllocatorBlock) {
       if (scan_.block_segments.count(a.id) != 0) return; // the model places these blocks
-      kept_[a.address] = {a.address + a.size, a.id};
+      kept_[a.address] = a.address + a.size;
+      kept_ids_[a.id] = a.address;
       writer_.write(a);
       return;
     }
     const Block b = model_->malloc(a.size, 0);
     if (b.address == 0)
-      throw SimulationError(where + ": the " + std::string("allocator model ran out of the ") +
+      throw SimulationError(where + ": the allocator model ran out of the " +
                             "config's capacity_bytes placing a block of " + std::to_string(a.size) +
                             " bytes");
     usage_.on_malloc(b.size, a.size, driver_.physical_bytes());
@@ -124,11 +108,10 @@ private:
     auto id = by_id_.find(f.id);
     if (id == by_id_.end()) {
       if (scan_.block_segments.count(f.id) != 0) return;
-      for (auto it = kept_.begin(); it != kept_.end(); ++it)
-        if (it->second.second == f.id) {
-          kept_.erase(it);
-          break;
-        }
+      if (auto kept = kept_ids_.find(f.id); kept != kept_ids_.end()) {
+        kept_.erase(kept->second);
+        kept_ids_.erase(kept);
+      }
       writer_.write(f);
       return;
     }
@@ -177,12 +160,16 @@ private:
     if (it != old_.end() && it->first < address + kBigPageSize)
       return driver_.translate(it->second.model_address, 1).front().physical;
     auto kept = kept_.upper_bound(address);
-    if (kept != kept_.begin() && std::prev(kept)->second.first > address) return address;
+    if (kept != kept_.begin() && std::prev(kept)->second > address) return address;
     return std::nullopt;
   }
 
   // The model's physical allocations become managed segments of the new trace.
   void sync_segments(Time time) {
+    const DriverCalls& c = driver_.calls();
+    const uint64_t changes = c.malloc + c.free + c.create + c.release;
+    if (changes == synced_changes_) return;
+    synced_changes_ = changes;
     const auto& now = driver_.physical_ranges();
     for (auto it = emitted_.begin(); it != emitted_.end();) {
       if (now.count(it->first) != 0) {
@@ -212,10 +199,12 @@ private:
   RelayoutStats& stats_;
   uint64_t next_id_;
   Usage usage_;
-  std::map<Addr, OldBlock> old_;                   // live blocks by old address
-  std::map<uint64_t, Addr> by_id_;                 // old block id -> old address
-  std::map<Addr, std::pair<Addr, uint64_t>> kept_; // kept segments: start -> end, id
-  std::map<Addr, uint64_t> emitted_;               // physical range -> segment id
+  std::map<Addr, OldBlock> old_;      // live blocks by old address
+  std::map<uint64_t, Addr> by_id_;    // old block id -> old address
+  std::map<Addr, Addr> kept_;         // kept segments: start -> end
+  std::map<uint64_t, Addr> kept_ids_; // kept segment id -> start
+  std::map<Addr, uint64_t> emitted_;  // physical range -> segment id
+  uint64_t synced_changes_ = 0;       // malloc, free, create and release calls when last synced
 };
 
 } // namespace
@@ -225,7 +214,7 @@ RelayoutStats relayout(const std::string& in_path, const std::string& out_path,
   const Scan s = scan(in_path);
   RelayoutStats stats;
   stats.model.allocator = allocator;
-  stats.peak_segment_bytes_before = s.peak_block_segments;
+  stats.peak_segment_bytes_before = read_history(in_path).recorded.peak_reserved;
   trace::TraceReader reader(in_path);
   nlohmann::json metadata = reader.metadata();
   metadata["relayout"] = {

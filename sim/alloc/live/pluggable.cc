@@ -54,7 +54,7 @@ Bytes env_bytes(const char* name, Bytes fallback) {
 
 class CudaDriver : public Driver {
 public:
-  CudaDriver(int device, Bytes limit) : device_(device), limit_(limit) {
+  CudaDriver(int device, Bytes limit) : limit_(limit) {
     prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop_.location.id = device;
@@ -104,7 +104,6 @@ protected:
   }
 
 private:
-  int device_;
   Bytes limit_;
   CUmemAllocationProp prop_{};
   CUmemAccessDesc access_{};
