@@ -136,6 +136,10 @@ public:
   virtual void on_fault_batch(const FaultBatchEvent&, Actions&) {}
   virtual void on_memory_pressure(const MemoryPressureEvent&, Actions&) {}
   virtual void on_kernel_end(const KernelEndEvent&, Actions&) {}
+  // Whether on_fault_batch matters to the policy. The live replay hands a policy the GPU's
+  // faults by draining them after each kernel, which costs the next kernel tens of
+  // microseconds, so it drains only for a policy that watches them.
+  virtual bool observes_faults() const { return false; }
 };
 
 } // namespace faultline::policies

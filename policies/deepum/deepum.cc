@@ -97,6 +97,7 @@ public:
     }
   }
 
+  bool observes_faults() const override { return true; }
   void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
     if (running_ >= kernel_ids_.size()) return;
     const uint64_t id = kernel_ids_[running_];

@@ -106,6 +106,7 @@ public:
         resident_.erase(b);
   }
 
+  bool observes_faults() const override { return true; }
   void on_fault_batch(const FaultBatchEvent& e, Actions&) override {
     for (Addr a : e.faults) resident_[a / kBlockSize] |= PageBits{1} << (a / kBigPageSize % 32);
   }

@@ -54,6 +54,7 @@ public:
     overhead_ = kernel_overhead();
     out["kernel_overhead_ns"] = overhead_;
     out["prefetch_call_ns"] = prefetch_call();
+    out["replay"] = replay_pattern();
     out["host_to_gpu"] = json::array();
     out["gpu_to_host"] = json::array();
     for (uint64_t size : g.sizes) {
@@ -136,6 +137,35 @@ private:
     const Time t = repeated([&] { return timed([&] { d_.prefetch_to_gpu(p, kBlockSize); }); });
     d_.free_managed(p);
     return t;
+  }
+
+  // The replay's own rhythm, one kernel at a time on resident memory: a kernel right after a
+  // drain of the fault records (what a policy that watches faults costs each kernel), and a
+  // kernel after 2 MB prefetch calls of resident blocks (the call's cost between kernels, which
+  // differs from calls in a row).
+  json replay_pattern() {
+    constexpr uint64_t kBlocks = 64, kCalls = 8, kRounds = 51;
+    void* p = alloc(kBlocks * kBlockSize);
+    d_.prefetch_to_gpu(p, kBlocks * kBlockSize);
+    d_.quiesce();
+    const auto round = [&](bool drain, uint64_t calls) {
+      std::vector<Time> times;
+      for (uint64_t r = 0; r < kRounds; ++r) {
+        if (drain) d_.quiesce();
+        const Time start = wall_ns();
+        for (uint64_t c = 0; c < calls; ++c)
+          d_.prefetch_to_gpu(static_cast<char*>(p) + (r + c) % kBlocks * kBlockSize, kBlockSize);
+        run_kernel(0);
+        times.push_back(wall_ns() - start);
+      }
+      return median(times);
+    };
+    json out = {{"kernel_ns", round(false, 0)},
+                {"after_drain_ns", round(true, 0)},
+                {"prefetches", kCalls},
+                {"with_prefetches_ns", round(false, kCalls)}};
+    d_.free_managed(p);
+    return out;
   }
 
   // cudaMemPrefetchAsync of host-populated memory to the GPU, then back, in one call each.

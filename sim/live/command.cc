@@ -29,6 +29,8 @@ const char* kUsage =
     "--peer-budget gives the policy the next GPU's spare memory as a victim cache (harvest\n"
     "evicts there with cudaMemPrefetchAsync to that GPU; faults fetch back over NVLink); it\n"
     "keeps --peer-reserve (default 100M) free, as the simulator's driver.peer_reserve_bytes.\n"
+    "A policy that watches faults (deepum, oracle) gets the GPU's faults after every\n"
+    "--drain-every N kernels (default 1); the others run without drains.\n"
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 

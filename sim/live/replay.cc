@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace faultline::live {
 namespace {
@@ -21,7 +21,8 @@ namespace {
 // kernel's touches in the form the device takes.
 struct Kernel {
   std::string name;
-  uint64_t first = 0, count = 0; // into Plan::touches
+  uint64_t first = 0, count = 0;             // into Plan::touches
+  uint64_t first_chunk = 0, chunk_count = 0; // into Plan::chunks
   Time duration = 0;
   Time gap = 0; // recorded host time between the previous kernel's end and this launch
   std::vector<uint64_t> args;
@@ -34,10 +35,19 @@ struct Step {
   uint64_t kernel = 0;      // for kKernel
 };
 
+// A kernel's touches in one 2 MB stretch of an allocation: grouped when the plan is made, so
+// that the timed loop keeps its books per chunk, not per page.
+struct SlotChunk {
+  uint32_t slot;
+  uint32_t chunk; // 2 MB stretch of the allocation
+  uint32_t pages; // 64 KB pages touched, one bit each
+};
+
 struct Plan {
   std::vector<Step> steps;
   std::vector<Kernel> kernels;
   std::vector<Touch> touches;
+  std::vector<SlotChunk> chunks;
   std::unordered_map<uint64_t, uint32_t> slots; // managed allocation id -> slot
   uint64_t skipped_accesses = 0;                // outside managed allocations
 };
@@ -75,7 +85,7 @@ private:
   }
 
   void kernel(const trace::KernelRecord& k, Time& previous_end) {
-    Kernel out{k.name, plan_.touches.size(), 0, k.duration, 0, k.args};
+    Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, 0, k.args};
     if (previous_end >= 0) out.gap = std::max<Time>(0, k.start - previous_end);
     previous_end = k.start + k.duration;
     for (const trace::Access& a : k.accesses) {
@@ -91,8 +101,22 @@ private:
       plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
     }
     out.count = plan_.touches.size() - out.first;
+    group_by_chunk(out.first);
+    out.chunk_count = plan_.chunks.size() - out.first_chunk;
     plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size()});
     plan_.kernels.push_back(std::move(out));
+  }
+
+  // The touches from `first` on, as chunks in order of first appearance.
+  void group_by_chunk(uint64_t first) {
+    std::unordered_map<uint64_t, size_t> at; // slot << 32 | chunk -> index into plan_.chunks
+    for (uint64_t i = first; i < plan_.touches.size(); ++i) {
+      const Touch& t = plan_.touches[i];
+      const uint32_t slot = t.slot_type >> 2, chunk = t.page / kBigPagesPerBlock;
+      auto [it, fresh] = at.try_emplace(uint64_t{slot} << 32 | chunk, plan_.chunks.size());
+      if (fresh) plan_.chunks.push_back({slot, chunk, 0});
+      plan_.chunks[it->second].pages |= 1u << (t.page % kBigPagesPerBlock);
+    }
   }
 
   Plan plan_;
@@ -307,12 +331,12 @@ private:
     const Time start = now(); // what runs from here to the kernel's end is its span
     decide([&] { policy_->on_kernel_launch(event, actions_); });
     execute();
-    const std::vector<uint64_t> pages = live_pages(k);
-    evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
-    residency_.admit(pages);
-    for (uint64_t page : pages) { // faults pull them back from the neighbour
-      on_peer_.erase(page * kBigPageSize / kBlockSize);
-      touched_.insert(page * kBigPageSize / kBlockSize);
+    const std::vector<Residency::ChunkPages> chunks = live_chunks(k);
+    evict_chunks(residency_.make_room(chunks), measured_.budget_evicted_chunks);
+    residency_.admit(chunks);
+    for (const Residency::ChunkPages& c : chunks) { // faults pull them back from the neighbour
+      on_peer_.erase(c.chunk);
+      touched_.insert(c.chunk);
     }
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
       fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
@@ -320,7 +344,7 @@ private:
     record(index, k, start, last_end_ - start);
     // The GPU is idle here (the kernel waited for every migration issued before it), so the
     // untimed drain hides no work.
-    if ((index + 1) % job_.drain_every == 0) {
+    if (policy_->observes_faults() && (index + 1) % job_.drain_every == 0) {
       clock_.pause();
       device_.quiesce();
       report_faults();
@@ -403,14 +427,18 @@ private:
   }
 
   // The residency model works in live addresses (the driver's chunks are the live ones): the
-  // kernel's touches through the slot table, as the device reads them.
-  std::vector<uint64_t> live_pages(const Kernel& k) const {
-    std::vector<uint64_t> out;
-    out.reserve(k.count);
-    for (uint64_t i = k.first; i < k.first + k.count; ++i) {
-      const Touch& t = plan_.touches[i];
-      out.push_back((slot_base_[t.slot_type >> 2] + uint64_t{t.page} * kBigPageSize) /
-                    kBigPageSize);
+  // kernel's chunks through the slot table, as the device reads them. A live allocation that
+  // does not start on a 2 MB boundary splits each of its chunks over two live ones.
+  std::vector<Residency::ChunkPages> live_chunks(const Kernel& k) const {
+    std::vector<Residency::ChunkPages> out;
+    out.reserve(k.chunk_count);
+    for (uint64_t i = k.first_chunk; i < k.first_chunk + k.chunk_count; ++i) {
+      const SlotChunk& c = plan_.chunks[i];
+      const uint64_t first_page = slot_base_[c.slot] / kBigPageSize + uint64_t{c.chunk} * kBigPagesPerBlock;
+      const unsigned shift = first_page % kBigPagesPerBlock;
+      const uint64_t pages = uint64_t{c.pages} << shift;
+      out.push_back({first_page / kBigPagesPerBlock, static_cast<uint32_t>(pages)});
+      if (pages >> 32) out.push_back({first_page / kBigPagesPerBlock + 1, uint32_t(pages >> 32)});
     }
     return out;
   }
@@ -514,10 +542,12 @@ private:
       for (Bytes done = 0; done < n;) {
         const Addr lo = at + done;
         const Bytes piece = std::min(n - done, (lo / kBlockSize + 1) * kBlockSize - lo);
-        std::vector<uint64_t> pages;
-        for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + piece; ++q) pages.push_back(q);
-        evict_chunks(residency_.make_room(pages), measured_.budget_evicted_chunks);
-        residency_.admit(pages);
+        uint32_t bits = 0;
+        for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + piece; ++q)
+          bits |= 1u << (q % kBigPagesPerBlock);
+        const std::vector<Residency::ChunkPages> chunk{{lo / kBlockSize, bits}};
+        evict_chunks(residency_.make_room(chunk), measured_.budget_evicted_chunks);
+        residency_.admit(chunk);
         on_peer_.erase(lo / kBlockSize);
         touched_.insert(lo / kBlockSize);
         device_.prefetch_to_gpu(reinterpret_cast<void*>(lo), piece);
@@ -532,8 +562,8 @@ private:
   Plan plan_;
   Residency residency_;
   uint64_t peer_chunks_, peer_reserve_chunks_;
-  std::set<uint64_t> on_peer_; // live chunks placed on the neighbour
-  std::set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet
+  std::unordered_set<uint64_t> on_peer_; // live chunks placed on the neighbour
+  std::unordered_set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
   std::map<Addr, LiveAlloc> live_; // trace address -> live

@@ -7,35 +7,44 @@
 
 namespace faultline::live {
 
-std::vector<uint64_t> Residency::make_room(const std::vector<uint64_t>& big_pages) {
-  std::unordered_set<uint64_t> needed;
-  uint64_t new_chunks = 0;
+std::vector<Residency::ChunkPages> Residency::group(const std::vector<uint64_t>& big_pages) {
+  std::vector<ChunkPages> out;
+  std::unordered_map<uint64_t, size_t> at;
   for (uint64_t p : big_pages) {
     const uint64_t chunk = p / kBigPagesPerBlock;
-    if (needed.insert(chunk).second && !masks_.count(chunk)) ++new_chunks;
+    auto [it, fresh] = at.try_emplace(chunk, out.size());
+    if (fresh) out.push_back({chunk, 0});
+    out[it->second].pages |= 1u << (p % kBigPagesPerBlock);
   }
+  return out;
+}
+
+std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed) {
+  std::unordered_set<uint64_t> chunks;
+  uint64_t new_chunks = 0;
+  for (const ChunkPages& c : needed)
+    if (chunks.insert(c.chunk).second && !masks_.count(c.chunk)) ++new_chunks;
   const uint64_t room = available_chunks();
-  if (needed.size() > room) {
-    throw SimulationError("a kernel needs " + std::to_string(needed.size()) +
+  if (chunks.size() > room) {
+    throw SimulationError("a kernel needs " + std::to_string(chunks.size()) +
                           " chunks of 2 MB at once, more than the budget leaves (" +
                           std::to_string(room) + " chunks)");
   }
   std::vector<uint64_t> victims;
   for (auto it = order_.begin(); masks_.size() + new_chunks > room && it != order_.end();) {
     const uint64_t chunk = *it++;
-    if (needed.count(chunk)) continue;
+    if (chunks.count(chunk)) continue;
     victims.push_back(chunk);
     drop_chunk(chunk);
   }
   return victims;
 }
 
-void Residency::admit(const std::vector<uint64_t>& big_pages) {
-  for (uint64_t p : big_pages) {
-    const uint64_t chunk = p / kBigPagesPerBlock;
-    auto [it, fresh] = masks_.try_emplace(chunk, 0u);
-    it->second |= 1u << (p % kBigPagesPerBlock);
-    if (fresh) where_[chunk] = order_.insert(order_.end(), chunk);
+void Residency::admit(const std::vector<ChunkPages>& pages) {
+  for (const ChunkPages& c : pages) {
+    auto [it, fresh] = masks_.try_emplace(c.chunk, 0u);
+    it->second |= c.pages;
+    if (fresh) where_[c.chunk] = order_.insert(order_.end(), c.chunk);
   }
   peak_ = std::max<uint64_t>(peak_, masks_.size());
 }

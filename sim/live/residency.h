@@ -20,11 +20,21 @@ class Residency {
 public:
   explicit Residency(uint64_t budget_chunks) : budget_(budget_chunks) {}
 
-  // Chunks to evict (chunk indices = address / 2 MB, oldest first) so that the chunks of
-  // `big_pages` fit; never one of those. Removes them from the model.
-  std::vector<uint64_t> make_room(const std::vector<uint64_t>& big_pages);
-  // Marks the pages resident (call after make_room with the same pages).
-  void admit(const std::vector<uint64_t>& big_pages);
+  // A 2 MB chunk (address / 2 MB) and some of its 64 KB pages, one bit each.
+  struct ChunkPages {
+    uint64_t chunk;
+    uint32_t pages;
+  };
+  // Big pages (address / 64 KB) grouped by chunk, chunks in order of first appearance.
+  static std::vector<ChunkPages> group(const std::vector<uint64_t>& big_pages);
+
+  // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
+  // Removes them from the model.
+  std::vector<uint64_t> make_room(const std::vector<ChunkPages>& needed);
+  // Marks the pages resident (call after make_room with the same pages); new chunks become the
+  // youngest in the order given.
+  void admit(const std::vector<ChunkPages>& pages);
+
   // Pages left the GPU (evicted or discarded).
   void remove(uint64_t first_big_page, uint64_t count);
   // Device (cudaMalloc) memory the trace holds takes budget, as in the simulator.

@@ -19,9 +19,10 @@ namespace live = faultline::live;
 class FakeDevice : public live::LiveDevice {
 public:
   const char* name() override { return "fake GPU"; }
+  uint64_t misalign = 0; // bytes past a 2 MB boundary where each allocation starts
   uint64_t free_bytes() override { return free; }
   void* alloc_managed(uint64_t bytes) override {
-    next_ = (next_ + kBlockSize - 1) / kBlockSize * kBlockSize;
+    next_ = (next_ + kBlockSize - 1) / kBlockSize * kBlockSize + misalign;
     const uint64_t base = next_;
     next_ += bytes;
     sizes_[base] = bytes;

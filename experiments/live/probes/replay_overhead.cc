@@ -1,0 +1,95 @@
+// Where a live replay's time goes between and inside kernels that fault nothing: the replay's
+// device (libfaultline_live.so) driven through its own interface, one factor at a time.
+//   g++ -O2 -std=c++17 -I. experiments/live/probes/replay_overhead.cc -ldl -o probe
+//   ./probe build-gpu/libfaultline_live.so
+// Prints one line per case: median microseconds per kernel (launch to end, drains untimed).
+#include "sim/live/device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <thread>
+#include <vector>
+
+using namespace faultline::live;
+
+namespace {
+constexpr uint64_t kBlock = 2 << 20;
+constexpr uint32_t kPagesPerBlock = 32;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Case {
+  const char* name;
+  uint64_t pages;     // resident 64 KB pages each kernel touches (dense, block by block)
+  int drain;           // between kernels, untimed: 0 none, 1 synchronize(), 2 quiesce() as the
+                       // replay does, 3 quiesce() then 200 us asleep, 4 the same, 2 ms
+  uint64_t prefetches; // 2 MB prefetch calls of resident blocks before each kernel
+  bool by_fault;       // memory populated by a touch kernel instead of a prefetch
+};
+
+double run(LiveDevice& d, const Case& c, uint64_t blocks) {
+  void* p = d.alloc_managed(blocks * kBlock);
+  if (!p) std::exit((std::printf("alloc failed: %s\n", d.error()), 1));
+  d.set_slot(0, p);
+  std::vector<Touch> all;
+  for (uint32_t page = 0; page < blocks * kPagesPerBlock; ++page) all.push_back({1, page});
+  d.upload_touches(all.data(), all.size());
+  if (c.by_fault)
+    d.run_kernel(0, all.size(), 0);
+  else
+    d.prefetch_to_gpu(p, blocks * kBlock);
+  d.quiesce();
+  std::vector<int64_t> times;
+  const uint64_t windows = (blocks * kPagesPerBlock) / std::max<uint64_t>(1, c.pages);
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t first = c.pages ? (i % windows) * c.pages : 0;
+    const int64_t t0 = now_ns();
+    for (uint64_t k = 0; k < c.prefetches; ++k)
+      d.prefetch_to_gpu(static_cast<char*>(p) + ((i * 7 + k) % blocks) * kBlock, kBlock);
+    d.run_kernel(first, c.pages, 0);
+    times.push_back(now_ns() - t0);
+    if (c.drain == 1) d.synchronize();
+    if (c.drain >= 2) d.quiesce();
+    if (c.drain >= 3) std::this_thread::sleep_for(std::chrono::microseconds(c.drain == 3 ? 200 : 2000));
+  }
+  d.free_managed(p);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2] / 1e3;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  void* lib = dlopen(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so", RTLD_NOW);
+  if (!lib) return std::printf("%s\n", dlerror()), 1;
+  auto open = reinterpret_cast<OpenFunction>(dlsym(lib, kOpenSymbol));
+  char message[512] = {};
+  LiveDevice* d = open(0, message, sizeof message);
+  if (!d) return std::printf("%s\n", message), 1;
+  const uint64_t blocks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
+  const Case cases[] = {
+      {"empty", 0, 0, 0, false},
+      {"empty+sync", 0, 1, 0, false},
+      {"empty+drain", 0, 2, 0, false},
+      {"empty+drain+200us", 0, 3, 0, false},
+      {"empty+drain+2ms", 0, 4, 0, false},
+      {"512 pages+drain", 512, 2, 0, false},
+      {"512 pages+drain+2ms", 512, 4, 0, false},
+      {"4096 faulted-in+drain", 4096, 2, 0, true},
+      {"4096 faulted-in+drain+2ms", 4096, 4, 0, true},
+      {"empty+8 prefetches", 0, 0, 8, false},
+      {"empty+8 prefetches+sync", 0, 1, 8, false},
+      {"empty+8 prefetches+drain", 0, 2, 8, false},
+      {"empty+8 prefetches+drain+2ms", 0, 4, 8, false},
+      {"empty+64 prefetches+drain+2ms", 0, 4, 64, false},
+  };
+  std::printf("device %s, %llu blocks\n", d->name(), static_cast<unsigned long long>(blocks));
+  for (const Case& c : cases) std::printf("%-28s %8.1f us\n", c.name, run(*d, c, blocks));
+  return 0;
+}
