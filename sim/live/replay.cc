@@ -57,8 +57,11 @@ public:
   Plan read(const std::string& path) {
     trace::TraceReader reader(path);
     trace::Record r;
+    // The first kernel waits, as the others do, for the host time recorded before it (from the
+    // trace's first record, where the simulator's clock starts too).
     Time previous_end = -1;
     while (reader.next(r)) {
+      if (previous_end < 0) previous_end = r.time();
       if (r.type == trace::RecordType::kAlloc) alloc(r.alloc);
       if (r.type == trace::RecordType::kFree) free(r.free.id);
       if (r.type == trace::RecordType::kKernel) kernel(r.kernel, previous_end);
@@ -86,7 +89,7 @@ private:
 
   void kernel(const trace::KernelRecord& k, Time& previous_end) {
     Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, 0, k.args};
-    if (previous_end >= 0) out.gap = std::max<Time>(0, k.start - previous_end);
+    out.gap = std::max<Time>(0, k.start - previous_end);
     previous_end = k.start + k.duration;
     for (const trace::Access& a : k.accesses) {
       const Addr address = a.big_page * kBigPageSize;

@@ -8,6 +8,7 @@
 #include "sim/live/residency.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
+#include "sim/trace/writer.h"
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
@@ -134,6 +135,36 @@ TEST_CASE("replay: an unknown policy is refused with the known names", "[live]")
   job.margin = 0;
   CHECK_THROWS_WITH(live::run_replay(job, device),
                     Catch::Contains("nosuch") && Catch::Contains("ondemand"));
+}
+
+TEST_CASE("replay: kernels wait for the recorded host time before them, the first one too",
+          "[live]") {
+  fltest::TempDir dir;
+  const std::string path = dir.file("late.fltrace");
+  {
+    namespace trace = faultline::trace;
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, 1ull << 32, kBlockSize, 0, 0});
+    trace::KernelRecord k;
+    k.start = 3'000'000; // 3 ms of host work before the first kernel
+    k.duration = 1000;
+    k.accesses = {{(1ull << 32) / kBigPageSize, 0, faultline::AccessType::kRead}};
+    w.write(k);
+    k.start = 5'000'000;
+    w.write(k);
+    w.close();
+  }
+  FakeDevice device;
+  live::ReplayJob job;
+  job.trace_path = path;
+  job.margin = 0;
+  job.per_kernel = true;
+  const auto result = live::run_replay(job, device);
+  const auto& rows = result["kernels"];
+  CHECK(rows.at(0)["start_ns"].get<int64_t>() >= 3'000'000);
+  CHECK(rows.at(1)["start_ns"].get<int64_t>() >=
+        rows.at(0)["end_ns"].get<int64_t>() + 5'000'000 - 3'001'000);
+  CHECK(result["results"]["total_time_ns"].get<int64_t>() >= 5'001'000);
 }
 
 TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
