@@ -291,6 +291,7 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
 // before these benchmarks existed keep the call cost of calls in a row and charge no drain.
 void replay_costs(const Measurements& m, config::RunConfig& config) {
   config.gpu.launch_ns = m.ns(m.root(), "kernel_overhead_ns", "$");
+  config.gpu.fault_report_ns = 0;
   if (!m.has("replay")) return;
   const json& r = m.at("replay");
   const Time kernel = m.ns(r, "kernel_ns", "$.replay");
@@ -314,8 +315,9 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
   config.gpu.prefetch_call_ns = call;
   config.gpu.prefetch_populate_ns = std::max<Time>(
       0, (m.ns(pb, "populate_ns", "$.prefetch_blocks") / blocks - call) / kBigPagesPerBlock);
+  const Time chunk_in = config.host_link.forward.transfer_ns(kBlockSize);
   config.gpu.prefetch_copy_extra_ns =
-      std::max<Time>(0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_copy);
+      std::max<Time>(0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_in);
 
   replay_costs(m, config);
 

@@ -242,6 +242,7 @@ Time Job::make_room_for(const trace::KernelRecord& k, Time now) {
 
 void Job::kernel_done(Time recorded_end, Time now) {
   delay_ = now - recorded_end;
+  if (budget_mode()) report_faults(now);
   actions_.clear();
   policy_->on_kernel_end({now, kernel_index_ - 1}, actions_);
   execute(actions_, now);
@@ -249,12 +250,34 @@ void Job::kernel_done(Time recorded_end, Time now) {
   engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
+// Budget mode: the live replay hands the policy a kernel's faults once the kernel has ended,
+// in the order raised, as batches of at most the driver's 256 records, each sorted and without
+// repeats.
+void Job::report_faults(Time now) {
+  constexpr size_t kBatch = 256;
+  for (size_t first = 0; first < kernel_faults_.size(); first += kBatch) {
+    policies::FaultBatchEvent event{now, setup_.gpu, {}};
+    const auto begin = kernel_faults_.begin() + static_cast<std::ptrdiff_t>(first);
+    event.faults.assign(begin, begin + static_cast<std::ptrdiff_t>(
+                                           std::min(kBatch, kernel_faults_.size() - first)));
+    std::sort(event.faults.begin(), event.faults.end());
+    event.faults.erase(std::unique(event.faults.begin(), event.faults.end()), event.faults.end());
+    actions_.clear();
+    policy_->on_fault_batch(event, actions_);
+    execute(actions_, now);
+  }
+  kernel_faults_.clear();
+}
+
 void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
   policies::FaultBatchEvent event{now, setup_.gpu, {}};
   event.faults.reserve(big_pages.size());
   for (uint64_t p : big_pages) event.faults.push_back(p * kBigPageSize - offset_);
   actions_.clear();
-  policy_->on_fault_batch(event, actions_);
+  if (budget_mode())
+    kernel_faults_.insert(kernel_faults_.end(), event.faults.begin(), event.faults.end());
+  else
+    policy_->on_fault_batch(event, actions_);
   if (stats_.evictions > evictions_seen_) {
     policy_->on_memory_pressure({now, setup_.gpu, stats_.evictions - evictions_seen_,
                                  memory_.chunks_free(setup_.gpu) * kBlockSize},

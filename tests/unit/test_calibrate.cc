@@ -60,7 +60,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(m["gpu_to_host"].size() == 3);
   CHECK(m["peer"].is_null()); // the fake has no second GPU
   for (const char* key :
-       {"kernel_overhead_ns", "prefetch_call_ns", "eviction", "prefetch_blocks", "host_fault"})
+       {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction", "prefetch_blocks",
+        "host_fault"})
     CHECK(m.contains(key));
   CHECK(device.kernel_pages.size() > 8);
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.
@@ -84,6 +85,13 @@ TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmar
   // prefetch costs come straight from their benchmark: 16 us / 4 calls
   CHECK(first.gpu["prefetch_call_ns"] == 4000);
   CHECK(first.gpu["prefetch_populate_ns"] == (100000 / 4 - 4000) / 32);
+  // A call that copies: 125 us a block, less the call and a 2 MB copy to the GPU (at least
+  // 40 us), not one to the host (over 120 us, which would leave nothing).
+  CHECK(first.gpu["prefetch_copy_extra_ns"].get<int64_t>() > 20000);
+  CHECK(first.gpu["prefetch_copy_extra_ns"].get<int64_t>() < 125000 - 4000 - 40000);
+  // Measurements without the replay-rhythm benchmarks charge no drain.
+  CHECK(first.gpu["launch_ns"] == 10000);
+  CHECK(first.gpu["fault_report_ns"] == 0);
   // Measurements that the first fit reproduces exactly are fitted again within 2%.
   json again = measurements();
   const json& rows = first.report["faults"];
@@ -92,6 +100,22 @@ TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmar
   CHECK(second.report["median_abs_error"].get<double>() <= 0.02);
   // Deterministic: the same measurements give the same profile.
   CHECK(live::fit(again, job()).gpu == second.gpu);
+}
+
+TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the call between "
+          "kernels",
+          "[calibrate]") {
+  json m = measurements();
+  m["replay"] = {{"kernel_ns", 9000},
+                 {"after_drain_ns", 49000},
+                 {"prefetches", 8},
+                 {"with_prefetches_ns", 49000}};
+  const live::FittedProfile p = live::fit(m, job());
+  CHECK(p.gpu["launch_ns"] == 10000);
+  CHECK(p.gpu["fault_report_ns"] == 40000);
+  CHECK(p.gpu["prefetch_call_ns"] == 5000);
+  m["replay"]["prefetches"] = 0;
+  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$.replay.prefetches"));
 }
 
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
