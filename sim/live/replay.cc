@@ -437,7 +437,8 @@ private:
     out.reserve(k.chunk_count);
     for (uint64_t i = k.first_chunk; i < k.first_chunk + k.chunk_count; ++i) {
       const SlotChunk& c = plan_.chunks[i];
-      const uint64_t first_page = slot_base_[c.slot] / kBigPageSize + uint64_t{c.chunk} * kBigPagesPerBlock;
+      const uint64_t first_page =
+          slot_base_[c.slot] / kBigPageSize + uint64_t{c.chunk} * kBigPagesPerBlock;
       const unsigned shift = first_page % kBigPagesPerBlock;
       const uint64_t pages = uint64_t{c.pages} << shift;
       out.push_back({first_page / kBigPagesPerBlock, static_cast<uint32_t>(pages)});

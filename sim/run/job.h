@@ -121,8 +121,8 @@ private:
   trace::Record pending_;
   bool have_pending_ = false;
   bool finished_ = false;
-  Time delay_ = 0;           // simulated minus recorded time, carried from kernel to kernel
-  Time migrations_done_ = 0; // budget mode: when the migrations issued so far end
+  Time delay_ = 0;                  // simulated minus recorded time, carried from kernel to kernel
+  Time migrations_done_ = 0;        // budget mode: when the migrations issued so far end
   std::vector<Addr> kernel_faults_; // budget mode: the running kernel's faults, for its end
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;

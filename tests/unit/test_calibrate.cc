@@ -59,9 +59,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(m["host_to_gpu"].size() == 3);
   CHECK(m["gpu_to_host"].size() == 3);
   CHECK(m["peer"].is_null()); // the fake has no second GPU
-  for (const char* key :
-       {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction", "prefetch_blocks",
-        "host_fault"})
+  for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction",
+                          "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
   CHECK(device.kernel_pages.size() > 8);
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.

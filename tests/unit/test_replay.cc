@@ -218,8 +218,7 @@ TEST_CASE("replay: the GPU's faults reach the policy as batches; every policy ru
     // without drains (one at the end, for the counters).
     const bool watches = policy == std::string("deepum") || policy == std::string("oracle");
     CHECK((result["results"]["faults_reported_to_policy"].get<uint64_t>() > 0) == watches);
-    CHECK(device.quiesced ==
-          (watches ? result["results"]["kernels"].get<uint64_t>() : 0) + 1);
+    CHECK(device.quiesced == (watches ? result["results"]["kernels"].get<uint64_t>() : 0) + 1);
     CHECK(device.peak_chunks * kBlockSize <=
           result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
     // DeepUM learns block successions from faults in the first iteration and prefetches them

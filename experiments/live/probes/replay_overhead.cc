@@ -27,7 +27,7 @@ int64_t now_ns() {
 
 struct Case {
   const char* name;
-  uint64_t pages;     // resident 64 KB pages each kernel touches (dense, block by block)
+  uint64_t pages;      // resident 64 KB pages each kernel touches (dense, block by block)
   int drain;           // between kernels, untimed: 0 none, 1 synchronize(), 2 quiesce() as the
                        // replay does, 3 quiesce() then 200 us asleep, 4 the same, 2 ms
   uint64_t prefetches; // 2 MB prefetch calls of resident blocks before each kernel
@@ -57,7 +57,8 @@ double run(LiveDevice& d, const Case& c, uint64_t blocks) {
     times.push_back(now_ns() - t0);
     if (c.drain == 1) d.synchronize();
     if (c.drain >= 2) d.quiesce();
-    if (c.drain >= 3) std::this_thread::sleep_for(std::chrono::microseconds(c.drain == 3 ? 200 : 2000));
+    if (c.drain >= 3)
+      std::this_thread::sleep_for(std::chrono::microseconds(c.drain == 3 ? 200 : 2000));
   }
   d.free_managed(p);
   std::sort(times.begin(), times.end());
