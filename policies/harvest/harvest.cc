@@ -67,7 +67,10 @@ public:
     if (inner_) inner_->on_memory_pressure(e, out);
   }
 
-  bool observes_faults() const override { return inner_ && inner_->observes_faults(); }
+  // Pre-eviction and the multi-path prefetch act on faults, besides the inner prefetcher.
+  bool observes_faults() const override {
+    return pre_evict_ || multi_path_ || (inner_ && inner_->observes_faults());
+  }
   void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
     if (inner_) inner_->on_fault_batch(e, out);
     if (e.faults.empty()) return;

@@ -76,6 +76,7 @@ public:
     return call([&](Actions& a) { policy_->on_kernel_end({now_, kernel}, a); });
   }
   void advance(faultline::Time dt) { now_ += dt; }
+  bool observes_faults() const { return policy_->observes_faults(); }
   FakeMemoryView view;
 
 private:

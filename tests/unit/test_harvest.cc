@@ -108,3 +108,18 @@ TEST_CASE("harvest runs pump or deepum inside as its prefetcher", "[policy][harv
       PolicyHarness("harvest", {{"prefetcher_params", {{"x", 1}}}, {"prefetcher", "pump"}}),
       Catch::Matchers::Contains("x") && Catch::Matchers::Contains("unknown key"));
 }
+
+TEST_CASE("harvest watches faults when it pre-evicts, prefetches by path or wraps a policy "
+          "that does",
+          "[policy][harvest]") {
+  CHECK(PolicyHarness("harvest", nlohmann::json::object()).observes_faults());
+  CHECK(PolicyHarness("harvest", {{"pre_evict", false}}).observes_faults());
+  CHECK(PolicyHarness("harvest", {{"multi_path_prefetch", false}}).observes_faults());
+  CHECK_FALSE(PolicyHarness("harvest", {{"pre_evict", false}, {"multi_path_prefetch", false}})
+                  .observes_faults());
+  CHECK(PolicyHarness(
+            "harvest",
+            {{"pre_evict", false}, {"multi_path_prefetch", false}, {"prefetcher", "deepum"}})
+            .observes_faults());
+  CHECK_FALSE(PolicyHarness("ondemand", nlohmann::json::object()).observes_faults());
+}
