@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import csv
 import glob
+import itertools
 import json
 import os
 import statistics
@@ -53,18 +54,29 @@ def simulate(faultline, gpu, trace, policy, fraction):
 
 
 def read_live(live_dir):
-    runs = []
+    """Live runs, one per (trace, policy, budget): the repeats' median run, with all their times."""
+    groups = {}
     for path in sorted(glob.glob(os.path.join(live_dir, "*.json"))):
         doc = json.load(open(path))
         if doc["config"]["budget"]["fraction_of_footprint"] is None:
             print(f"{path}: skipped, its budget is in bytes, not a fraction of the footprint")
             continue
-        runs.append({"trace_path": doc["trace"]["path"],
-                     "trace": os.path.basename(doc["trace"]["path"]).split(".")[0],
-                     "policy": doc["config"]["policy"]["name"],
-                     "budget": doc["config"]["budget"]["fraction_of_footprint"],
-                     "live": doc["results"], "device": doc["config"]["device"],
-                     "revision": doc["faultline"]["git_revision"]})
+        run = {"trace_path": doc["trace"]["path"],
+               "trace": os.path.basename(doc["trace"]["path"]).split(".")[0],
+               "policy": doc["config"]["policy"]["name"],
+               "budget": doc["config"]["budget"]["fraction_of_footprint"],
+               "live": doc["results"], "device": doc["config"]["device"],
+               "revision": doc["faultline"]["git_revision"],
+               "repeat": int(path.rsplit(".r", 1)[1][:-5]) if ".r" in os.path.basename(path)
+               else 1}
+        groups.setdefault((run["trace"], run["policy"], run["budget"]), []).append(run)
+    runs = []
+    for repeats in groups.values():
+        repeats.sort(key=lambda r: r["live"]["total_time_ns"])
+        median = dict(repeats[(len(repeats) - 1) // 2])
+        median["repeats_s"] = [r["live"]["total_time_ns"] / 1e9 for r in repeats]
+        median["by_repeat"] = {r["repeat"]: r["live"]["total_time_ns"] for r in repeats}
+        runs.append(median)
     refused = []
     for path in sorted(glob.glob(os.path.join(live_dir, "*.err"))):
         name = os.path.basename(path)[:-4]
@@ -80,6 +92,9 @@ def row_of(run, sim):
     res = sim["results"]
     return {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
             "live_s": live["total_time_ns"] / 1e9, "sim_s": res["total_time_ns"] / 1e9,
+            "live_repeats": len(run["repeats_s"]),
+            "live_min_s": run["repeats_s"][0], "live_max_s": run["repeats_s"][-1],
+            "by_repeat": run["by_repeat"],
             "time_error": res["total_time_ns"] / live["total_time_ns"] - 1,
             "live_htod_gb": live["bytes_host_to_gpu"] / 1e9,
             "sim_htod_gb": res["bytes_host_to_gpu"] / 1e9,
@@ -89,8 +104,14 @@ def row_of(run, sim):
             "sim_fault_batches": res.get("fault_batches", "")}
 
 
+SIM_TIE = 0.005  # simulated times this close are a tie: the two policies did the same
+
+
 def rankings(rows):
-    """Per (trace, budget) with at least two policies: the order by live and by simulated time."""
+    """Per (trace, budget) with at least two policies: the order by live (median) and by simulated
+    time, and the pairs ordered differently (a tie in the simulator against an order on the GPU
+    counts as different), each marked whether its repeats on the GPU overlap (then the GPU does
+    not separate the two). Also whether every repeat on the GPU gives the same order."""
     groups = {}
     for r in rows:
         groups.setdefault((r["trace"], r["budget"]), []).append(r)
@@ -100,8 +121,21 @@ def rankings(rows):
             continue
         live = [r["policy"] for r in sorted(g, key=lambda r: r["live_s"])]
         sim = [r["policy"] for r in sorted(g, key=lambda r: r["sim_s"])]
+        swapped = []
+        for a, b in itertools.combinations(g, 2):
+            sim_tie = abs(a["sim_s"] - b["sim_s"]) <= SIM_TIE * min(a["sim_s"], b["sim_s"])
+            if not sim_tie and (a["live_s"] < b["live_s"]) == (a["sim_s"] < b["sim_s"]):
+                continue
+            overlap = a["live_min_s"] <= b["live_max_s"] and b["live_min_s"] <= a["live_max_s"]
+            gap = abs(a["live_s"] - b["live_s"]) / min(a["live_s"], b["live_s"])
+            swapped.append({"pair": [a["policy"], b["policy"]], "live_gap": gap,
+                            "sim_tie": sim_tie, "repeats_overlap": overlap})
+        repeats = set.intersection(*(set(r["by_repeat"]) for r in g))
+        orders = {tuple(sorted(live, key=lambda p: next(r for r in g if r["policy"] == p)
+                               ["by_repeat"][k])) for k in repeats}
         out.append({"trace": trace, "budget": budget, "live": live, "sim": sim,
-                    "same": live == sim})
+                    "same": not swapped, "swapped": swapped,
+                    "gpu_repeats_agree": len(orders) == 1 if len(repeats) > 1 else None})
     return out
 
 
@@ -111,18 +145,29 @@ def write_tables(rows, refused, ranks, out_dir):
         w = csv.DictWriter(f, keys)
         w.writeheader()
         w.writerows(rows)
-    lines = ["| trace | policy | budget | time GPU | time sim | error | HtoD GPU / sim (GB) "
-             "| DtoH GPU / sim (GB) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| trace | policy | budget | time GPU (median; range of repeats) | time sim | error "
+             "| HtoD GPU / sim (GB) | DtoH GPU / sim (GB) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['trace']} | {r['policy']} | {r['budget']:.0%} | {r['live_s']:.3f} s "
+        spread = (f" ({r['live_min_s']:.3f}-{r['live_max_s']:.3f}, {r['live_repeats']} runs)"
+                  if r["live_repeats"] > 1 else "")
+        lines.append(f"| {r['trace']} | {r['policy']} | {r['budget']:.0%} | {r['live_s']:.3f} s"
+                     f"{spread} "
                      f"| {r['sim_s']:.3f} s | {r['time_error']:+.0%} "
                      f"| {r['live_htod_gb']:.1f} / {r['sim_htod_gb']:.1f} "
                      f"| {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
-    lines += ["", "Policy ranking, fastest first (live | simulated):", "",
-              "| trace | budget | GPU | simulator | same |", "|---|---|---|---|---|"]
+    lines += ["", "Policy ranking, fastest first (GPU medians | simulated); pairs ordered "
+              "differently, with their gap on the GPU and whether their repeats overlap:", "",
+              "| trace | budget | GPU | simulator | same | pairs ordered differently "
+              "| GPU repeats agree |", "|---|---|---|---|---|---|---|"]
+    yes_no = {True: "yes", False: "no"}
     for k in ranks:
+        pairs = "; ".join(f"{' / '.join(s['pair'])} {s['live_gap']:.0%} apart"
+                          f"{', tied in the simulator' if s['sim_tie'] else ''}"
+                          f"{', repeats overlap' if s['repeats_overlap'] else ''}"
+                          for s in k["swapped"])
         lines.append(f"| {k['trace']} | {k['budget']:.0%} | {', '.join(k['live'])} "
-                     f"| {', '.join(k['sim'])} | {'yes' if k['same'] else 'no'} |")
+                     f"| {', '.join(k['sim'])} | {'yes' if k['same'] else 'no'} | {pairs} "
+                     f"| {yes_no.get(k['gpu_repeats_agree'], '')} |")
     if refused:
         lines += ["", "Not run live (the replay's message):", ""]
         for r in refused:
@@ -198,13 +243,21 @@ def main():
                "max_abs_time_error": max(errors),
                "runs_within_10_percent": sum(e <= 0.10 for e in errors),
                "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),
+               "pairs": sum(len(k["live"]) * (len(k["live"]) - 1) // 2 for k in ranks),
+               "pairs_ordered_differently": sum(len(k["swapped"]) for k in ranks),
+               "pairs_ordered_differently_beyond_gpu_spread":
+                   sum(not s["repeats_overlap"] for k in ranks for s in k["swapped"]),
+               "repeats_per_run": sorted({r["live_repeats"] for r in rows}),
+               "gpu_repeats_agree_on_ranking": sum(bool(k["gpu_repeats_agree"]) for k in ranks),
                "simulator_failed": failed, "not_runnable_live": refused}
     write_tables(rows, refused, ranks, args.out_dir)
     plot(rows, os.path.join(args.out_dir, "fidelity.png"))
     json.dump(summary, open(os.path.join(args.out_dir, "summary.json"), "w"), indent=2)
     print(f"{len(rows)} runs: median |time error| {summary['median_abs_time_error']:.1%}, "
           f"max {summary['max_abs_time_error']:.1%}; same ranking in "
-          f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups")
+          f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups; "
+          f"{summary['pairs_ordered_differently']} of {summary['pairs']} pairs ordered differently, "
+          f"{summary['pairs_ordered_differently_beyond_gpu_spread']} beyond the GPU's spread")
 
 
 if __name__ == "__main__":

@@ -8,28 +8,34 @@
 # the budget) fails with that message in OUT_DIR/TRACE-POLICY-BUDGET.err and the others go on.
 # With STOP_AFTER=SECONDS no run starts once that much time has passed (the GPU machine's
 # commands have a time limit); runs whose result exists already are skipped, so a second call
-# goes on where the first stopped.
+# goes on where the first stopped. With REPEATS=N every run is made N times, one whole pass of
+# the grid after another (repeat R > 1 writes TRACE-POLICY-BUDGET.rR.json); the report takes the
+# median.
 set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}
 mkdir -p "$out"
 all=$(ls traces/real/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
-for t in ${TRACES:-$all}; do
-  for p in ${POLICIES:-ondemand deepum pump oracle}; do
-    for b in ${BUDGETS:-1.0 0.75 0.5}; do
-      name="$out/$t-$p-$b"
-      [ -f "$name.json" ] && continue
-      if [ -n "${STOP_AFTER:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER" ]; then
-        echo "$t $p $b not started: STOP_AFTER reached"
-        continue
-      fi
-      if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" --budget "$b" \
-        --out "$name.json" 2>"$name.err"; then
-        rm -f "$name.err"
-        echo "$t $p $b done"
-      else
-        echo "$t $p $b failed: $(tail -1 "$name.err")"
-      fi
+for r in $(seq 1 "${REPEATS:-1}"); do
+  suffix=$([ "$r" = 1 ] || echo ".r$r")
+  for t in ${TRACES:-$all}; do
+    for p in ${POLICIES:-ondemand deepum pump oracle}; do
+      for b in ${BUDGETS:-1.0 0.75 0.5}; do
+        name="$out/$t-$p-$b$suffix"
+        [ -f "$name.json" ] && continue
+        [ "$r" != 1 ] && [ -f "$out/$t-$p-$b.err" ] && continue # refused: once is enough
+        if [ -n "${STOP_AFTER:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER" ]; then
+          echo "$t $p $b$suffix not started: STOP_AFTER reached"
+          continue
+        fi
+        if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" \
+          --budget "$b" --out "$name.json" 2>"$name.err"; then
+          rm -f "$name.err"
+          echo "$t $p $b$suffix done"
+        else
+          echo "$t $p $b$suffix failed: $(tail -1 "$name.err")"
+        fi
+      done
     done
   done
 done

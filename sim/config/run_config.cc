@@ -391,14 +391,13 @@ GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std
   g.prefetch_populate_ns = r.get<int64_t>("prefetch_populate_ns", 0);
   g.prefetch_copy_extra_ns = r.get<int64_t>("prefetch_copy_extra_ns", 0);
   g.launch_ns = r.get<int64_t>("launch_ns", 0);
-  g.fault_report_ns = r.get<int64_t>("fault_report_ns", 0);
   g.peer_eviction_ns = r.get<int64_t>("peer_eviction_ns", g.eviction_ns);
   g.peer_fault_migrate_ns = r.get<int64_t>("peer_fault_migrate_ns", g.fault_migrate_ns);
   for (const char* key :
        {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns", "page_table_update_ns", "eviction_ns",
         "host_fault_ns", "populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-        "prefetch_populate_ns", "prefetch_copy_extra_ns", "launch_ns", "fault_report_ns",
-        "peer_eviction_ns", "peer_fault_migrate_ns"}) {
+        "prefetch_populate_ns", "prefetch_copy_extra_ns", "launch_ns", "peer_eviction_ns",
+        "peer_fault_migrate_ns"}) {
     if (p.doc.value(key, int64_t{0}) < 0) r.fail(key, "must be >= 0");
   }
   if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");

@@ -47,10 +47,8 @@ struct GpuProfile {
   Time prefetch_populate_ns = 0;
   Time prefetch_copy_extra_ns = 0;
   // The live replay runs one kernel at a time (charged in capacity mode "budget"): launching a
-  // kernel and waiting for it, and, for a policy that watches faults, what the drain of the
-  // GPU's fault records after each kernel costs the next one.
+  // kernel and waiting for it.
   Time launch_ns = 0;
-  Time fault_report_ns = 0;
   // Between GPUs (defaults: the host path's eviction_ns and fault_migrate_ns): per 2 MB chunk
   // evicted to a neighbour beyond its copy, and per 64 KB a fault brings from a neighbour.
   Time peer_eviction_ns = 0;

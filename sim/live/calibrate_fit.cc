@@ -288,15 +288,14 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
 } // namespace
 
 // What the live replay pays per kernel and per prefetch call between kernels. Measurements made
-// before these benchmarks existed keep the call cost of calls in a row and charge no drain.
+// before these benchmarks existed keep the call cost of calls in a row. (The replay's
+// after_drain_ns is measured, not fitted: the default replay does not drain.)
 void replay_costs(const Measurements& m, config::RunConfig& config) {
   config.gpu.launch_ns = m.ns(m.root(), "kernel_overhead_ns", "$");
-  config.gpu.fault_report_ns = 0;
   if (!m.has("replay")) return;
   const json& r = m.at("replay");
   const Time kernel = m.ns(r, "kernel_ns", "$.replay");
   const auto calls = static_cast<Time>(m.count(r, "prefetches", "$.replay", 1 << 20));
-  config.gpu.fault_report_ns = std::max<Time>(0, m.ns(r, "after_drain_ns", "$.replay") - kernel);
   config.gpu.prefetch_call_ns =
       std::max<Time>(0, (m.ns(r, "with_prefetches_ns", "$.replay") - kernel) / calls);
 }
@@ -382,7 +381,6 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   out.gpu["prefetch_populate_ns"] = config.gpu.prefetch_populate_ns;
   out.gpu["prefetch_copy_extra_ns"] = config.gpu.prefetch_copy_extra_ns;
   out.gpu["launch_ns"] = config.gpu.launch_ns;
-  out.gpu["fault_report_ns"] = config.gpu.fault_report_ns;
   for (size_t i = 0; i < kParamCount; ++i)
     if (std::string(kParams[i].name) != "copy_overhead_ns")
       out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
@@ -401,10 +399,9 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
        std::string("launch_ns: launch and wait of an empty kernel; ") +
            (m.has("replay")
                 ? "prefetch_call_ns: 2 MB calls on resident blocks before an empty kernel, "
-                  "less the kernel; fault_report_ns: an empty kernel right after a drain of the "
-                  "fault records, less the kernel"
+                  "less the kernel"
                 : "prefetch_call_ns: 2 MB calls on resident blocks in a row (these measurements "
-                  "predate the replay-rhythm benchmarks: fault_report_ns is 0)"),
+                  "predate the replay-rhythm benchmarks)"),
        "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});
   out.host_link = {
       {"name", job.name + "-host"},

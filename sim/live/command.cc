@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 const char* kUsage =
     "usage: faultline replay --trace T [--policy P] [--params JSON] [--budget B]\n"
-    "                        [--margin BYTES] [--drain-every N] [--per-kernel] [--device N]\n"
+    "                        [--margin BYTES] [--faults books|cupti [--drain-every N]]\n"
+    "                        [--per-kernel] [--device N]\n"
     "                        [--peer-budget BYTES] [--peer-reserve BYTES] [--out results.json]\n"
     "Re-executes trace T on a real GPU under policy P (default ondemand; --params is its\n"
     "policy.params object) with a residency budget B: a fraction of the footprint (0.5 or 50%)\n"
@@ -29,8 +30,10 @@ const char* kUsage =
     "--peer-budget gives the policy the next GPU's spare memory as a victim cache (harvest\n"
     "evicts there with cudaMemPrefetchAsync to that GPU; faults fetch back over NVLink); it\n"
     "keeps --peer-reserve (default 100M) free, as the simulator's driver.peer_reserve_bytes.\n"
-    "A policy that watches faults (deepum, oracle) gets the GPU's faults after every\n"
-    "--drain-every N kernels (default 1); the others run without drains.\n"
+    "A policy that watches faults (deepum, oracle) gets each kernel's faults at its end: the\n"
+    "pages it found off the GPU, from the replay's books (--faults books, the default), or\n"
+    "CUPTI's fault records, drained after every --drain-every N kernels (--faults cupti;\n"
+    "CUPTI loses most of them, and each drain slows the next kernel).\n"
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 
@@ -53,8 +56,18 @@ struct Parsed {
   int device = 0;
 };
 
+void parse_fault_source(const std::string& text, ReplayJob& job) {
+  if (text == "books")
+    job.fault_source = ReplayJob::FaultSource::kBooks;
+  else if (text == "cupti")
+    job.fault_source = ReplayJob::FaultSource::kCupti;
+  else
+    throw UsageError("--faults " + text + ": expected books or cupti");
+}
+
 Parsed parse(int argc, char** argv) {
   Parsed p;
+  std::string drain_every;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -78,8 +91,10 @@ Parsed parse(int argc, char** argv) {
       p.job.peer_budget_bytes = parse_number(value(), "--peer-budget");
     else if (a == "--peer-reserve")
       p.job.peer_reserve_bytes = parse_number(value(), "--peer-reserve");
+    else if (a == "--faults")
+      parse_fault_source(value(), p.job);
     else if (a == "--drain-every")
-      p.job.drain_every = std::max(1, std::atoi(value().c_str()));
+      drain_every = value();
     else if (a == "--device")
       p.device = std::atoi(value().c_str());
     else if (a == "--out")
@@ -90,6 +105,13 @@ Parsed parse(int argc, char** argv) {
       throw UsageError("replay: unknown option " + a);
   }
   if (p.job.trace_path.empty()) throw UsageError("replay: --trace is required");
+  if (!drain_every.empty()) {
+    if (p.job.fault_source != ReplayJob::FaultSource::kCupti)
+      throw UsageError("replay: --drain-every applies only with --faults cupti");
+    p.job.drain_every = static_cast<uint32_t>(parse_number(drain_every, "--drain-every"));
+    if (p.job.drain_every == 0)
+      throw UsageError("--drain-every " + drain_every + ": expected 1 or more");
+  }
   return p;
 }
 

@@ -24,15 +24,16 @@ struct Kernel {
   uint64_t first = 0, count = 0;             // into Plan::touches
   uint64_t first_chunk = 0, chunk_count = 0; // into Plan::chunks
   Time duration = 0;
-  Time gap = 0; // recorded host time between the previous kernel's end and this launch
   std::vector<uint64_t> args;
 };
 
 struct Step {
   trace::RecordType type;
-  trace::AllocRecord alloc; // for kAlloc
-  uint64_t id = 0;          // for kFree
-  uint64_t kernel = 0;      // for kKernel
+  trace::AllocRecord alloc;     // for kAlloc
+  uint64_t id = 0;              // for kFree
+  uint64_t kernel = 0;          // for kKernel
+  trace::HostAccessRecord host; // for kHostAccess
+  Time gap = 0; // recorded host time between the previous kernel's end and this step
 };
 
 // A kernel's touches in one 2 MB stretch of an allocation: grouped when the plan is made, so
@@ -57,21 +58,28 @@ public:
   Plan read(const std::string& path) {
     trace::TraceReader reader(path);
     trace::Record r;
-    // The first kernel waits, as the others do, for the host time recorded before it (from the
-    // trace's first record, where the simulator's clock starts too).
+    // Every step waits, as in the simulator, for the host time recorded since the previous
+    // kernel's end (before the first kernel: since the trace's first record, where the
+    // simulator's clock starts too).
     Time previous_end = -1;
     while (reader.next(r)) {
       if (previous_end < 0) previous_end = r.time();
+      const size_t steps = plan_.steps.size();
       if (r.type == trace::RecordType::kAlloc) alloc(r.alloc);
       if (r.type == trace::RecordType::kFree) free(r.free.id);
-      if (r.type == trace::RecordType::kKernel) kernel(r.kernel, previous_end);
+      if (r.type == trace::RecordType::kHostAccess)
+        plan_.steps.push_back({trace::RecordType::kHostAccess, {}, 0, 0, r.host});
+      if (r.type == trace::RecordType::kKernel) kernel(r.kernel);
+      if (plan_.steps.size() > steps)
+        plan_.steps.back().gap = std::max<Time>(0, r.time() - previous_end);
+      if (r.type == trace::RecordType::kKernel) previous_end = r.kernel.start + r.kernel.duration;
     }
     return std::move(plan_);
   }
 
 private:
   void alloc(const trace::AllocRecord& a) {
-    plan_.steps.push_back({trace::RecordType::kAlloc, a, 0, 0});
+    plan_.steps.push_back({trace::RecordType::kAlloc, a, 0, 0, {}});
     if (a.kind != trace::MemoryKind::kManaged) return;
     const auto slot = static_cast<uint32_t>(plan_.slots.size());
     plan_.slots[a.id] = slot;
@@ -80,17 +88,15 @@ private:
   }
 
   void free(uint64_t id) {
-    plan_.steps.push_back({trace::RecordType::kFree, {}, id, 0});
+    plan_.steps.push_back({trace::RecordType::kFree, {}, id, 0, {}});
     auto it = address_.find(id);
     if (it == address_.end()) return;
     live_.erase(it->second);
     address_.erase(it);
   }
 
-  void kernel(const trace::KernelRecord& k, Time& previous_end) {
-    Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, 0, k.args};
-    out.gap = std::max<Time>(0, k.start - previous_end);
-    previous_end = k.start + k.duration;
+  void kernel(const trace::KernelRecord& k) {
+    Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, k.args};
     for (const trace::Access& a : k.accesses) {
       const Addr address = a.big_page * kBigPageSize;
       auto it = live_.upper_bound(address);
@@ -106,7 +112,7 @@ private:
     out.count = plan_.touches.size() - out.first;
     group_by_chunk(out.first);
     out.chunk_count = plan_.chunks.size() - out.first_chunk;
-    plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size()});
+    plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size(), {}});
     plan_.kernels.push_back(std::move(out));
   }
 
@@ -152,7 +158,8 @@ struct Measured {
   Time compute_ns = 0, stall_ns = 0;
   uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
   uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
-  uint64_t reported_faults = 0; // fault records handed to the policy
+  uint64_t reported_faults = 0; // faults handed to the policy
+  uint64_t unmapped_faults = 0; // CUPTI records outside the trace's managed memory
   uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
   Time policy_ns = 0; // deciding, untimed
   nlohmann::json rows = nlohmann::json::array();
@@ -190,8 +197,10 @@ public:
     });
     execute();
     for (const Step& step : plan_.steps) {
+      clock_.wait_until(last_end_ + step.gap);
       if (step.type == trace::RecordType::kAlloc) alloc(step.alloc);
       if (step.type == trace::RecordType::kFree) free(step.id);
+      if (step.type == trace::RecordType::kHostAccess) host_access(step.host);
       if (step.type == trace::RecordType::kKernel) kernel(step.kernel);
     }
     clock_.pause();
@@ -322,9 +331,17 @@ private:
     live_.erase(it);
   }
 
+  // The host touches managed memory: its pages on the GPU come back (CPU faults), timed.
+  void host_access(const trace::HostAccessRecord& h) {
+    for_each_live_chunk(h.address, h.size, [&](void* p, Bytes n, uint64_t chunk) {
+      device_.host_write(p, n);
+      forget(p, n);
+      touched_.insert(chunk); // the host's data must come over when the GPU touches it
+    });
+  }
+
   void kernel(uint64_t index) {
     const Kernel& k = plan_.kernels[index];
-    clock_.wait_until(last_end_ + k.gap);
     actions_.clear();
     policies::LaunchEvent event{now(), index, &k.name, {}};
     for (uint64_t id : k.args) {
@@ -336,6 +353,8 @@ private:
     execute();
     const std::vector<Residency::ChunkPages> chunks = live_chunks(k);
     evict_chunks(residency_.make_room(chunks), measured_.budget_evicted_chunks);
+    const bool watched = policy_->observes_faults();
+    if (watched && job_.fault_source == ReplayJob::FaultSource::kBooks) note_absent(chunks);
     residency_.admit(chunks);
     for (const Residency::ChunkPages& c : chunks) { // faults pull them back from the neighbour
       on_peer_.erase(c.chunk);
@@ -345,12 +364,9 @@ private:
       fail("running kernel #" + std::to_string(index) + " (" + k.name + ")");
     last_end_ = now();
     record(index, k, start, last_end_ - start);
-    // The GPU is idle here (the kernel waited for every migration issued before it), so the
-    // untimed drain hides no work.
-    if (policy_->observes_faults() && (index + 1) % job_.drain_every == 0) {
-      clock_.pause();
-      device_.quiesce();
-      report_faults();
+    if (watched) {
+      clock_.pause(); // the GPU is idle: the kernel waited for every migration issued before it
+      report_faults(index);
       clock_.resume();
     }
     actions_.clear();
@@ -358,21 +374,48 @@ private:
     execute();
   }
 
-  // The GPU's faults since the last drain, in the order reported, as batches of at most the
-  // driver's 256 entries, at trace addresses; faults outside the trace's memory are dropped.
-  void report_faults() {
-    constexpr uint64_t kBatch = 256;
-    uint64_t addresses[kBatch];
-    for (uint64_t n; (n = device_.take_faults(addresses, kBatch)) > 0;) {
+  // The pages the kernel is about to touch that are off the GPU: each faults (in the timed
+  // loop only the masks are kept; the addresses are made after the kernel).
+  void note_absent(const std::vector<Residency::ChunkPages>& chunks) {
+    absent_.clear();
+    for (const Residency::ChunkPages& c : chunks)
+      if (const uint32_t pages = residency_.absent(c)) absent_.push_back({c.chunk, pages});
+  }
+
+  // The kernel's faults, at trace addresses, to the policy: from the books, or CUPTI's records
+  // since the last drain (records outside the trace's memory are counted and dropped).
+  void report_faults(uint64_t index) {
+    std::vector<Addr> faults;
+    if (job_.fault_source == ReplayJob::FaultSource::kBooks) {
+      for (const Residency::ChunkPages& c : absent_)
+        for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+          if (c.pages >> p & 1) faults.push_back(to_trace(c.chunk * kBlockSize + p * kBigPageSize));
+    } else {
+      if ((index + 1) % job_.drain_every != 0) return;
+      device_.quiesce();
+      uint64_t addresses[256];
+      for (uint64_t n; (n = device_.take_faults(addresses, 256)) > 0;)
+        faults.insert(faults.end(), addresses, addresses + n);
+      for (Addr& a : faults) a = to_trace(a);
+    }
+    const auto outside = std::erase(faults, kNoAddress);
+    measured_.unmapped_faults += outside;
+    measured_.reported_faults += faults.size();
+    if (job_.per_kernel) measured_.rows.back()["faults_reported"] = faults.size();
+    deliver_faults(faults);
+  }
+
+  // As the driver hands them over: batches of at most 256, each sorted, without repeats, at
+  // 64 KB pages.
+  void deliver_faults(const std::vector<Addr>& faults) {
+    constexpr size_t kBatch = 256;
+    for (size_t first = 0; first < faults.size(); first += kBatch) {
       policies::FaultBatchEvent event{last_end_, 0, {}};
-      for (uint64_t i = 0; i < n; ++i) {
-        const Addr a = to_trace(addresses[i]);
-        if (a != kNoAddress) event.faults.push_back(a / kBigPageSize * kBigPageSize);
-      }
+      const size_t n = std::min(kBatch, faults.size() - first);
+      for (size_t i = first; i < first + n; ++i)
+        event.faults.push_back(faults[i] / kBigPageSize * kBigPageSize);
       std::sort(event.faults.begin(), event.faults.end());
       event.faults.erase(std::unique(event.faults.begin(), event.faults.end()), event.faults.end());
-      measured_.reported_faults += n;
-      if (event.faults.empty()) continue;
       actions_.clear();
       time_policy([&] { policy_->on_fault_batch(event, actions_); }); // paused already
       execute();
@@ -580,6 +623,7 @@ private:
   std::unordered_map<uint64_t, trace::AllocRecord> ranges_; // live allocations of the trace
   Clock clock_;
   Time last_end_ = 0;
+  std::vector<Residency::ChunkPages> absent_; // the running kernel's pages off the GPU
   Measured measured_;
 };
 
@@ -618,7 +662,10 @@ nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& devic
             {"bytes", job.budget_bytes ? nlohmann::json(job.budget_bytes) : nlohmann::json()},
             {"resolved_bytes", chunks * kBlockSize}}},
           {"margin", job.margin},
-          {"drain_every", job.drain_every},
+          {"faults", job.fault_source == ReplayJob::FaultSource::kBooks ? "books" : "cupti"},
+          {"drain_every", job.fault_source == ReplayJob::FaultSource::kBooks
+                              ? nlohmann::json()
+                              : nlohmann::json(job.drain_every)},
           {"peer_budget_bytes", job.peer_budget_bytes},
           {"peer_reserve_bytes", job.peer_reserve_bytes},
           {"device", device.name()}};
@@ -649,6 +696,7 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
                     {"accesses_outside_managed_memory", skipped},
                     {"faults", c.gpu_fault_records},
                     {"faults_reported_to_policy", m.reported_faults},
+                    {"faults_outside_trace_memory", m.unmapped_faults},
                     {"policy_decision_ns", m.policy_ns},
                     {"bytes_host_to_gpu", c.bytes_host_to_gpu},
                     {"bytes_gpu_to_host", c.bytes_gpu_to_host},

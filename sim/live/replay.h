@@ -1,8 +1,12 @@
 // The live replay: `faultline replay` re-executes a trace on a real GPU under a policy and a
 // residency budget, through the LiveDevice seam (sim/live/device.h). Kernels run one at a time
-// in trace order, like the simulator's; the recorded host gaps between kernels are kept; the
-// policy sees the same events as in the simulator, except fault batches (the GPU reports its
-// faults late and grouped), and its actions become prefetches, evictions, discards and advice.
+// in trace order, like the simulator's; every step waits for the host time recorded before it;
+// host accesses pull their pages back from the GPU; the policy sees the same events as in the
+// simulator, and its actions become prefetches, evictions, discards and advice. A kernel's faults
+// reach the policy at its end: by default the pages it found off the GPU, from the replay's own
+// books (exact, since under the budget only the replay and the kernels move memory); with --faults
+// cupti, CUPTI's fault records, which lose most faults on the driver measured
+// (experiments/live/results/h200/README.md).
 #pragma once
 
 #include "sim/live/device.h"
@@ -21,7 +25,11 @@ struct ReplayJob {
   uint64_t budget_bytes = 0;
   // Managed and device memory must stay this far below the GPU's free memory.
   uint64_t margin = 2ull << 30;
-  // The unified-memory counters are drained (untimed, GPU idle) every this many kernels.
+  // Where a policy that watches faults learns them. kCupti drains CUPTI's records (untimed, GPU
+  // idle) every drain_every kernels; the drain slows the next kernel, which the simulator does
+  // not model.
+  enum class FaultSource { kBooks, kCupti };
+  FaultSource fault_source = FaultSource::kBooks;
   uint32_t drain_every = 1;
   bool per_kernel = false; // add a row per kernel to the result
   // Spare memory of the next GPU that the policy may use as a victim cache (0: none), and the

@@ -45,6 +45,11 @@ public:
   uint64_t resident_chunks() const { return masks_.size(); }
   uint64_t peak_chunks() const { return peak_; }
   bool resident(uint64_t big_page) const;
+  // The pages of c that are not resident.
+  uint32_t absent(const ChunkPages& c) const {
+    auto it = masks_.find(c.chunk);
+    return it == masks_.end() ? c.pages : c.pages & ~it->second;
+  }
   bool holds_chunk(uint64_t chunk) const { return masks_.count(chunk) != 0; }
   // Up to n resident chunks, next victim first.
   std::vector<uint64_t> oldest(size_t n) const {

@@ -207,8 +207,7 @@ void Job::launch(trace::KernelRecord& k, Time now) {
   if (budget_mode()) {
     migrations_done_ = make_room_for(k, std::max(now, migrations_done_));
     // The replay launches each kernel once the host is done and waits for it.
-    now = migrations_done_ + gpu_profile_.launch_ns +
-          (policy_->observes_faults() ? gpu_profile_.fault_report_ns : 0);
+    now = migrations_done_ + gpu_profile_.launch_ns;
   }
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now,

@@ -137,21 +137,27 @@ TEST_CASE("replay: an unknown policy is refused with the known names", "[live]")
                     Catch::Contains("nosuch") && Catch::Contains("ondemand"));
 }
 
-TEST_CASE("replay: kernels wait for the recorded host time before them, the first one too",
+TEST_CASE("replay: every step waits for the recorded host time before it, the first kernel and "
+          "the last free too; host accesses take pages back",
           "[live]") {
   fltest::TempDir dir;
   const std::string path = dir.file("late.fltrace");
+  constexpr faultline::Addr kBase = 1ull << 32;
   {
     namespace trace = faultline::trace;
     trace::TraceWriter w(path, {{"source", "test"}});
-    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, 1ull << 32, kBlockSize, 0, 0});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
     trace::KernelRecord k;
     k.start = 3'000'000; // 3 ms of host work before the first kernel
     k.duration = 1000;
-    k.accesses = {{(1ull << 32) / kBigPageSize, 0, faultline::AccessType::kRead}};
+    k.accesses = {{kBase / kBigPageSize, 0, faultline::AccessType::kRead}};
     w.write(k);
     k.start = 5'000'000;
     w.write(k);
+    w.write(trace::HostAccessRecord{6'000'000, kBase, kBigPageSize, faultline::AccessType::kWrite});
+    k.start = 7'000'000;
+    w.write(k);
+    w.write(trace::FreeRecord{1, 9'000'000}); // host work after the last kernel
     w.close();
   }
   FakeDevice device;
@@ -159,12 +165,18 @@ TEST_CASE("replay: kernels wait for the recorded host time before them, the firs
   job.trace_path = path;
   job.margin = 0;
   job.per_kernel = true;
+  job.policy = "deepum"; // watches faults; acting on them is switched off
+  job.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
   const auto result = live::run_replay(job, device);
   const auto& rows = result["kernels"];
   CHECK(rows.at(0)["start_ns"].get<int64_t>() >= 3'000'000);
   CHECK(rows.at(1)["start_ns"].get<int64_t>() >=
         rows.at(0)["end_ns"].get<int64_t>() + 5'000'000 - 3'001'000);
-  CHECK(result["results"]["total_time_ns"].get<int64_t>() >= 5'001'000);
+  CHECK(result["results"]["total_time_ns"].get<int64_t>() >= 9'000'000);
+  // The host's write took the page back: the third kernel faults on it again.
+  CHECK(rows.at(0)["faults_reported"] == 1);
+  CHECK(rows.at(1)["faults_reported"] == 0);
+  CHECK(rows.at(2)["faults_reported"] == 1);
 }
 
 TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
@@ -201,30 +213,79 @@ TEST_CASE("residency: pages group by chunk in order of first appearance", "[live
   CHECK_FALSE(r.resident(65));
 }
 
-TEST_CASE("replay: the GPU's faults reach the policy as batches; every policy runs live",
+TEST_CASE("replay: the kernels' faults reach the policy as batches; every policy runs live",
           "[live]") {
   fltest::TempDir dir;
-  for (const char* policy : {"ondemand", "deepum", "pump", "oracle"}) {
+  using Source = live::ReplayJob::FaultSource;
+  for (const Source source : {Source::kBooks, Source::kCupti})
+    for (const char* policy : {"ondemand", "deepum", "pump", "oracle"}) {
+      FakeDevice device;
+      live::ReplayJob job;
+      job.trace_path = dnn_trace(dir, 3);
+      job.policy = policy;
+      job.budget_fraction = 0.5;
+      job.fault_source = source;
+      job.margin = 0;
+      INFO(policy << (source == Source::kBooks ? " books" : " cupti"));
+      const auto result = live::run_replay(job, device);
+      // Only a policy that watches faults gets them; only CUPTI's are drained, after every
+      // kernel. Every replay drains once at the end, for the counters.
+      const bool watches = policy == std::string("deepum") || policy == std::string("oracle");
+      const bool drains = watches && source == Source::kCupti;
+      CHECK((result["results"]["faults_reported_to_policy"].get<uint64_t>() > 0) == watches);
+      CHECK(device.quiesced == (drains ? result["results"]["kernels"].get<uint64_t>() : 0) + 1);
+      CHECK(device.peak_chunks * kBlockSize <=
+            result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
+      // DeepUM learns block successions from faults in the first iteration and prefetches them
+      // in the second.
+      if (std::string(policy) == "deepum")
+        CHECK(result["results"]["prefetch"]["issued_bytes"].get<uint64_t>() > 0);
+    }
+}
+
+TEST_CASE("replay: from its books, a policy gets each kernel's pages that were off the GPU",
+          "[live]") {
+  fltest::TempDir dir;
+  const std::string trace = dnn_trace(dir, 5);
+  // What the trace's kernels find off the GPU when nothing leaves it but freed memory.
+  std::vector<uint64_t> expected;
+  {
+    faultline::trace::TraceReader reader(trace);
+    faultline::trace::Record r;
+    std::map<uint64_t, faultline::trace::AllocRecord> allocations;
+    std::set<uint64_t> on_gpu; // big pages
+    while (reader.next(r)) {
+      if (r.type == faultline::trace::RecordType::kAlloc) allocations[r.alloc.id] = r.alloc;
+      if (r.type == faultline::trace::RecordType::kFree) {
+        const auto& a = allocations.at(r.free.id);
+        std::erase_if(on_gpu, [&](uint64_t p) {
+          return p * kBigPageSize >= a.address && p * kBigPageSize < a.address + a.size;
+        });
+      }
+      if (r.type != faultline::trace::RecordType::kKernel) continue;
+      uint64_t n = 0;
+      for (const auto& a : r.kernel.accesses) n += on_gpu.insert(a.big_page).second;
+      expected.push_back(n);
+    }
+  }
+  for (uint64_t misalign : {uint64_t{0}, 5 * kBigPageSize}) {
     FakeDevice device;
+    device.misalign = misalign;
     live::ReplayJob job;
-    job.trace_path = dnn_trace(dir, 3);
-    job.policy = policy;
-    job.budget_fraction = 0.5;
-    job.drain_every = 1;
+    job.trace_path = trace;
+    job.policy = "deepum"; // watches faults; acting on them is switched off
+    job.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
     job.margin = 0;
-    INFO(policy);
+    job.per_kernel = true;
     const auto result = live::run_replay(job, device);
-    // Only a policy that watches faults gets them, drained after every kernel; the others run
-    // without drains (one at the end, for the counters).
-    const bool watches = policy == std::string("deepum") || policy == std::string("oracle");
-    CHECK((result["results"]["faults_reported_to_policy"].get<uint64_t>() > 0) == watches);
-    CHECK(device.quiesced == (watches ? result["results"]["kernels"].get<uint64_t>() : 0) + 1);
-    CHECK(device.peak_chunks * kBlockSize <=
-          result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
-    // DeepUM learns block successions from faults in the first iteration and prefetches them
-    // in the second.
-    if (std::string(policy) == "deepum")
-      CHECK(result["results"]["prefetch"]["issued_bytes"].get<uint64_t>() > 0);
+    const auto& rows = result["kernels"];
+    REQUIRE(rows.size() == expected.size());
+    INFO("misalign " << misalign);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      INFO("kernel " << k);
+      CHECK(rows[k]["faults_reported"] == expected[k]);
+    }
+    CHECK(device.quiesced == 1); // no drains
   }
 }
 

@@ -29,7 +29,8 @@ struct Case {
   const char* name;
   uint64_t pages;      // resident 64 KB pages each kernel touches (dense, block by block)
   int drain;           // between kernels, untimed: 0 none, 1 synchronize(), 2 quiesce() as the
-                       // replay does, 3 quiesce() then 200 us asleep, 4 the same, 2 ms
+                       // replay did, 3 quiesce() then 200 us asleep, 4 the same, 2 ms; 5 the
+                       // host busy for 500 us (a policy deciding), 6 asleep for 500 us
   uint64_t prefetches; // 2 MB prefetch calls of resident blocks before each kernel
   bool by_fault;       // memory populated by a touch kernel instead of a prefetch
 };
@@ -56,9 +57,13 @@ double run(LiveDevice& d, const Case& c, uint64_t blocks) {
     d.run_kernel(first, c.pages, 0);
     times.push_back(now_ns() - t0);
     if (c.drain == 1) d.synchronize();
-    if (c.drain >= 2) d.quiesce();
-    if (c.drain >= 3)
+    if (c.drain >= 2 && c.drain <= 4) d.quiesce();
+    if (c.drain == 3 || c.drain == 4)
       std::this_thread::sleep_for(std::chrono::microseconds(c.drain == 3 ? 200 : 2000));
+    if (c.drain == 5)
+      for (const int64_t until = now_ns() + 500000; now_ns() < until;) {
+      }
+    if (c.drain == 6) std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   d.free_managed(p);
   std::sort(times.begin(), times.end());
@@ -89,6 +94,11 @@ int main(int argc, char** argv) {
       {"empty+8 prefetches+drain", 0, 2, 8, false},
       {"empty+8 prefetches+drain+2ms", 0, 4, 8, false},
       {"empty+64 prefetches+drain+2ms", 0, 4, 64, false},
+      {"empty+500us busy", 0, 5, 0, false},
+      {"empty+500us asleep", 0, 6, 0, false},
+      {"512 pages+500us busy", 512, 5, 0, false},
+      {"4096 faulted-in+500us busy", 4096, 5, 0, true},
+      {"empty+8 prefetches+500us busy", 0, 5, 8, false},
   };
   std::printf("device %s, %llu blocks\n", d->name(), static_cast<unsigned long long>(blocks));
   for (const Case& c : cases) std::printf("%-28s %8.1f us\n", c.name, run(*d, c, blocks));
