@@ -1,0 +1,61 @@
+"""The fidelity report's reading of repeated live runs: the median run stands for its repeats, a
+pair ordered differently is flagged, a tie in the simulator counts as a different order, and a
+pair whose repeats on the GPU overlap is marked as one the GPU does not separate."""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments", "live"))
+import fidelity  # noqa: E402
+
+
+def write_run(directory, policy, seconds, repeat):
+    doc = {"trace": {"path": "traces/real/t.fltrace"},
+           "config": {"policy": {"name": policy}, "budget": {"fraction_of_footprint": 0.5},
+                      "device": "test GPU"},
+           "results": {"total_time_ns": int(seconds * 1e9)},
+           "faultline": {"git_revision": "test"}}
+    suffix = "" if repeat == 1 else f".r{repeat}"
+    with open(os.path.join(directory, f"t-{policy}-0.5{suffix}.json"), "w") as f:
+        json.dump(doc, f)
+
+
+def row(run, sim_s):
+    return {"trace": run["trace"], "budget": run["budget"], "policy": run["policy"],
+            "live_s": run["live"]["total_time_ns"] / 1e9, "sim_s": sim_s,
+            "live_min_s": run["repeats_s"][0], "live_max_s": run["repeats_s"][-1],
+            "by_repeat": run["by_repeat"]}
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        for repeat, times in enumerate([(1.0, 2.0, 3.0), (1.2, 2.1, 3.9), (0.9, 1.9, 3.1)], 1):
+            for policy, t in zip(["a", "b", "c"], times):
+                write_run(d, policy, t, repeat)
+        runs, refused = fidelity.read_live(d)
+    assert not refused
+    by_policy = {r["policy"]: r for r in runs}
+    assert by_policy["a"]["live"]["total_time_ns"] == int(1.0e9), "the median repeat stands"
+    assert by_policy["c"]["repeats_s"] == [3.0, 3.1, 3.9]
+    # a < b < c on the GPU, a and b well apart. The simulator swaps b and c (their repeats
+    # do not overlap: beyond the GPU's spread) and ties a with b.
+    sims = {"a": 1.0, "b": 1.002, "c": 0.5}
+    ranks = fidelity.rankings([row(by_policy[p], sims[p]) for p in "abc"])
+    assert len(ranks) == 1 and not ranks[0]["same"]
+    swapped = {tuple(s["pair"]): s for s in ranks[0]["swapped"]}
+    assert set(swapped) == {("a", "b"), ("a", "c"), ("b", "c")}, swapped
+    assert swapped[("a", "b")]["sim_tie"] and not swapped[("a", "b")]["repeats_overlap"]
+    assert not swapped[("b", "c")]["sim_tie"] and not swapped[("b", "c")]["repeats_overlap"]
+    assert ranks[0]["gpu_repeats_agree"], "every repeat orders a, b, c alike"
+    # Overlapping repeats are marked so.
+    sims = {"a": 2.5, "b": 2.0, "c": 3.0}
+    close = dict(by_policy["b"], repeats_s=[0.95, 2.0, 2.1])
+    ranks = fidelity.rankings([row(by_policy["a"], 2.5), row(close, 2.0), row(by_policy["c"], 3)])
+    (pair,) = ranks[0]["swapped"]
+    assert pair["pair"] == ["a", "b"] and pair["repeats_overlap"] and not pair["sim_tie"]
+    print("fidelity ranking: ok")
+
+
+if __name__ == "__main__":
+    main()
