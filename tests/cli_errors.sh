@@ -224,6 +224,12 @@ expect "replay margin too large" 2 stderr "too large" -- \
   "$FAULTLINE" replay --trace "$WORK/none.fltrace" --margin 99999999999999G
 expect "replay fractional bytes" 2 stderr "unknown unit" -- \
   "$FAULTLINE" replay --trace "$WORK/none.fltrace" --budget 1.5G
+expect "replay unknown fault source" 2 stderr "expected books or cupti" -- \
+  "$FAULTLINE" replay --trace "$WORK/none.fltrace" --faults driver
+expect "replay drains without cupti" 2 stderr "only with --faults cupti" -- \
+  "$FAULTLINE" replay --trace "$WORK/none.fltrace" --drain-every 4
+expect "replay drains every 0" 2 stderr "expected 1 or more" -- \
+  "$FAULTLINE" replay --trace "$WORK/none.fltrace" --faults cupti --drain-every 0
 
 # faultline alloc: allocation histories and allocator models.
 SNAP=$SOURCE_DIR/tests/data/alloc/snapshot.pickle

@@ -24,6 +24,7 @@ def write_run(directory, policy, seconds, repeat):
 def row(run, sim_s):
     return {"trace": run["trace"], "budget": run["budget"], "policy": run["policy"],
             "live_s": run["live"]["total_time_ns"] / 1e9, "sim_s": sim_s,
+            "live_repeats": len(run["repeats_s"]),
             "live_min_s": run["repeats_s"][0], "live_max_s": run["repeats_s"][-1],
             "by_repeat": run["by_repeat"]}
 
@@ -54,6 +55,10 @@ def main():
     ranks = fidelity.rankings([row(by_policy["a"], 2.5), row(close, 2.0), row(by_policy["c"], 3)])
     (pair,) = ranks[0]["swapped"]
     assert pair["pair"] == ["a", "b"] and pair["repeats_overlap"] and not pair["sim_tie"]
+    # One run each: the GPU's spread is unknown, neither overlapping nor apart.
+    single = [dict(row(by_policy[p], sims[p]), live_repeats=1) for p in "abc"]
+    (pair,) = fidelity.rankings(single)[0]["swapped"]
+    assert pair["repeats_overlap"] is None
     print("fidelity ranking: ok")
 
 

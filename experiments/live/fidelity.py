@@ -126,7 +126,9 @@ def rankings(rows):
             sim_tie = abs(a["sim_s"] - b["sim_s"]) <= SIM_TIE * min(a["sim_s"], b["sim_s"])
             if not sim_tie and (a["live_s"] < b["live_s"]) == (a["sim_s"] < b["sim_s"]):
                 continue
-            overlap = a["live_min_s"] <= b["live_max_s"] and b["live_min_s"] <= a["live_max_s"]
+            overlap = None  # unknown from one run each
+            if a["live_repeats"] > 1 and b["live_repeats"] > 1:
+                overlap = a["live_min_s"] <= b["live_max_s"] and b["live_min_s"] <= a["live_max_s"]
             gap = abs(a["live_s"] - b["live_s"]) / min(a["live_s"], b["live_s"])
             swapped.append({"pair": [a["policy"], b["policy"]], "live_gap": gap,
                             "sim_tie": sim_tie, "repeats_overlap": overlap})
@@ -160,10 +162,11 @@ def write_tables(rows, refused, ranks, out_dir):
               "| trace | budget | GPU | simulator | same | pairs ordered differently "
               "| GPU repeats agree |", "|---|---|---|---|---|---|---|"]
     yes_no = {True: "yes", False: "no"}
+    overlap_note = {True: ", repeats overlap", False: "", None: ", one run each"}
     for k in ranks:
         pairs = "; ".join(f"{' / '.join(s['pair'])} {s['live_gap']:.0%} apart"
                           f"{', tied in the simulator' if s['sim_tie'] else ''}"
-                          f"{', repeats overlap' if s['repeats_overlap'] else ''}"
+                          f"{overlap_note[s['repeats_overlap']]}"
                           for s in k["swapped"])
         lines.append(f"| {k['trace']} | {k['budget']:.0%} | {', '.join(k['live'])} "
                      f"| {', '.join(k['sim'])} | {'yes' if k['same'] else 'no'} | {pairs} "
@@ -246,7 +249,7 @@ def main():
                "pairs": sum(len(k["live"]) * (len(k["live"]) - 1) // 2 for k in ranks),
                "pairs_ordered_differently": sum(len(k["swapped"]) for k in ranks),
                "pairs_ordered_differently_beyond_gpu_spread":
-                   sum(not s["repeats_overlap"] for k in ranks for s in k["swapped"]),
+                   sum(s["repeats_overlap"] is False for k in ranks for s in k["swapped"]),
                "repeats_per_run": sorted({r["live_repeats"] for r in rows}),
                "gpu_repeats_agree_on_ranking": sum(bool(k["gpu_repeats_agree"]) for k in ranks),
                "simulator_failed": failed, "not_runnable_live": refused}
