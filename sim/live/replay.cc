@@ -519,9 +519,10 @@ private:
         measured_.bytes_to_peer += n;
         return;
       }
-      device_.evict_to_host(p, n);
+      const Bytes offset = reinterpret_cast<uint64_t>(p) - chunk * kBlockSize;
+      measured_.policy_evicted_bytes +=
+          evict_pages({chunk, residency_.pages_of(chunk)}, offset, offset + n);
       forget(p, n);
-      measured_.policy_evicted_bytes += n;
     });
   }
 
@@ -535,18 +536,37 @@ private:
     });
   }
 
-  // Evicts whole live chunks, clipped to the live allocations they overlap.
-  void evict_chunks(const std::vector<uint64_t>& chunks, uint64_t& counter) {
-    for (uint64_t chunk : chunks) {
-      const uint64_t lo = chunk * kBlockSize, hi = lo + kBlockSize;
-      auto it = by_live_.upper_bound(lo);
-      if (it != by_live_.begin()) --it;
-      for (; it != by_live_.end() && it->first < hi; ++it) {
-        const uint64_t a = std::max(lo, it->first), b = std::min(hi, it->first + it->second.size);
-        if (a < b) device_.evict_to_host(reinterpret_cast<void*>(a), b - a);
+  void evict_chunks(const std::vector<Residency::ChunkPages>& victims, uint64_t& counter) {
+    for (const Residency::ChunkPages& v : victims) evict_pages(v, 0, kBlockSize);
+    counter += victims.size();
+  }
+
+  // Sends a chunk's resident pages within [lo, hi) of it to the host, in runs, clipped to the
+  // live allocations. Only resident pages: a prefetch to the host of a page that is not on the
+  // GPU would populate it there, or undo its discard (CUDA: a prefetch undoes a discard).
+  Bytes evict_pages(const Residency::ChunkPages& c, Bytes lo, Bytes hi) {
+    Bytes evicted = 0;
+    for (unsigned first = 0; first < kBigPagesPerBlock;) {
+      if (!(c.pages >> first & 1)) {
+        ++first;
+        continue;
       }
-      ++counter;
+      unsigned end = first;
+      while (end < kBigPagesPerBlock && (c.pages >> end & 1)) ++end;
+      const uint64_t base = c.chunk * kBlockSize;
+      const uint64_t from = base + std::max<Bytes>(lo, first * kBigPageSize);
+      const uint64_t to = base + std::min<Bytes>(hi, end * kBigPageSize);
+      auto it = by_live_.upper_bound(from);
+      if (it != by_live_.begin()) --it;
+      for (; from < to && it != by_live_.end() && it->first < to; ++it) {
+        const uint64_t a = std::max(from, it->first), b = std::min(to, it->first + it->second.size);
+        if (a >= b) continue;
+        device_.evict_to_host(reinterpret_cast<void*>(a), b - a);
+        evicted += b - a;
+      }
+      first = end;
     }
+    return evicted;
   }
 
   void execute() {

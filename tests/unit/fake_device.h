@@ -46,6 +46,7 @@ public:
       const uint64_t address =
           slots_.at(touches_[i].slot_type >> 2) + uint64_t{touches_[i].page} * kBigPageSize;
       if (chunks_.insert(address / kBlockSize).second) faults_.push_back(address);
+      discarded_.erase(address / kBigPageSize);
       pages.push_back(address);
     }
     peak_chunks = std::max<uint64_t>(peak_chunks, chunks_.size());
@@ -56,8 +57,11 @@ public:
     const auto a = reinterpret_cast<uint64_t>(p);
     prefetched.emplace_back(a, bytes);
     for (uint64_t c = a / kBlockSize; c * kBlockSize < a + bytes; ++c) chunks_.insert(c);
+    for_pages(a, bytes, [&](uint64_t page) { discarded_.erase(page); });
   }
   void evict_to_host(void* p, uint64_t bytes) override {
+    for_pages(reinterpret_cast<uint64_t>(p), bytes,
+              [&](uint64_t page) { undone_discards += discarded_.erase(page); });
     drop(reinterpret_cast<uint64_t>(p), bytes);
   }
   void prefetch_to_peer(void* p, uint64_t bytes) override {
@@ -65,7 +69,11 @@ public:
     drop(reinterpret_cast<uint64_t>(p), bytes);
   }
   uint64_t peer_free_bytes() override { return peer_free; }
-  void discard(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
+  void discard(void* p, uint64_t bytes) override {
+    for_pages(reinterpret_cast<uint64_t>(p), bytes,
+              [&](uint64_t page) { discarded_.insert(page); });
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
   void advise_remote(void*, uint64_t, bool) override {}
   void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void synchronize() override {}
@@ -83,10 +91,16 @@ public:
   uint64_t free = 1ull << 40, peer_free = 0;
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0;
+  // 64 KB pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
+  uint64_t undone_discards = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;
   std::vector<std::pair<uint64_t, uint64_t>> prefetched;
 
 private:
+  template <typename F> static void for_pages(uint64_t address, uint64_t bytes, F f) {
+    for (uint64_t p = address / kBigPageSize; p * kBigPageSize < address + bytes; ++p) f(p);
+  }
+
   // Every chunk the range overlaps: the replay evicts whole chunks (clipped to allocations).
   void drop(uint64_t address, uint64_t bytes) {
     for (uint64_t c = address / kBlockSize; c * kBlockSize < address + bytes; ++c) chunks_.erase(c);
@@ -97,6 +111,7 @@ private:
   std::map<uint32_t, uint64_t> slots_;
   std::vector<live::Touch> touches_;
   std::set<uint64_t> chunks_;
+  std::set<uint64_t> discarded_; // 64 KB pages discarded and not touched or prefetched since
   std::vector<uint64_t> faults_; // first touch of each chunk not on the GPU
 };
 
