@@ -140,9 +140,9 @@ private:
   }
 
   // The replay's own rhythm, one kernel at a time on resident memory: a kernel right after a
-  // drain of the fault records (what a policy that watches faults costs each kernel), and a
-  // kernel after 2 MB prefetch calls of resident blocks (the call's cost between kernels, which
-  // differs from calls in a row).
+  // drain of CUPTI's records (what `replay --faults cupti` costs each kernel; measured, not
+  // fitted), and a kernel after 2 MB prefetch calls of resident blocks (the call's cost between
+  // kernels, which differs from calls in a row).
   json replay_pattern() {
     constexpr uint64_t kBlocks = 64, kCalls = 8, kRounds = 51;
     void* p = alloc(kBlocks * kBlockSize);
