@@ -24,22 +24,21 @@ void BlockTable::add_successor(uint64_t block, uint64_t next) {
   auto way = std::find_if(set.begin(), set.end(), [&](const Way& w) { return w.block == block; });
   if (way == set.end()) {
     if (set.size() == assoc_) set.pop_back(); // the least recently used way goes
-    set.push_front({block, {}});
+    set.insert(set.begin(), {block, {}});
   } else if (way != set.begin()) {
-    Way moved = std::move(*way);
-    set.erase(way);
-    set.push_front(std::move(moved));
+    std::rotate(set.begin(), way, way + 1);
   }
   auto& succ = set.front().next;
   auto old = std::find(succ.begin(), succ.end(), next);
   if (old != succ.end()) succ.erase(old);
-  succ.push_front(next);
+  succ.insert(succ.begin(), next);
   if (succ.size() > successors_) succ.pop_back();
 }
 
 std::vector<uint64_t> BlockTable::successors(uint64_t block) const {
-  const auto& set = sets_[block % rows_];
-  for (const Way& w : set)
+  auto set = sets_.find(block % rows_);
+  if (set == sets_.end()) return {};
+  for (const Way& w : set->second)
     if (w.block == block) return {w.next.begin(), w.next.end()};
   return {};
 }

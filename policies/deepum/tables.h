@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -34,11 +33,12 @@ private:
 
 // One UM-block correlation table: `rows` sets of `assoc` ways, each way a block with up to
 // `successors` MRU-ordered successor blocks; plus the first and last faulted block of the
-// kernel's last execution (its start and end blocks).
+// kernel's last execution (its start and end blocks). Only the sets in use take memory: a model
+// has a table per execution ID (a thousand in GPT-2), and most kernels fault a few blocks.
 class BlockTable {
 public:
   BlockTable(unsigned rows, unsigned assoc, unsigned successors)
-      : rows_(rows), assoc_(assoc), successors_(successors), sets_(rows) {}
+      : rows_(rows), assoc_(assoc), successors_(successors) {}
 
   void add_successor(uint64_t block, uint64_t next);
   // Successors of `block`, most recent first; empty if the block has no row.
@@ -49,10 +49,10 @@ public:
 private:
   struct Way {
     uint64_t block;
-    std::deque<uint64_t> next; // MRU first
+    std::vector<uint64_t> next; // MRU first
   };
   unsigned rows_, assoc_, successors_;
-  std::vector<std::deque<Way>> sets_; // each set's ways, most recently used first
+  std::unordered_map<uint64_t, std::vector<Way>> sets_; // set in use -> its ways, MRU first
 };
 
 } // namespace faultline::policies::deepum

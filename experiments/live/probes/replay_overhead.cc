@@ -1,5 +1,6 @@
-// Where a live replay's time goes between and inside kernels that fault nothing: the replay's
-// device (libfaultline_live.so) driven through its own interface, one factor at a time.
+// Where a live replay's time goes between and inside kernels: the replay's device
+// (libfaultline_live.so) driven through its own interface, one factor at a time. Most cases
+// fault nothing; the first-touch ones fault fresh pages in, as a first iteration does.
 //   g++ -O2 -std=c++17 -I. experiments/live/probes/replay_overhead.cc -ldl -o probe
 //   ./probe build-gpu/libfaultline_live.so
 // Prints one line per case: median microseconds per kernel (launch to end, drains untimed).
@@ -30,10 +31,20 @@ struct Case {
   uint64_t pages;      // resident 64 KB pages each kernel touches (dense, block by block)
   int drain;           // between kernels, untimed: 0 none, 1 synchronize(), 2 quiesce() as the
                        // replay did, 3 quiesce() then 200 us asleep, 4 the same, 2 ms; 5 the
-                       // host busy for 500 us (a policy deciding), 6 asleep for 500 us
+                       // host busy for 500 us (a policy deciding), 6 asleep for 500 us,
+                       // 7 writing a 1 GB buffer for 500 us (a policy's tables, caches cleared)
   uint64_t prefetches; // 2 MB prefetch calls of resident blocks before each kernel
   bool by_fault;       // memory populated by a touch kernel instead of a prefetch
+  bool fresh = false;  // nothing populated: each kernel first-touches pages never touched
 };
+
+void busy_for(int64_t ns, bool trash) {
+  static std::vector<char> buffer(size_t{1} << 30);
+  size_t at = 0;
+  for (const int64_t until = now_ns() + ns; now_ns() < until;)
+    if (trash)
+      for (int i = 0; i < 4096; ++i, at = (at + 4160) % buffer.size()) buffer[at]++;
+}
 
 double run(LiveDevice& d, const Case& c, uint64_t blocks) {
   void* p = d.alloc_managed(blocks * kBlock);
@@ -44,7 +55,7 @@ double run(LiveDevice& d, const Case& c, uint64_t blocks) {
   d.upload_touches(all.data(), all.size());
   if (c.by_fault)
     d.run_kernel(0, all.size(), 0);
-  else
+  else if (!c.fresh)
     d.prefetch_to_gpu(p, blocks * kBlock);
   d.quiesce();
   std::vector<int64_t> times;
@@ -60,9 +71,7 @@ double run(LiveDevice& d, const Case& c, uint64_t blocks) {
     if (c.drain >= 2 && c.drain <= 4) d.quiesce();
     if (c.drain == 3 || c.drain == 4)
       std::this_thread::sleep_for(std::chrono::microseconds(c.drain == 3 ? 200 : 2000));
-    if (c.drain == 5)
-      for (const int64_t until = now_ns() + 500000; now_ns() < until;) {
-      }
+    if (c.drain == 5 || c.drain == 7) busy_for(500000, c.drain == 7);
     if (c.drain == 6) std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   d.free_managed(p);
@@ -99,6 +108,12 @@ int main(int argc, char** argv) {
       {"512 pages+500us busy", 512, 5, 0, false},
       {"4096 faulted-in+500us busy", 4096, 5, 0, true},
       {"empty+8 prefetches+500us busy", 0, 5, 8, false},
+      {"512 pages+500us writing 1GB", 512, 7, 0, false},
+      {"128 first-touch", 128, 0, 0, false, true},
+      {"128 first-touch+sync", 128, 1, 0, false, true},
+      {"128 first-touch+500us busy", 128, 5, 0, false, true},
+      {"128 first-touch+500us asleep", 128, 6, 0, false, true},
+      {"128 first-touch+500us writing 1GB", 128, 7, 0, false, true},
   };
   std::printf("device %s, %llu blocks\n", d->name(), static_cast<unsigned long long>(blocks));
   for (const Case& c : cases) std::printf("%-28s %8.1f us\n", c.name, run(*d, c, blocks));
