@@ -16,7 +16,7 @@ namespace faultline::live {
 struct CalibrationJob {
   std::string name = "gpu";  // the profile's name: gpus/NAME.json, links/NAME-host.json
   std::string base = "h200"; // profile whose unmeasured values (memory, peer link) are kept
-  uint32_t repeats = 3;      // each point is the median of this many runs
+  uint32_t repeats = 5;      // each point is the median of this many runs
   uint64_t margin = 2ull << 30;
   bool quick = false; // fewer and smaller points, for tests and smoke runs
 };

@@ -5,6 +5,7 @@
 #include "sim/live/calibrate.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 
 namespace live = faultline::live;
 using nlohmann::json;
@@ -67,6 +68,17 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   bool dense = false;
   for (const auto& pages : device.kernel_pages) dense |= pages.size() == 4 * 32;
   CHECK(dense);
+  // Each one follows a kernel faulting one page outside it, a different page each repeat.
+  std::set<uint64_t> warm_ups;
+  for (size_t i = 1; i < device.kernel_pages.size(); ++i) {
+    const auto& pages = device.kernel_pages[i];
+    if (pages.size() != 4 * 32) continue;
+    REQUIRE(device.kernel_pages[i - 1].size() == 1);
+    const uint64_t warm = device.kernel_pages[i - 1][0];
+    CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
+    warm_ups.insert(warm);
+  }
+  CHECK(warm_ups.size() == 2 * j.repeats); // populate and migrate
 
   fltest::FakeDevice small;
   small.free = 4ull << 20;
