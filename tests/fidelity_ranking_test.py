@@ -1,6 +1,7 @@
 """The fidelity report's reading of repeated live runs: the median run stands for its repeats, a
 pair ordered differently is flagged, a tie in the simulator counts as a different order, and a
-pair whose repeats on the GPU overlap is marked as one the GPU does not separate."""
+pair whose repeats on the GPU overlap is marked as one the GPU does not separate, and a group
+whose every such pair is one the GPU does not separate is consistent with it."""
 import json
 import os
 import sys
@@ -49,16 +50,20 @@ def main():
     assert swapped[("a", "b")]["sim_tie"] and not swapped[("a", "b")]["repeats_overlap"]
     assert not swapped[("b", "c")]["sim_tie"] and not swapped[("b", "c")]["repeats_overlap"]
     assert ranks[0]["gpu_repeats_agree"], "every repeat orders a, b, c alike"
+    assert ranks[0]["sim_text"] == "c, a = b", ranks[0]["sim_text"]
+    assert not ranks[0]["consistent"], "the GPU separates pairs the simulator orders otherwise"
     # Overlapping repeats are marked so.
     sims = {"a": 2.5, "b": 2.0, "c": 3.0}
     close = dict(by_policy["b"], repeats_s=[0.95, 2.0, 2.1])
     ranks = fidelity.rankings([row(by_policy["a"], 2.5), row(close, 2.0), row(by_policy["c"], 3)])
     (pair,) = ranks[0]["swapped"]
     assert pair["pair"] == ["a", "b"] and pair["repeats_overlap"] and not pair["sim_tie"]
+    assert ranks[0]["consistent"], "the only pair ordered differently is within the GPU's spread"
     # One run each: the GPU's spread is unknown, neither overlapping nor apart.
     single = [dict(row(by_policy[p], sims[p]), live_repeats=1) for p in "abc"]
     (pair,) = fidelity.rankings(single)[0]["swapped"]
     assert pair["repeats_overlap"] is None
+    assert not fidelity.rankings(single)[0]["consistent"], "an unknown spread is not consistency"
     print("fidelity ranking: ok")
 
 
