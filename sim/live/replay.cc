@@ -323,6 +323,7 @@ private:
     forget(it->second.live, size);
     const auto base = reinterpret_cast<uint64_t>(it->second.live);
     for (uint64_t c = base / kBlockSize; c * kBlockSize < base + size; ++c) touched_.erase(c);
+    note_discarded(base, size, false);
     by_live_.erase(reinterpret_cast<uint64_t>(it->second.live));
     device_.synchronize(); // migrations still running are the replay's time, as cudaFree waits
     clock_.pause();
@@ -355,7 +356,7 @@ private:
     evict_chunks(residency_.make_room(chunks), measured_.budget_evicted_chunks);
     const bool watched = policy_->observes_faults();
     if (watched && job_.fault_source == ReplayJob::FaultSource::kBooks) note_absent(chunks);
-    residency_.admit(chunks);
+    admit(chunks);
     for (const Residency::ChunkPages& c : chunks) { // faults pull them back from the neighbour
       on_peer_.erase(c.chunk);
       touched_.insert(c.chunk);
@@ -490,6 +491,34 @@ private:
     return out;
   }
 
+  void admit(const std::vector<Residency::ChunkPages>& chunks) {
+    residency_.admit(chunks);
+    for (const Residency::ChunkPages& c : chunks) {
+      auto d = discarded_.find(c.chunk);
+      if (d != discarded_.end() && !(d->second &= ~c.pages)) discarded_.erase(d);
+    }
+  }
+
+  // Calls f(chunk, page bit) for each 64 KB page [address, address + n) overlaps, as the books
+  // count pages (forget).
+  template <typename F> static void for_pages(uint64_t address, Bytes n, F f) {
+    for (uint64_t q = address / kBigPageSize; q * kBigPageSize < address + n; ++q)
+      f(q / kBigPagesPerBlock, 1u << (q % kBigPagesPerBlock));
+  }
+
+  // Discarded pages hold dead data until a kernel or a prefetch brings them back; a page partly
+  // discarded is left out of evictions too (at most two a discard stay on the GPU).
+  void note_discarded(uint64_t address, Bytes n, bool dead) {
+    for_pages(address, n, [&](uint64_t chunk, uint32_t bit) {
+      if (dead) {
+        discarded_[chunk] |= bit;
+        return;
+      }
+      auto d = discarded_.find(chunk);
+      if (d != discarded_.end() && !(d->second &= ~bit)) discarded_.erase(d);
+    });
+  }
+
   // The range left GPU 0 (and the neighbour, whose chunks are whole).
   void forget(void* p, Bytes n) {
     const auto first = reinterpret_cast<uint64_t>(p) / kBigPageSize;
@@ -520,8 +549,7 @@ private:
         return;
       }
       const Bytes offset = reinterpret_cast<uint64_t>(p) - chunk * kBlockSize;
-      measured_.policy_evicted_bytes +=
-          evict_pages({chunk, residency_.pages_of(chunk)}, offset, offset + n);
+      measured_.policy_evicted_bytes += evict_pages(chunk, offset, offset + n);
       forget(p, n);
     });
   }
@@ -536,24 +564,27 @@ private:
     });
   }
 
-  void evict_chunks(const std::vector<Residency::ChunkPages>& victims, uint64_t& counter) {
-    for (const Residency::ChunkPages& v : victims) evict_pages(v, 0, kBlockSize);
+  void evict_chunks(const std::vector<uint64_t>& victims, uint64_t& counter) {
+    for (uint64_t chunk : victims) evict_pages(chunk, 0, kBlockSize);
     counter += victims.size();
   }
 
-  // Sends a chunk's resident pages within [lo, hi) of it to the host, in runs, clipped to the
-  // live allocations. Only resident pages: a prefetch to the host of a page that is not on the
-  // GPU would populate it there, or undo its discard (CUDA: a prefetch undoes a discard).
-  Bytes evict_pages(const Residency::ChunkPages& c, Bytes lo, Bytes hi) {
+  // Sends a chunk's pages within [lo, hi) of it to the host, in runs, clipped to the live
+  // allocations: all but the discarded ones. Not only the pages the books hold: the driver
+  // brings others of a faulting block in beside them (density prefetch). Not the discarded:
+  // CUDA's prefetch of a discarded page undoes the discard, bringing freed memory back.
+  Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
+    auto d = discarded_.find(chunk);
+    const uint32_t pages = d == discarded_.end() ? ~0u : ~d->second;
     Bytes evicted = 0;
     for (unsigned first = 0; first < kBigPagesPerBlock;) {
-      if (!(c.pages >> first & 1)) {
+      if (!(pages >> first & 1)) {
         ++first;
         continue;
       }
       unsigned end = first;
-      while (end < kBigPagesPerBlock && (c.pages >> end & 1)) ++end;
-      const uint64_t base = c.chunk * kBlockSize;
+      while (end < kBigPagesPerBlock && (pages >> end & 1)) ++end;
+      const uint64_t base = chunk * kBlockSize;
       const uint64_t from = base + std::max<Bytes>(lo, first * kBigPageSize);
       const uint64_t to = base + std::min<Bytes>(hi, end * kBigPageSize);
       auto it = by_live_.upper_bound(from);
@@ -587,6 +618,7 @@ private:
       case policies::ActionKind::kDiscard:
         for_each_live(a.range.start, a.range.bytes, [&](void* p, Bytes n) {
           device_.discard(p, n);
+          note_discarded(reinterpret_cast<uint64_t>(p), n, true);
           forget(p, n);
           measured_.discarded_bytes += n;
         });
@@ -614,7 +646,7 @@ private:
           bits |= 1u << (q % kBigPagesPerBlock);
         const std::vector<Residency::ChunkPages> chunk{{lo / kBlockSize, bits}};
         evict_chunks(residency_.make_room(chunk), measured_.budget_evicted_chunks);
-        residency_.admit(chunk);
+        admit(chunk);
         on_peer_.erase(lo / kBlockSize);
         touched_.insert(lo / kBlockSize);
         device_.prefetch_to_gpu(reinterpret_cast<void*>(lo), piece);
@@ -631,6 +663,7 @@ private:
   uint64_t peer_chunks_, peer_reserve_chunks_;
   std::unordered_set<uint64_t> on_peer_; // live chunks placed on the neighbour
   std::unordered_set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet
+  std::unordered_map<uint64_t, uint32_t> discarded_; // live chunk -> its discarded 64 KB pages
   std::unique_ptr<policies::IPolicy> policy_;
   policies::Actions actions_;
   std::map<Addr, LiveAlloc> live_; // trace address -> live

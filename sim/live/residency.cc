@@ -19,7 +19,7 @@ std::vector<Residency::ChunkPages> Residency::group(const std::vector<uint64_t>&
   return out;
 }
 
-std::vector<Residency::ChunkPages> Residency::make_room(const std::vector<ChunkPages>& needed) {
+std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed) {
   std::unordered_set<uint64_t> chunks;
   uint64_t new_chunks = 0;
   for (const ChunkPages& c : needed)
@@ -30,11 +30,11 @@ std::vector<Residency::ChunkPages> Residency::make_room(const std::vector<ChunkP
                           " chunks of 2 MB at once, more than the budget leaves (" +
                           std::to_string(room) + " chunks)");
   }
-  std::vector<ChunkPages> victims;
+  std::vector<uint64_t> victims;
   for (auto it = order_.begin(); masks_.size() + new_chunks > room && it != order_.end();) {
     const uint64_t chunk = *it++;
     if (chunks.count(chunk)) continue;
-    victims.push_back({chunk, masks_.at(chunk)});
+    victims.push_back(chunk);
     drop_chunk(chunk);
   }
   return victims;

@@ -28,9 +28,9 @@ public:
   // Big pages (address / 64 KB) grouped by chunk, chunks in order of first appearance.
   static std::vector<ChunkPages> group(const std::vector<uint64_t>& big_pages);
 
-  // Chunks to evict (oldest first), with their resident pages, so that the chunks in `needed`
-  // fit; never one of those. Removes them from the model.
-  std::vector<ChunkPages> make_room(const std::vector<ChunkPages>& needed);
+  // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
+  // Removes them from the model.
+  std::vector<uint64_t> make_room(const std::vector<ChunkPages>& needed);
   // Marks the pages resident (call after make_room with the same pages); new chunks become the
   // youngest in the order given.
   void admit(const std::vector<ChunkPages>& pages);
@@ -45,11 +45,6 @@ public:
   uint64_t resident_chunks() const { return masks_.size(); }
   uint64_t peak_chunks() const { return peak_; }
   bool resident(uint64_t big_page) const;
-  // The resident pages of a chunk.
-  uint32_t pages_of(uint64_t chunk) const {
-    auto it = masks_.find(chunk);
-    return it == masks_.end() ? 0 : it->second;
-  }
   // The pages of c that are not resident.
   uint32_t absent(const ChunkPages& c) const {
     auto it = masks_.find(c.chunk);

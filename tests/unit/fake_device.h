@@ -1,5 +1,7 @@
-// A LiveDevice without a GPU for the tests: allocations at made-up addresses, residency
-// tracked per 2 MB chunk of live address, a fault reported for each chunk a kernel finds absent.
+// A LiveDevice without a GPU for the tests: allocations at made-up addresses, residency tracked
+// per 64 KB page of live address, a fault reported for each chunk a kernel finds absent. A
+// kernel's touch brings the rest of its 2 MB block in (within the allocation), as the driver's
+// density prefetch does for dense blocks, so the replay's books know only part of what is there.
 #pragma once
 
 #include "sim/core/types.h"
@@ -45,19 +47,21 @@ public:
     for (uint64_t i = first; i < first + count; ++i) {
       const uint64_t address =
           slots_.at(touches_[i].slot_type >> 2) + uint64_t{touches_[i].page} * kBigPageSize;
-      if (chunks_.insert(address / kBlockSize).second) faults_.push_back(address);
-      discarded_.erase(address / kBigPageSize);
+      if (!resident_.count(address / kBlockSize)) faults_.push_back(address);
+      bring_block(address);
       pages.push_back(address);
     }
-    peak_chunks = std::max<uint64_t>(peak_chunks, chunks_.size());
+    peak_chunks = std::max<uint64_t>(peak_chunks, resident_.size());
     kernel_pages.push_back(pages);
     return true;
   }
   void prefetch_to_gpu(void* p, uint64_t bytes) override {
     const auto a = reinterpret_cast<uint64_t>(p);
     prefetched.emplace_back(a, bytes);
-    for (uint64_t c = a / kBlockSize; c * kBlockSize < a + bytes; ++c) chunks_.insert(c);
-    for_pages(a, bytes, [&](uint64_t page) { discarded_.erase(page); });
+    for_pages(a, bytes, [&](uint64_t page) {
+      discarded_.erase(page);
+      resident_[page / kPagesPerBlock] |= 1u << (page % kPagesPerBlock);
+    });
   }
   void evict_to_host(void* p, uint64_t bytes) override {
     for_pages(reinterpret_cast<uint64_t>(p), bytes,
@@ -101,16 +105,36 @@ private:
     for (uint64_t p = address / kBigPageSize; p * kBigPageSize < address + bytes; ++p) f(p);
   }
 
-  // Every chunk the range overlaps: the replay evicts whole chunks (clipped to allocations).
+  static constexpr uint64_t kPagesPerBlock = kBlockSize / kBigPageSize;
+
   void drop(uint64_t address, uint64_t bytes) {
-    for (uint64_t c = address / kBlockSize; c * kBlockSize < address + bytes; ++c) chunks_.erase(c);
+    for_pages(address, bytes, [&](uint64_t page) {
+      auto it = resident_.find(page / kPagesPerBlock);
+      if (it == resident_.end()) return;
+      it->second &= ~(1u << (page % kPagesPerBlock));
+      if (!it->second) resident_.erase(it);
+    });
+  }
+
+  // The touched page and the rest of its block that lies in the same allocation.
+  void bring_block(uint64_t address) {
+    auto alloc = std::prev(sizes_.upper_bound(address));
+    const uint64_t block = address / kBlockSize * kBlockSize;
+    const uint64_t lo = std::max(block, alloc->first);
+    const uint64_t hi = std::min(block + kBlockSize, alloc->first + alloc->second);
+    for_pages(lo, hi - lo, [&](uint64_t page) {
+      const bool touched = page == address / kBigPageSize;
+      if (!touched && discarded_.count(page)) return; // discarded until touched or prefetched
+      discarded_.erase(page);
+      resident_[page / kPagesPerBlock] |= 1u << (page % kPagesPerBlock);
+    });
   }
 
   uint64_t next_ = 1ull << 30;
   std::map<uint64_t, uint64_t> sizes_;
   std::map<uint32_t, uint64_t> slots_;
   std::vector<live::Touch> touches_;
-  std::set<uint64_t> chunks_;
+  std::map<uint64_t, uint32_t> resident_; // chunk -> its 64 KB pages on the GPU
   std::set<uint64_t> discarded_; // 64 KB pages discarded and not touched or prefetched since
   std::vector<uint64_t> faults_; // first touch of each chunk not on the GPU
 };

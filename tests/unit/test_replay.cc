@@ -186,8 +186,7 @@ TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
   r.admit(Residency::group({32}));                       // chunk 1
   auto victims = r.make_room(Residency::group({64, 0})); // chunk 2 and chunk 0: chunk 1 must go
   REQUIRE(victims.size() == 1);
-  CHECK(victims[0].chunk == 1);
-  CHECK(victims[0].pages == 1u); // with its resident pages
+  CHECK(victims[0] == 1);
   r.admit(Residency::group({64, 0}));
   CHECK(r.resident_chunks() == 2);
   r.remove(0, 32);
@@ -197,7 +196,7 @@ TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
   r.reserve(1); // device memory takes one chunk of the budget
   victims = r.make_room(Residency::group({96}));
   REQUIRE(victims.size() == 1);
-  CHECK(victims[0].chunk == 2);
+  CHECK(victims[0] == 2);
   CHECK_THROWS_WITH(r.make_room(Residency::group({0, 32})),
                     Catch::Contains("more than the budget leaves"));
 }
@@ -293,10 +292,41 @@ TEST_CASE("replay: from its books, a policy gets each kernel's pages that were o
   }
 }
 
-TEST_CASE("replay: an eviction sends only the pages on the GPU, so it never undoes a discard",
+TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought beside the "
+          "touched ones too",
           "[live]") {
+  // Each kernel touches one page of another chunk; the device brings the rest of the chunk, as
+  // the driver's density prefetch does. Evicting only the touched page would leave 31 pages of
+  // every victim on the GPU, past the budget.
+  fltest::TempDir dir;
+  const std::string path = dir.file("sparse.fltrace");
+  constexpr faultline::Addr kBase = 1ull << 32;
+  {
+    namespace trace = faultline::trace;
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 8 * kBlockSize, 0, 0});
+    trace::KernelRecord k;
+    k.duration = 1000;
+    for (uint64_t chunk = 0; chunk < 8; ++chunk) {
+      k.start = 10'000 * (chunk + 1);
+      k.accesses = {{(kBase + chunk * kBlockSize) / kBigPageSize, 0, faultline::AccessType::kRead}};
+      w.write(k);
+    }
+    w.close();
+  }
+  FakeDevice device;
+  live::ReplayJob job;
+  job.trace_path = path;
+  job.budget_bytes = 2 * kBlockSize;
+  job.margin = 0;
+  const auto result = live::run_replay(job, device);
+  CHECK(result["results"]["evictions"].get<uint64_t>() == 6);
+  CHECK(device.peak_chunks <= 2);
+}
+
+TEST_CASE("replay: an eviction never undoes a discard", "[live]") {
   // A real trace with allocator blocks: DeepUM discards a freed block's pages, then evicts the
-  // 2 MB blocks around them.
+  // 2 MB blocks around them; the eviction must leave the discarded pages out.
   for (const char* trace : {"resnet50", "pagerank"}) {
     FakeDevice device;
     live::ReplayJob job;
