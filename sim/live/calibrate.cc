@@ -142,8 +142,8 @@ private:
 
   // The replay's own rhythm, one kernel at a time on resident memory: a kernel right after a
   // drain of CUPTI's records (what `replay --faults cupti` costs each kernel; measured, not
-  // fitted), and a kernel after 2 MB prefetch calls of resident blocks (the call's cost between
-  // kernels, which differs from calls in a row).
+  // fitted), and a kernel after 8, 32 and 128 2 MB prefetch calls of resident blocks (the call's
+  // cost between kernels, which differs from calls in a row; pump makes tens a kernel).
   json replay_pattern() {
     constexpr uint64_t kBlocks = 64, kCalls = 8, kRounds = 51;
     void* p = alloc(kBlocks * kBlockSize);
@@ -165,6 +165,9 @@ private:
                 {"after_drain_ns", round(true, 0)},
                 {"prefetches", kCalls},
                 {"with_prefetches_ns", round(false, kCalls)}};
+    out["calls_per_kernel"] = json::array({{kCalls, out["with_prefetches_ns"]}});
+    for (uint64_t calls : {4 * kCalls, 16 * kCalls})
+      out["calls_per_kernel"].push_back({calls, round(false, calls)});
     d_.free_managed(p);
     return out;
   }

@@ -44,9 +44,10 @@ public:
                   ": expected a whole number from 1 to " + std::to_string(max));
     return v.get<uint64_t>();
   }
-  // [[bytes, ns], ...], ascending bytes.
+  // [[x, ns], ...], ascending x (bytes, or the `unit` given).
   std::vector<std::pair<Bytes, Time>> series(const json& parent, const std::string& key,
-                                             const std::string& path) const {
+                                             const std::string& path,
+                                             const std::string& unit = "bytes") const {
     const json& v = at(parent, key, path);
     std::vector<std::pair<Bytes, Time>> out;
     for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
@@ -55,12 +56,12 @@ public:
           p[0].get<int64_t>() <= 0 || p[1].get<double>() <= 0 ||
           (!out.empty() && p[0].get<Bytes>() <= out.back().first))
         throw Error("calibration measurements: " + path + "." + key + "[" + std::to_string(i) +
-                    "]: expected [bytes, ns] with bytes ascending");
+                    "]: expected [" + unit + ", ns] with " + unit + " ascending");
       out.emplace_back(p[0].get<Bytes>(), p[1].get<Time>());
     }
     if (out.empty())
       throw Error("calibration measurements: " + path + "." + key +
-                  ": expected a non-empty array of [bytes, ns]");
+                  ": expected a non-empty array of [" + unit + ", ns]");
     return out;
   }
 
@@ -287,6 +288,20 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
 
 } // namespace
 
+// Least-squares slope of ns against x.
+double slope(const std::vector<std::pair<Bytes, Time>>& points) {
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) mx += static_cast<double>(x), my += static_cast<double>(y);
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) {
+    sxy += (static_cast<double>(x) - mx) * (static_cast<double>(y) - my);
+    sxx += (static_cast<double>(x) - mx) * (static_cast<double>(x) - mx);
+  }
+  return sxx > 0 ? sxy / sxx : 0;
+}
+
 // What the live replay pays per kernel and per prefetch call between kernels. Measurements made
 // before these benchmarks existed keep the call cost of calls in a row. (The replay's
 // after_drain_ns is measured, not fitted: the default replay does not drain.)
@@ -298,6 +313,11 @@ void replay_costs(const Measurements& m, config::RunConfig& config) {
   const auto calls = static_cast<Time>(m.count(r, "prefetches", "$.replay", 1 << 20));
   config.gpu.prefetch_call_ns =
       std::max<Time>(0, (m.ns(r, "with_prefetches_ns", "$.replay") - kernel) / calls);
+  if (r.contains("calls_per_kernel")) {
+    std::vector<std::pair<Bytes, Time>> points = {{0, kernel}};
+    for (const auto& p : m.series(r, "calls_per_kernel", "$.replay", "calls")) points.push_back(p);
+    config.gpu.prefetch_call_ns = std::max<Time>(0, std::llround(slope(points)));
+  }
 }
 
 // The costs read straight off their benchmarks, after the fit: they take the fitted copy
@@ -398,8 +418,11 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
        "ones (less that call and the link's 2 MB copy)",
        std::string("launch_ns: launch and wait of an empty kernel; ") +
            (m.has("replay")
-                ? "prefetch_call_ns: 2 MB calls on resident blocks before an empty kernel, "
-                  "less the kernel"
+                ? (m.at("replay").contains("calls_per_kernel")
+                       ? "prefetch_call_ns: the slope of an empty kernel's time against 0, 8, 32 "
+                         "and 128 2 MB calls on resident blocks before it"
+                       : "prefetch_call_ns: 2 MB calls on resident blocks before an empty kernel, "
+                         "less the kernel")
                 : "prefetch_call_ns: 2 MB calls on resident blocks in a row (these measurements "
                   "predate the replay-rhythm benchmarks)"),
        "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});

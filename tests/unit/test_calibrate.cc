@@ -64,6 +64,7 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
   CHECK(device.kernel_pages.size() > 8);
+  CHECK(m["replay"]["calls_per_kernel"].size() == 3); // 8, 32 and 128 calls before a kernel
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.
   bool dense = false;
   for (const auto& pages : device.kernel_pages) dense |= pages.size() == 4 * 32;
@@ -123,6 +124,16 @@ TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the cal
   const live::FittedProfile p = live::fit(m, job());
   CHECK(p.gpu["launch_ns"] == 10000);
   CHECK(p.gpu["prefetch_call_ns"] == 5000);
+  // With kernels after 8, 32 and 128 calls, the call costs the slope over all of them: here
+  // 5 us a call up to 32, 7 us beyond.
+  m["replay"]["calls_per_kernel"] = {{8, 49000}, {32, 169000}, {128, 841000}};
+  const auto slope = live::fit(m, job()).gpu["prefetch_call_ns"].get<int64_t>();
+  CHECK(slope > 6000);
+  CHECK(slope < 7000);
+  m["replay"]["calls_per_kernel"] = {{32, 169000}, {8, 49000}};
+  CHECK_THROWS_WITH(live::fit(m, job()),
+                    Catch::Contains("$.replay.calls_per_kernel[1]: expected [calls, ns]"));
+  m["replay"].erase("calls_per_kernel");
   m["replay"]["prefetches"] = 0;
   CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$.replay.prefetches"));
 }
