@@ -286,8 +286,6 @@ json fit_report(FaultFit& fit, const std::vector<double>& x) {
           {"max_abs_error", std::round(errors.back() * 1000) / 1000}};
 }
 
-} // namespace
-
 // Least-squares slope of ns against x.
 double slope(const std::vector<std::pair<Bytes, Time>>& points) {
   double mx = 0, my = 0;
@@ -301,6 +299,8 @@ double slope(const std::vector<std::pair<Bytes, Time>>& points) {
   }
   return sxx > 0 ? sxy / sxx : 0;
 }
+
+} // namespace
 
 // What the live replay pays per kernel and per prefetch call between kernels. Measurements made
 // before these benchmarks existed keep the call cost of calls in a row. (The replay's
