@@ -206,6 +206,7 @@ void Job::launch(trace::KernelRecord& k, Time now) {
   execute(actions_, now);
   if (budget_mode()) {
     migrations_done_ = make_room_for(k, std::max(now, migrations_done_));
+    if (policy_->observes_faults()) note_absent(k);
     // The replay launches each kernel once the host is done and waits for it.
     now = migrations_done_ + gpu_profile_.launch_ns;
   }
@@ -249,9 +250,32 @@ void Job::kernel_done(Time recorded_end, Time now) {
   engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
-// Budget mode: the live replay hands the policy a kernel's faults once the kernel has ended,
-// in the order raised, as batches of at most the driver's 256 records, each sorted and without
-// repeats.
+// Budget mode: the policy learns what the live replay tells it, the pages the kernel finds off
+// the GPU at its launch, grouped by 2 MB block in order of first touch, pages in address order
+// (sim/live/replay.cc, note_absent). Pages the driver brought in beside earlier faults count as
+// on the GPU here, where the replay's books miss them.
+void Job::note_absent(const trace::KernelRecord& k) {
+  kernel_faults_.clear();
+  const ProcessorId gpu = gpu_processor(setup_.gpu);
+  const uint64_t first = offset_ / kBigPageSize;
+  std::vector<std::pair<uint64_t, uint32_t>> blocks; // block, its absent pages
+  std::unordered_map<uint64_t, size_t> at;
+  for (const trace::Access& a : k.accesses) {
+    const uint64_t page = first + a.big_page, index = page / kBigPagesPerBlock;
+    const VaBlock* block = memory_.find(index);
+    if (!block || block->resident[gpu].any_in_big_page(page % kBigPagesPerBlock)) continue;
+    auto [it, fresh] = at.try_emplace(index, blocks.size());
+    if (fresh) blocks.push_back({index, 0});
+    blocks[it->second].second |= 1u << (page % kBigPagesPerBlock);
+  }
+  for (const auto& [index, pages] : blocks)
+    for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+      if (pages >> p & 1)
+        kernel_faults_.push_back((index * kBigPagesPerBlock + p) * kBigPageSize - offset_);
+}
+
+// Budget mode: at the kernel's end, as batches of at most the driver's 256 records, each sorted
+// and without repeats, as the replay hands them over.
 void Job::report_faults(Time now) {
   constexpr size_t kBatch = 256;
   for (size_t first = 0; first < kernel_faults_.size(); first += kBatch) {
@@ -273,10 +297,7 @@ void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
   event.faults.reserve(big_pages.size());
   for (uint64_t p : big_pages) event.faults.push_back(p * kBigPageSize - offset_);
   actions_.clear();
-  if (budget_mode())
-    kernel_faults_.insert(kernel_faults_.end(), event.faults.begin(), event.faults.end());
-  else
-    policy_->on_fault_batch(event, actions_);
+  if (!budget_mode()) policy_->on_fault_batch(event, actions_); // budget mode: note_absent
   if (stats_.evictions > evictions_seen_) {
     policy_->on_memory_pressure({now, setup_.gpu, stats_.evictions - evictions_seen_,
                                  memory_.chunks_free(setup_.gpu) * kBlockSize},

@@ -88,6 +88,7 @@ private:
     return config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
   }
   void kernel_done(Time recorded_end, Time now);
+  void note_absent(const trace::KernelRecord& k);
   void report_faults(Time now);
   void execute(const policies::Actions& actions, Time now);
   void evict(const policies::Action& action, Time now);
@@ -123,7 +124,7 @@ private:
   bool finished_ = false;
   Time delay_ = 0;                  // simulated minus recorded time, carried from kernel to kernel
   Time migrations_done_ = 0;        // budget mode: when the migrations issued so far end
-  std::vector<Addr> kernel_faults_; // budget mode: the running kernel's faults, for its end
+  std::vector<Addr> kernel_faults_; // budget mode: the running kernel's absent pages, for its end
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::unordered_map<uint64_t, trace::AllocRecord> live_;

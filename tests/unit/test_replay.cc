@@ -3,12 +3,15 @@
 // the live addresses, policy actions reach the device at live addresses, and bad input is
 // refused before anything is allocated.
 #include "fake_device.h"
+#include "policies/registry.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
 #include "sim/live/residency.h"
+#include "sim/run/simulator.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"
+#include "sim_fixture.h"
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
@@ -33,6 +36,24 @@ std::string dnn_trace(const fltest::TempDir& dir, uint64_t seed) {
   faultline::synth::write_trace(p, path, "test");
   return path;
 }
+
+// Logs the faults it is handed, kernel by kernel, and does nothing.
+std::vector<std::vector<faultline::Addr>>* fault_log = nullptr;
+
+class FaultLog : public faultline::policies::IPolicy {
+public:
+  FaultLog(const nlohmann::json&, const std::string&) {}
+  bool observes_faults() const override { return true; }
+  void on_kernel_launch(const faultline::policies::LaunchEvent&,
+                        faultline::policies::Actions&) override {
+    fault_log->emplace_back();
+  }
+  void on_fault_batch(const faultline::policies::FaultBatchEvent& e,
+                      faultline::policies::Actions&) override {
+    fault_log->back().insert(fault_log->back().end(), e.faults.begin(), e.faults.end());
+  }
+};
+FAULTLINE_REGISTER_POLICY(FaultLog, "test-fault-log");
 
 } // namespace
 
@@ -289,6 +310,54 @@ TEST_CASE("replay: from its books, a policy gets each kernel's pages that were o
       CHECK(rows[k]["faults_reported"] == expected[k]);
     }
     CHECK(device.quiesced == 1); // no drains
+  }
+}
+
+TEST_CASE("budget mode: the simulator hands a policy the faults the replay hands it",
+          "[live][sim]") {
+  // The same experiment on both sides: with the driver's density prefetch off, the pages each
+  // kernel finds off the GPU are the same in the simulator's memory and the replay's books, and
+  // both hand them over grouped by 2 MB block. A real trace: its kernels touch blocks
+  // interleaved, so the order the faults are raised in is not that.
+  simtest::Scratch scratch;
+  for (const char* name : {"resnet50", "pagerank"}) {
+    const std::string trace =
+        std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/" + name + ".fltrace";
+    std::vector<std::vector<faultline::Addr>> live_log, sim_log;
+    FakeDevice device;
+    live::ReplayJob job;
+    job.trace_path = trace;
+    job.policy = "test-fault-log";
+    job.budget_fraction = 0.75;
+    job.margin = 0;
+    fault_log = &live_log;
+    const auto result = live::run_replay(job, device);
+    const uint64_t chunks =
+        result["config"]["budget"]["resolved_bytes"].get<uint64_t>() / kBlockSize;
+
+    nlohmann::json cfg = simtest::Scratch::run_config({{"prefetch", false}}, "test-fault-log");
+    cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+    cfg["per_kernel"] = false;
+    fault_log = &sim_log;
+    faultline::Simulator sim(simtest::parse(cfg), trace, chunks);
+    sim.run();
+    fault_log = nullptr;
+
+    INFO(name);
+    REQUIRE(sim_log.size() == live_log.size());
+    size_t faulting = 0, reordered = 0;
+    for (size_t k = 0; k < sim_log.size(); ++k) {
+      INFO("kernel " << k);
+      CHECK(std::multiset<faultline::Addr>(sim_log[k].begin(), sim_log[k].end()) ==
+            std::multiset<faultline::Addr>(live_log[k].begin(), live_log[k].end()));
+      faulting += !sim_log[k].empty();
+      reordered += sim_log[k] != live_log[k];
+    }
+    CHECK(faulting > 0);
+    // The order differs only where the trace's allocations share a 2 MB block, which the
+    // replay's own allocations (each on a 2 MB boundary) do not: 8 of 483 faulting kernels of
+    // ResNet-50 here, against 183 when the simulator handed over the faults as raised.
+    CHECK(reordered * 50 <= faulting);
   }
 }
 
