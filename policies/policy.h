@@ -13,6 +13,7 @@
 
 #include "sim/core/types.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -112,6 +113,24 @@ struct FaultBatchEvent {
   unsigned gpu = 0;
   std::vector<Addr> faults; // distinct faulted 64 KB big pages (addresses), ascending
 };
+
+// A kernel's faults (64 KB page addresses) handed over at its end as the driver does: batches of
+// at most 256 in the order given, each sorted and without repeats. The live replay and the
+// simulator's budget mode both hand them over so.
+inline std::vector<FaultBatchEvent> driver_batches(Time now, unsigned gpu,
+                                                   const std::vector<Addr>& faults) {
+  constexpr size_t kBatch = 256;
+  std::vector<FaultBatchEvent> out;
+  for (size_t first = 0; first < faults.size(); first += kBatch) {
+    const auto begin = faults.begin() + static_cast<std::ptrdiff_t>(first);
+    FaultBatchEvent& e = out.emplace_back(FaultBatchEvent{now, gpu, {}});
+    e.faults.assign(begin,
+                    begin + static_cast<std::ptrdiff_t>(std::min(kBatch, faults.size() - first)));
+    std::sort(e.faults.begin(), e.faults.end());
+    e.faults.erase(std::unique(e.faults.begin(), e.faults.end()), e.faults.end());
+  }
+  return out;
+}
 
 // After a fault batch during which the driver had to evict to make room.
 struct MemoryPressureEvent {

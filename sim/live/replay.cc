@@ -403,20 +403,13 @@ private:
     measured_.unmapped_faults += outside;
     measured_.reported_faults += faults.size();
     if (job_.per_kernel) measured_.rows.back()["faults_reported"] = faults.size();
-    deliver_faults(faults);
+    deliver_faults(std::move(faults));
   }
 
-  // As the driver hands them over: batches of at most 256, each sorted, without repeats, at
-  // 64 KB pages.
-  void deliver_faults(const std::vector<Addr>& faults) {
-    constexpr size_t kBatch = 256;
-    for (size_t first = 0; first < faults.size(); first += kBatch) {
-      policies::FaultBatchEvent event{last_end_, 0, {}};
-      const size_t n = std::min(kBatch, faults.size() - first);
-      for (size_t i = first; i < first + n; ++i)
-        event.faults.push_back(faults[i] / kBigPageSize * kBigPageSize);
-      std::sort(event.faults.begin(), event.faults.end());
-      event.faults.erase(std::unique(event.faults.begin(), event.faults.end()), event.faults.end());
+  // As the driver hands them over (policies::driver_batches), at 64 KB pages.
+  void deliver_faults(std::vector<Addr> faults) {
+    for (Addr& a : faults) a = a / kBigPageSize * kBigPageSize;
+    for (const policies::FaultBatchEvent& event : policies::driver_batches(last_end_, 0, faults)) {
       actions_.clear();
       time_policy([&] { policy_->on_fault_batch(event, actions_); }); // paused already
       execute();

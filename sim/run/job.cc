@@ -274,17 +274,10 @@ void Job::note_absent(const trace::KernelRecord& k) {
         kernel_faults_.push_back((index * kBigPagesPerBlock + p) * kBigPageSize - offset_);
 }
 
-// Budget mode: at the kernel's end, as batches of at most the driver's 256 records, each sorted
-// and without repeats, as the replay hands them over.
+// Budget mode: at the kernel's end, as the replay hands them over.
 void Job::report_faults(Time now) {
-  constexpr size_t kBatch = 256;
-  for (size_t first = 0; first < kernel_faults_.size(); first += kBatch) {
-    policies::FaultBatchEvent event{now, setup_.gpu, {}};
-    const auto begin = kernel_faults_.begin() + static_cast<std::ptrdiff_t>(first);
-    event.faults.assign(begin, begin + static_cast<std::ptrdiff_t>(
-                                           std::min(kBatch, kernel_faults_.size() - first)));
-    std::sort(event.faults.begin(), event.faults.end());
-    event.faults.erase(std::unique(event.faults.begin(), event.faults.end()), event.faults.end());
+  for (const policies::FaultBatchEvent& event :
+       policies::driver_batches(now, setup_.gpu, kernel_faults_)) {
     actions_.clear();
     policy_->on_fault_batch(event, actions_);
     execute(actions_, now);
@@ -293,11 +286,13 @@ void Job::report_faults(Time now) {
 }
 
 void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
-  policies::FaultBatchEvent event{now, setup_.gpu, {}};
-  event.faults.reserve(big_pages.size());
-  for (uint64_t p : big_pages) event.faults.push_back(p * kBigPageSize - offset_);
   actions_.clear();
-  if (!budget_mode()) policy_->on_fault_batch(event, actions_); // budget mode: note_absent
+  if (!budget_mode()) { // budget mode: note_absent
+    policies::FaultBatchEvent event{now, setup_.gpu, {}};
+    event.faults.reserve(big_pages.size());
+    for (uint64_t p : big_pages) event.faults.push_back(p * kBigPageSize - offset_);
+    policy_->on_fault_batch(event, actions_);
+  }
   if (stats_.evictions > evictions_seen_) {
     policy_->on_memory_pressure({now, setup_.gpu, stats_.evictions - evictions_seen_,
                                  memory_.chunks_free(setup_.gpu) * kBlockSize},
