@@ -23,6 +23,15 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r experiments/requirements.txt
+# Where the CUDA toolkit is, the tracer's sanitize mode builds against the Sanitizer API headers
+# of the toolkit's version (the pip package carries headers and library).
+nvcc_bin=$(command -v nvcc || true)
+[ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc_bin" ]; then
+  cuda_version=$("$nvcc_bin" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+  .venv/bin/python -m pip install -q --disable-pip-version-check \
+    "nvidia-cuda-sanitizer-api==${cuda_version}.*"
+fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"

@@ -4,8 +4,10 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, pagerank or mlp (a tiny smoke test). The warm-up steps
 run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
-stop(), which `faultline capture --range profiler` uses to delimit what it records. The script
-prints one JSON line with the workload's settings and the wall time of the measured steps.
+stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
+step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
+boundaries (as does the capture's PyTorch hook after every optimizer step). The script prints one
+JSON line with the workload's settings and the wall time of the measured steps.
 """
 import argparse
 import json
@@ -109,7 +111,7 @@ def main():
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--batch", type=int)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args()
     build, default_batch = WORKLOADS[args.name]
     batch = args.batch or default_batch
@@ -119,9 +121,9 @@ def main():
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
-    torch.cuda.profiler.start()
     began = time.perf_counter()
     for _ in range(args.steps):
+        torch.cuda.profiler.start()
         value = step()
     value.item()
     torch.cuda.synchronize()

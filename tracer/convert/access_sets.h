@@ -23,7 +23,13 @@ struct PageAccess {
 struct AccessSets {
   std::vector<std::vector<PageAccess>> per_op;
   uint64_t pages = 0;         // total accesses
-  uint64_t ordered_pages = 0; // of which ordered by an HtoD record
+  uint64_t ordered_pages = 0; // of which ordered by an HtoD record (or by first touch)
+  // Sanitize mode: operations whose tensor-map copies no patch sees (Hopper wgmma kernels); the
+  // allocations their arguments name are added to their sets.
+  std::vector<bool> argument_sets;
+  uint64_t device_pages = 0;     // pages of device (not managed) allocations, left out
+  uint64_t unowned_pages = 0;    // pages in no live allocation, left out
+  uint64_t outside_accesses = 0; // accesses outside the page window, not recorded
 };
 
 // Throws TraceError when an operation has no eviction after it (the pass was not an access

@@ -4,6 +4,8 @@
 #include "sim/trace/writer.h"
 #include "tracer/convert/access_sets.h"
 #include "tracer/convert/passes.h"
+#include "tracer/convert/sanitized.h"
+#include "tracer/convert/steps.h"
 #include "tracer/convert/torch_history.h"
 
 #include <algorithm>
@@ -17,34 +19,64 @@ namespace {
 using raw::RawType;
 constexpr uint64_t kBigPage = 64 * 1024;
 
+struct HostTouch {
+  uint64_t address = 0; // timing-pass address, 64 KB aligned
+  AccessType type = AccessType::kRead;
+};
+
 struct Translated {
   std::vector<std::vector<trace::Access>> per_op; // timing-pass big pages, offsets unset
+  std::vector<bool> argument_sets;                // per op: add its arguments' allocations
+  std::vector<std::vector<HostTouch>> touches_before; // per op: the host's touches before it
+  std::vector<HostTouch> touches_after;               // after the last operation
+  bool host_touches = false; // the access pass recorded host touches (sanitize mode)
   uint64_t untranslated = 0;
 };
 
-// Access-pass pages -> (allocation ordinal, offset) -> timing-pass pages.
+// Access-pass address -> (allocation ordinal, offset) -> timing-pass address, or 0.
+uint64_t to_timing(const AllocationWalk& walk, uint64_t address,
+                   const std::vector<uint64_t>& timing_addresses) {
+  auto* hit = walk.find(address);
+  if (!hit || hit->second.ordinal >= timing_addresses.size()) return 0;
+  return timing_addresses[hit->second.ordinal] + (address - hit->first);
+}
+
+// Access-pass pages and host touches -> timing-pass addresses.
 Translated translate(const RawStream& access_raw, const Pass& access, const AccessSets& sets,
                      const std::vector<uint64_t>& timing_addresses) {
   Translated out;
+  out.argument_sets = sets.argument_sets;
+  out.argument_sets.resize(access.ops.size(), false);
+  out.host_touches = access_raw.meta.value("host_touches", false);
   AllocationWalk walk;
+  std::vector<HostTouch> touches;
+  bool in_range = !access.has_range;
   size_t next = 0;
-  for (size_t i = 0; i < access_raw.api.size() && next < access.ops.size(); ++i) {
-    walk.apply(access_raw.api[i]);
-    if (access.ops[next].api_index != i) continue;
+  for (size_t i = 0; i < access_raw.api.size(); ++i) {
+    const ApiEvent& e = access_raw.api[i];
+    walk.apply(e);
+    if (e.type == RawType::kRange && access.has_range) in_range = e.range.on != 0;
+    if (e.type == RawType::kHostTouch && in_range) {
+      if (uint64_t a = to_timing(walk, e.touch.address, timing_addresses))
+        touches.push_back({a & ~(kBigPage - 1),
+                           e.touch.type == raw::kPageWrite ? AccessType::kWrite : AccessType::kRead});
+      else
+        ++out.untranslated;
+    }
+    if (next >= access.ops.size() || access.ops[next].api_index != i) continue;
+    out.touches_before.push_back(std::move(touches));
+    touches.clear();
     std::vector<trace::Access> accesses;
     for (const PageAccess& p : sets.per_op[next]) {
-      auto* hit = walk.find(p.big_page * kBigPage);
-      if (!hit || hit->second.ordinal >= timing_addresses.size()) {
+      if (uint64_t address = to_timing(walk, p.big_page * kBigPage, timing_addresses))
+        accesses.push_back({address / kBigPage, 0, p.type});
+      else
         ++out.untranslated;
-        continue;
-      }
-      uint64_t address =
-          timing_addresses[hit->second.ordinal] + (p.big_page * kBigPage - hit->first);
-      accesses.push_back({address / kBigPage, 0, p.type});
     }
     out.per_op.push_back(std::move(accesses));
     ++next;
   }
+  out.touches_after = std::move(touches);
   return out;
 }
 
@@ -53,7 +85,8 @@ class Emitter {
 public:
   Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass, Translated& accesses,
           const std::optional<TorchHistory>& history)
-      : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history) {
+      : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history),
+        step_starts_(step_starts(raw, pass)) {
     // An event is due once it or any later event can have happened: PyTorch's microsecond
     // stamps blur the order inside a microsecond (a block freed and its address reallocated
     // just before a launch must both precede it), and the history's own order is exact.
@@ -63,8 +96,11 @@ public:
       for (size_t i = events.size(); i-- > 0;)
         due_[i] = std::min(events[i].time, i + 1 < events.size() ? due_[i + 1] : UINT64_MAX);
     }
+    // Host touches recorded by the access pass are complete; CUPTI's CPU faults, a sample, are
+    // the fallback.
     for (const raw::RawUm& u : raw.um)
-      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault)) cpu_faults_.push_back(&u);
+      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kCpuFault) && !accesses.host_touches)
+        cpu_faults_.push_back(&u);
     std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
                      [](auto* a, auto* b) { return a->start < b->start; });
   }
@@ -80,8 +116,10 @@ public:
       else
         skip_host_faults(e.cpu_time);
       if (e.type == RawType::kRange && pass_.has_range) in_range = e.range.on != 0;
+      if (step_starts_[i]) pending_step_ = true;
       emit(e, in_range, next_op, i);
     }
+    emit_touches(accesses_.touches_after, last_);
     place_history(UINT64_MAX, {});
   }
 
@@ -89,8 +127,14 @@ public:
     return {{"allocations", allocations_},
             {"blocks", blocks_placed_},
             {"unplaced_block_events", unplaced_},
-            {"host_faults", host_faults_}};
+            {"host_faults", host_faults_},
+            {"host_touched_pages", host_touched_pages_},
+            {"argument_set_kernels", argument_set_kernels_},
+            {"argument_set_pages", argument_set_pages_},
+            {"steps", steps_.size()}};
   }
+
+  const std::vector<StepMark>& steps() const { return steps_; }
 
 private:
   struct Segment {
@@ -100,6 +144,29 @@ private:
   struct Block {
     uint64_t id, size;
   };
+
+  // Every record goes through here, so a step's first record is the first written after its mark.
+  static Time time_of(const trace::KernelRecord& k) { return k.start; }
+  template <typename R> static Time time_of(const R& r) { return r.time; }
+
+  template <typename R> void put(const R& r) {
+    if (pending_step_) steps_.push_back({w_.records(), static_cast<int64_t>(time_of(r))});
+    pending_step_ = false;
+    w_.write(r);
+  }
+
+  // Runs of adjacent pages of one type become one host access record each.
+  void emit_touches(const std::vector<HostTouch>& touches, Time time) {
+    for (size_t i = 0; i < touches.size();) {
+      size_t j = i + 1;
+      while (j < touches.size() && touches[j].type == touches[i].type &&
+             touches[j].address == touches[j - 1].address + kBigPage)
+        ++j;
+      put(trace::HostAccessRecord{time, touches[i].address, (j - i) * kBigPage, touches[i].type});
+      host_touched_pages_ += j - i;
+      i = j;
+    }
+  }
 
   Time at(uint64_t cpu_time) {
     Time t = cpu_time > pass_.range_start ? static_cast<Time>(cpu_time - pass_.range_start) : 0;
@@ -115,7 +182,7 @@ private:
       return free_segment(e);
     case RawType::kSync:
       if (in_range)
-        w_.write(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
+        put(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
                                    stream_of(e.sync.handle)});
       return;
     case RawType::kLaunch:
@@ -123,6 +190,9 @@ private:
       if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index) {
         streams_[e.type == RawType::kLaunch ? e.launch.stream : e.copy.stream] =
             pass_.ops[next_op].stream;
+        if (in_range && next_op < accesses_.touches_before.size())
+          emit_touches(accesses_.touches_before[next_op], at(e.cpu_time));
+        if (accesses_.argument_sets[next_op]) add_argument_pages(pass_.ops[next_op], next_op);
         emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]);
         ++next_op;
       }
@@ -148,7 +218,7 @@ private:
     r.time = at(e.cpu_time);
     segments_[r.address] = {r.id, r.size, r.kind};
     ++allocations_;
-    w_.write(r);
+    put(r);
   }
 
   void free_segment(const ApiEvent& e) {
@@ -158,10 +228,10 @@ private:
     // Blocks inside the segment end with it (PyTorch frees a segment only when it is empty).
     auto b = blocks_.lower_bound(it->first);
     while (b != blocks_.end() && b->first < it->first + it->second.size) {
-      w_.write(trace::FreeRecord{b->second.id, at(e.cpu_time)});
+      put(trace::FreeRecord{b->second.id, at(e.cpu_time)});
       b = blocks_.erase(b);
     }
-    w_.write(trace::FreeRecord{it->second.id, at(e.cpu_time)});
+    put(trace::FreeRecord{it->second.id, at(e.cpu_time)});
     segments_.erase(it);
   }
 
@@ -170,6 +240,34 @@ private:
     if (it == segments_.begin()) return nullptr;
     --it;
     return address < it->first + it->second.size ? &*it : nullptr;
+  }
+
+  // A kernel whose operands arrive by tensor-map copies (no patch sees them): the allocations
+  // its arguments name join its set, after the pages it was seen touching, as reads.
+  void add_argument_pages(const Operation& op, size_t index) {
+    auto& accesses = accesses_.per_op[index];
+    std::unordered_map<uint64_t, bool> have;
+    for (const trace::Access& a : accesses) have[a.big_page] = true;
+    ++argument_set_kernels_;
+    for (uint64_t word : op.pointers) {
+      auto [base, size] = innermost_range(word);
+      if (!size) continue;
+      for (uint64_t p = base / kBigPage; p <= (base + size - 1) / kBigPage; ++p)
+        if (have.emplace(p, true).second) {
+          accesses.push_back({p, 0, AccessType::kRead});
+          ++argument_set_pages_;
+        }
+    }
+  }
+
+  // The innermost live managed allocation holding `address`, as (base, size); size 0 if none.
+  std::pair<uint64_t, uint64_t> innermost_range(uint64_t address) const {
+    auto b = blocks_.upper_bound(address);
+    if (b != blocks_.begin() && address < std::prev(b)->first + std::prev(b)->second.size)
+      return {std::prev(b)->first, std::prev(b)->second.size};
+    auto* s = segment_at(address);
+    if (!s || s->second.kind != trace::MemoryKind::kManaged) return {0, 0};
+    return {s->first, s->second.size};
   }
 
   // The innermost live allocation holding `address`: its block if PyTorch named one.
@@ -198,7 +296,7 @@ private:
     for (size_t j = 0; j < n; ++j)
       accesses[j].offset = static_cast<Time>(static_cast<__int128>(k.duration) * j / n);
     k.accesses = std::move(accesses);
-    w_.write(k);
+    put(k);
   }
 
   void place_history(uint64_t now, const ApiEvent& e) {
@@ -237,7 +335,7 @@ private:
     r.segment = s->second.id;
     blocks_[b.address] = {r.id, b.size};
     ++blocks_placed_;
-    w_.write(r);
+    put(r);
     return true;
   }
 
@@ -247,7 +345,7 @@ private:
       ++unplaced_;
       return;
     }
-    w_.write(trace::FreeRecord{it->second.id, at(std::min(b.time, now))});
+    put(trace::FreeRecord{it->second.id, at(std::min(b.time, now))});
     blocks_.erase(it);
   }
 
@@ -262,7 +360,7 @@ private:
       const raw::RawUm& u = *cpu_faults_[next_fault_];
       auto* s = segment_at(u.address);
       if (!s || s->second.kind != trace::MemoryKind::kManaged) continue;
-      w_.write(trace::HostAccessRecord{at(u.start), u.address & ~uint64_t(4095), 4096,
+      put(trace::HostAccessRecord{at(u.start), u.address & ~uint64_t(4095), 4096,
                                        AccessType::kRead});
       ++host_faults_;
     }
@@ -282,6 +380,10 @@ private:
   size_t next_history_ = 0, next_fault_ = 0;
   Time last_ = 0;
   uint64_t allocations_ = 0, blocks_placed_ = 0, unplaced_ = 0, host_faults_ = 0;
+  uint64_t host_touched_pages_ = 0, argument_set_kernels_ = 0, argument_set_pages_ = 0;
+  std::vector<bool> step_starts_;
+  bool pending_step_ = false;
+  std::vector<StepMark> steps_;
 };
 
 std::vector<uint64_t> allocation_addresses(const RawStream& raw) {
@@ -336,6 +438,18 @@ nlohmann::json draining(const RawStream& access) {
   return out;
 }
 
+// What the sanitize pass's injection library reported: window, patching, host touches.
+nlohmann::json sanitize_meta(const RawStream& access) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key :
+       {"page_window_base", "page_window_bytes", "allocations_outside_window", "kernels_recorded",
+        "kernels_overflowed", "warpgroup_mma_kernels", "modules_patched",
+        "optional_patch_failures", "host_touches", "host_touch_reads", "host_touch_writes",
+        "host_touches_lost"})
+    if (access.meta.contains(key)) out[key] = access.meta[key];
+  return out;
+}
+
 } // namespace
 
 nlohmann::json convert_capture(const ConvertJob& job) {
@@ -346,7 +460,8 @@ nlohmann::json convert_capture(const ConvertJob& job) {
   Pass tpass = build_pass(timing);
   Pass apass = build_pass(access);
   const uint64_t differing_arguments = align_passes(timing, tpass, access, apass);
-  AccessSets sets = assemble_access_sets(access, apass);
+  AccessSets sets = is_sanitized(access) ? sanitized_access_sets(access, apass)
+                                         : assemble_access_sets(access, apass);
   Translated translated = translate(access, apass, sets, allocation_addresses(timing));
   std::optional<TorchHistory> history;
   if (!job.history_path.empty()) history = read_torch_history(job.history_path);
@@ -354,20 +469,26 @@ nlohmann::json convert_capture(const ConvertJob& job) {
   nlohmann::json summary = {
       {"operations", tpass.ops.size()},
       {"access_pages", sets.pages},
-      {"access_pages_ordered_by_fault_records", sets.ordered_pages},
+      {"access_recorder", is_sanitized(access) ? "sanitize" : "cupti"},
+      {"access_pages_ordered", sets.ordered_pages},
+      {"device_memory_pages_left_out", sets.device_pages},
+      {"pages_in_no_allocation", sets.unowned_pages},
+      {"accesses_outside_page_window", sets.outside_accesses},
       {"untranslated_pages", translated.untranslated},
       {"timing_pass_faulting_operations", faulting_operations(timing, tpass)},
       {"operations_with_differing_argument_allocations", differing_arguments},
       {"unattributed_gpu_operations",
        {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
-      {"access_pass_draining", draining(access)}};
+      {"access_pass_draining", draining(access)},
+      {"sanitize", sanitize_meta(access)}};
   nlohmann::json meta = header(job, timing, history);
   meta["capture"] = summary;
   trace::TraceWriter writer(job.out_path, meta);
   Emitter emitter(writer, timing, tpass, translated, history);
   emitter.run();
   writer.close();
+  if (!emitter.steps().empty()) write_steps(job.out_path, emitter.steps());
   summary.update(emitter.summary());
   return summary;
 }

@@ -47,6 +47,12 @@ struct Activities {
                    std::to_string(raw.dropped) + ")");
 }
 
+// A sanitize-mode pass has no activity records: its operations carry no GPU times (the patched
+// kernels' times would be meaningless anyway).
+bool has_activity(const RawStream& raw) {
+  return raw.meta.value("mode", "") != "sanitize";
+}
+
 Operation kernel_op(const RawStream& raw, const Activities& acts, const ApiEvent& e, size_t index) {
   Operation op;
   op.kind = OpKind::kKernel;
@@ -57,6 +63,7 @@ Operation kernel_op(const RawStream& raw, const Activities& acts, const ApiEvent
     op.block[i] = e.launch.block[i];
   }
   op.pointers = e.words;
+  if (!has_activity(raw)) return op;
   auto it = acts.kernels.find(e.launch.corr_driver);
   if (it == acts.kernels.end()) it = acts.kernels.find(e.launch.corr_runtime);
   if (it == acts.kernels.end()) missing(raw, index, op);
@@ -74,6 +81,7 @@ Operation copy_op(const RawStream& raw, const Activities& acts, const ApiEvent& 
   op.cpu_time = e.cpu_time;
   op.pointers = {e.copy.dst};
   if (!memset) op.pointers.push_back(e.copy.src);
+  if (!has_activity(raw)) return op;
   auto it = acts.copies.find(e.copy.corr);
   if (it == acts.copies.end()) missing(raw, index, op);
   op.stream = it->second->stream;

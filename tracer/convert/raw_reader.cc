@@ -94,6 +94,18 @@ void read_launch(const Cursor& c, std::string_view p, ApiEvent& e) {
   e.cpu_time = e.launch.cpu_time;
 }
 
+void read_pages(const Cursor& c, std::string_view p, ApiEvent& e) {
+  if (p.size() < sizeof(raw::RawPages))
+    c.fail("pages payload of " + std::to_string(p.size()) + " bytes is shorter than its head");
+  std::memcpy(&e.pages, p.data(), sizeof(raw::RawPages));
+  const size_t expected = sizeof(raw::RawPages) + 4ull * e.pages.n_entries;
+  if (p.size() != expected)
+    c.fail("pages payload of " + std::to_string(p.size()) + " bytes; its " +
+           std::to_string(e.pages.n_entries) + " entries need " + std::to_string(expected));
+  e.entries.resize(e.pages.n_entries);
+  std::memcpy(e.entries.data(), p.data() + sizeof(raw::RawPages), 4ull * e.pages.n_entries);
+}
+
 void read_meta(const Cursor& c, std::string_view p, nlohmann::json& meta) {
   nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
   if (!j.is_object()) c.fail("meta record is not a JSON object");
@@ -128,6 +140,16 @@ ApiEvent api_event(const Cursor& c, RawType type, std::string_view p) {
     e.range = c.fixed<raw::RawRange>(p, "range");
     e.cpu_time = e.range.cpu_time;
     break;
+  case RawType::kPages:
+    read_pages(c, p, e);
+    break;
+  case RawType::kHostTouch:
+    e.touch = c.fixed<raw::RawHostTouch>(p, "host touch");
+    e.cpu_time = e.touch.cpu_time;
+    break;
+  case RawType::kStep:
+    e.cpu_time = c.fixed<raw::RawStep>(p, "step").cpu_time;
+    break;
   default: // kEvict
     e.evict = c.fixed<raw::RawEvict>(p, "evict");
     e.cpu_time = e.evict.begin;
@@ -149,6 +171,9 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
   case RawType::kRange:
   case RawType::kGraphLaunch:
   case RawType::kEvict:
+  case RawType::kPages:
+  case RawType::kHostTouch:
+  case RawType::kStep:
     return s.api.push_back(api_event(c, static_cast<RawType>(type), p));
   case RawType::kKernelAct:
     return s.kernels.push_back(c.fixed<raw::RawKernelAct>(p, "kernel activity"));
@@ -171,7 +196,7 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
     s.ended = true;
     return;
   }
-  c.fail("unknown record type " + std::to_string(type) + "; expected 1 to 7 or 10 to 19");
+  c.fail("unknown record type " + std::to_string(type) + "; expected 1 to 7 or 10 to 22");
 }
 
 } // namespace

@@ -23,6 +23,9 @@ struct ApiEvent {
   raw::RawSync sync{};         // kSync, kGraphLaunch
   raw::RawRange range{};       // kRange
   raw::RawEvict evict{};       // kEvict
+  raw::RawPages pages{};       // kPages
+  std::vector<uint32_t> entries; // kPages: raw::PageEntry values
+  raw::RawHostTouch touch{};   // kHostTouch
 };
 
 struct RawStream {

@@ -1,4 +1,5 @@
 // CUPTI activity buffers: copy the fields the converter needs into raw records.
+#include "tracer/inject/cupti_hooks.h"
 #include "tracer/inject/state.h"
 
 #include <cstdlib>

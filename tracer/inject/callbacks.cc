@@ -1,6 +1,9 @@
 // API callbacks: record launches, copies, allocations, frees and synchronisations in call order,
 // guard managed allocations against the GPU's free memory, and in timing and access mode move
-// managed memory around each operation.
+// managed memory around each operation. The same code serves CUPTI's callbacks (observe, timing
+// and access mode) and the Sanitizer API's (sanitize mode): both number driver and runtime
+// functions alike, and their callback data are translated into an ApiCall first.
+#include "tracer/inject/cupti_hooks.h"
 #include "tracer/inject/state.h"
 #include "tracer/raw/managed_budget.h"
 
@@ -14,20 +17,7 @@ namespace {
 
 using raw::RawType;
 
-// Set while the tool itself calls CUDA, so those calls are neither recorded nor manipulated.
-thread_local bool t_in_tool = false;
 thread_local uint32_t t_runtime_corr = 0;
-
-struct ToolScope {
-  ToolScope() { t_in_tool = true; }
-  ~ToolScope() { t_in_tool = false; }
-};
-
-uint64_t now() {
-  uint64_t t = 0;
-  cuptiGetTimestamp(&t);
-  return t;
-}
 
 void check(CUresult result, const char* what) {
   if (result == CUDA_SUCCESS) return;
@@ -83,6 +73,7 @@ void populate_on_host(uint64_t address, uint64_t size) {
 
 void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t corr) {
   State& s = state();
+  at_api_boundary();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.live[address] = {size, kind};
@@ -92,11 +83,14 @@ void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t
   s.sink.write(RawType::kAlloc, record);
   if (kind == raw::AllocKind::kManaged && s.options.mode == Mode::kAccess)
     populate_on_host(address, size);
+  if (s.options.mode == Mode::kSanitize) note_allocation(address, size, kind);
 }
 
 void record_free(uint64_t address, uint32_t corr) {
   if (address == 0) return;
   State& s = state();
+  at_api_boundary();
+  if (s.options.mode == Mode::kSanitize) host_untrack(address);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.live.find(address);
@@ -243,137 +237,24 @@ void prefetch_to_gpu(const std::vector<uint64_t>& words, CUstream stream) {
     check(cuMemPrefetchAsync(address, size, gpu, 0, stream), "cuMemPrefetchAsync to GPU");
 }
 
-// ---- launches ----------------------------------------------------------------------------
 
-const FunctionInfo& function_info(CUfunction handle) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.functions.find(handle);
-  if (it != s.functions.end()) return it->second;
-  CUfunction f = handle;
-  ToolScope scope;
-  FunctionInfo info;
-  const char* name = nullptr;
-  // The runtime launches context-independent CUkernel handles cast to CUfunction; the function
-  // queries need the context's CUfunction behind them.
-  CUfunction in_context = nullptr;
-  if (cuFuncGetName(&name, f) != CUDA_SUCCESS &&
-      cuKernelGetFunction(&in_context, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
-    f = in_context;
-    cuFuncGetName(&name, f);
+void on_launch(uint32_t id, const ApiCall& call) {
+  // Sanitize mode records the launch from the Sanitizer's launch callback, which runs inside
+  // this call and takes the arguments from here.
+  if (state().options.mode == Mode::kSanitize) {
+    if (call.enter) stash_launch(launch_args(id, call.params));
+    return;
   }
-  info.name = name ? name : "unknown";
-  for (size_t i = 0;; ++i) {
-    size_t offset = 0, size = 0;
-    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS) break;
-    info.params.emplace_back(static_cast<uint32_t>(offset), static_cast<uint32_t>(size));
-  }
-  return s.functions.emplace(handle, std::move(info)).first->second;
-}
-
-// Every 8-byte word of the arguments that falls inside the span of live allocations: pointer
-// arguments, and pointers packed in structures passed by value.
-void scan_words(const char* bytes, size_t size, uint64_t low, uint64_t high,
-                std::vector<uint64_t>& words) {
-  for (size_t offset = 0; offset + 8 <= size; offset += 8) {
-    uint64_t word = 0;
-    std::memcpy(&word, bytes + offset, 8);
-    if (word >= low && word < high) words.push_back(word);
-  }
-}
-
-std::vector<uint64_t> pointer_words(const FunctionInfo& info, void** params, void** extra) {
-  uint64_t low = 0, high = 0;
-  {
-    State& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.live.empty()) return {};
-    low = s.live.begin()->first;
-    high = s.live.rbegin()->first + s.live.rbegin()->second.size;
-  }
-  std::vector<uint64_t> words;
-  if (params) {
-    for (size_t i = 0; i < info.params.size(); ++i)
-      scan_words(static_cast<const char*>(params[i]), info.params[i].second, low, high, words);
-    return words;
-  }
-  const char* buffer = nullptr;
-  size_t buffer_size = 0;
-  for (size_t i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-      buffer = static_cast<const char*>(extra[i + 1]);
-    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
-      buffer_size = *static_cast<const size_t*>(extra[i + 1]);
-  }
-  if (buffer) scan_words(buffer, buffer_size, low, high, words);
-  return words;
-}
-
-struct LaunchArgs {
-  CUfunction f = nullptr;
-  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
-  CUstream stream = nullptr;
-  void** params = nullptr;
-  void** extra = nullptr;
-};
-
-LaunchArgs launch_args(CUpti_CallbackId id, const void* p) {
-  LaunchArgs a;
-  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
-      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
-    auto* q = static_cast<const cuLaunchKernelEx_params*>(p);
-    const CUlaunchConfig* c = q->config;
-    a = {q->f,
-         {c->gridDimX, c->gridDimY, c->gridDimZ},
-         {c->blockDimX, c->blockDimY, c->blockDimZ},
-         c->hStream,
-         q->kernelParams,
-         q->extra};
-    return a;
-  }
-  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
-      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz) {
-    auto* q = static_cast<const cuLaunchCooperativeKernel_params*>(p);
-    a = {q->f,
-         {q->gridDimX, q->gridDimY, q->gridDimZ},
-         {q->blockDimX, q->blockDimY, q->blockDimZ},
-         q->hStream,
-         q->kernelParams,
-         nullptr};
-    return a;
-  }
-  auto* q = static_cast<const cuLaunchKernel_params*>(p);
-  a = {q->f,
-       {q->gridDimX, q->gridDimY, q->gridDimZ},
-       {q->blockDimX, q->blockDimY, q->blockDimZ},
-       q->hStream,
-       q->kernelParams,
-       q->extra};
-  return a;
-}
-
-void on_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
-  if (cb->callbackSite == CUPTI_API_EXIT) return after_operation();
-  LaunchArgs a = launch_args(id, cb->functionParams);
-  const FunctionInfo& info = function_info(a.f);
-  std::vector<uint64_t> words = pointer_words(info, a.params, a.extra);
-  raw::RawLaunch record{now(),
-                        reinterpret_cast<uint64_t>(a.stream),
-                        cb->correlationId,
-                        t_runtime_corr,
-                        {a.grid[0], a.grid[1], a.grid[2]},
-                        {a.block[0], a.block[1], a.block[2]},
-                        static_cast<uint32_t>(info.name.size()),
-                        static_cast<uint32_t>(words.size())};
-  state().sink.write(RawType::kLaunch, &record, sizeof(record), info.name.data(), info.name.size(),
-                     words.data(), words.size() * 8);
+  if (!call.enter) return after_operation();
+  LaunchArgs a = launch_args(id, call.params);
+  std::vector<uint64_t> words = record_launch(a, call.corr, t_runtime_corr);
   if (state().options.mode == Mode::kTiming && manipulating()) prefetch_to_gpu(words, a.stream);
   before_operation(std::move(words));
 }
 
 // ---- driver and runtime dispatch ---------------------------------------------------------
 
-bool is_launch(CUpti_CallbackId id) {
+bool is_launch(uint32_t id) {
   return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
@@ -382,12 +263,17 @@ bool is_launch(CUpti_CallbackId id) {
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
 }
 
-bool succeeded(const CUpti_CallbackData* cb) {
-  return *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+bool succeeded(const ApiCall& call) {
+  return *static_cast<const CUresult*>(call.result) == CUDA_SUCCESS;
 }
+
+// cudaProfilerStart/Stop are recorded at the runtime call and the driver call inside it is
+// skipped: one record either way, whichever callbacks a front-end raises for internal calls.
+thread_local bool t_in_runtime_profiler = false;
 
 void on_range(bool on) {
   State& s = state();
+  at_api_boundary();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.in_range = on;
@@ -395,16 +281,18 @@ void on_range(bool on) {
   g_host_clean = false;
   raw::RawRange record{now(), on ? 1u : 0u, 0};
   s.sink.write(RawType::kRange, record);
+  if (!on && s.options.mode != Mode::kSanitize) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 void on_sync(raw::SyncOp op, uint64_t handle, uint32_t corr) {
+  at_api_boundary();
   raw::RawSync record{now(), handle, static_cast<uint32_t>(op), corr};
   state().sink.write(RawType::kSync, record);
 }
 
-void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
-  const bool enter = cb->callbackSite == CUPTI_API_ENTER;
-  const void* p = cb->functionParams;
+void on_driver(uint32_t id, const ApiCall& cb) {
+  const bool enter = cb.enter;
+  const void* p = cb.params;
   if (is_launch(id)) return on_launch(id, cb);
   switch (id) {
   case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
@@ -412,7 +300,7 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
     if (enter)
       guard_managed(q->bytesize);
     else if (succeeded(cb))
-      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kManaged, cb->correlationId);
+      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kManaged, cb.corr);
     return;
   }
   case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
@@ -421,25 +309,25 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
       std::lock_guard<std::mutex> lock(state().mutex);
       note_free_memory();
     } else if (succeeded(cb))
-      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kDevice, cb->correlationId);
+      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kDevice, cb.corr);
     return;
   }
   case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
   case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
     auto* q = static_cast<const cuMemAllocAsync_params*>(p);
     if (!enter && succeeded(cb))
-      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kDevice, cb->correlationId);
+      record_alloc(*q->dptr, q->bytesize, raw::AllocKind::kDevice, cb.corr);
     return;
   }
   case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-    if (enter) record_free(static_cast<const cuMemFree_v2_params*>(p)->dptr, cb->correlationId);
+    if (enter) record_free(static_cast<const cuMemFree_v2_params*>(p)->dptr, cb.corr);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
   case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-    if (enter) record_free(static_cast<const cuMemFreeAsync_params*>(p)->dptr, cb->correlationId);
+    if (enter) record_free(static_cast<const cuMemFreeAsync_params*>(p)->dptr, cb.corr);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
-    if (enter) on_sync(raw::SyncOp::kDevice, 0, cb->correlationId);
+    if (enter) on_sync(raw::SyncOp::kDevice, 0, cb.corr);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
@@ -447,60 +335,58 @@ void on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
       on_sync(
           raw::SyncOp::kStream,
           reinterpret_cast<uint64_t>(static_cast<const cuStreamSynchronize_params*>(p)->hStream),
-          cb->correlationId);
+          cb.corr);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
     if (enter)
       on_sync(raw::SyncOp::kEvent,
               reinterpret_cast<uint64_t>(static_cast<const cuEventSynchronize_params*>(p)->hEvent),
-              cb->correlationId);
+              cb.corr);
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
-    if (enter) on_range(true);
-    return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
-    if (enter) {
-      on_range(false);
-      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    }
+    if (enter && !t_in_runtime_profiler) on_range(id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
     return;
   default:
     return;
   }
 }
 
-void on_copy(const CUpti_CallbackData* cb, raw::CopyOp op, uint64_t dst, uint64_t src,
-             uint64_t bytes, uint32_t kind, uint64_t stream) {
-  if (cb->callbackSite == CUPTI_API_EXIT) return after_operation();
-  raw::RawCopy record{now(), stream, dst, src, bytes, cb->correlationId, static_cast<uint32_t>(op),
-                      kind,  0};
+void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint64_t bytes,
+             uint32_t kind, uint64_t stream) {
+  if (!cb.enter) return after_operation();
+  at_api_boundary();
+  raw::RawCopy record{now(), stream, dst, src, bytes, cb.corr, static_cast<uint32_t>(op), kind, 0};
   state().sink.write(RawType::kCopy, record);
   before_operation({dst, src});
 }
 
-template <typename P> void memcpy_call(const CUpti_CallbackData* cb, uint64_t stream) {
-  auto* q = static_cast<const P*>(cb->functionParams);
+template <typename P> void memcpy_call(const ApiCall& cb, uint64_t stream) {
+  auto* q = static_cast<const P*>(cb.params);
   on_copy(cb, raw::CopyOp::kMemcpy, reinterpret_cast<uint64_t>(q->dst),
           reinterpret_cast<uint64_t>(q->src), q->count, q->kind, stream);
 }
 
-template <typename P> void memset_call(const CUpti_CallbackData* cb, uint64_t stream) {
-  auto* q = static_cast<const P*>(cb->functionParams);
+template <typename P> void memset_call(const ApiCall& cb, uint64_t stream) {
+  auto* q = static_cast<const P*>(cb.params);
   on_copy(cb, raw::CopyOp::kMemset, reinterpret_cast<uint64_t>(q->devPtr), 0, q->count, 0, stream);
 }
 
-template <typename P> uint64_t stream_of(const CUpti_CallbackData* cb) {
-  return reinterpret_cast<uint64_t>(static_cast<const P*>(cb->functionParams)->stream);
+template <typename P> uint64_t stream_of(const ApiCall& cb) {
+  return reinterpret_cast<uint64_t>(static_cast<const P*>(cb.params)->stream);
 }
 
-void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
-  const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+
+void on_runtime(uint32_t id, const ApiCall& cb) {
+  const bool enter = cb.enter;
   switch (id) {
   case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
   case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-    t_runtime_corr = enter ? cb->correlationId : 0;
+    t_runtime_corr = enter ? cb.corr : 0;
+    if (enter && state().options.mode == Mode::kSanitize)
+      stash_launch(runtime_launch_args(id, cb.params));
     return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
@@ -516,10 +402,15 @@ void on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
     return memset_call<cudaMemsetAsync_v3020_params>(cb,
                                                      stream_of<cudaMemsetAsync_v3020_params>(cb));
+  case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000:
+    if (enter) on_range(id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    t_in_runtime_profiler = enter;
+    return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
     if (enter) {
-      raw::RawSync record{now(), 0, 0, cb->correlationId};
+      raw::RawSync record{now(), 0, 0, cb.corr};
       state().sink.write(RawType::kGraphLaunch, record);
     }
     return;
@@ -537,14 +428,21 @@ std::string drain_meta() {
          ",\"access_evict_rest_seconds\":" + std::to_string(g_rest_ns / 1e9) + "}";
 }
 
+void on_api_call(bool runtime, uint32_t id, const ApiCall& call) {
+  if (in_tool()) return;
+  if (runtime)
+    on_runtime(id, call);
+  else
+    on_driver(id, call);
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                           const void* data) {
-  if (t_in_tool) return;
   auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-    on_runtime(id, cb);
-  else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-    on_driver(id, cb);
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  ApiCall call{cb->callbackSite == CUPTI_API_ENTER, cb->functionParams, cb->functionReturnValue,
+               cb->correlationId};
+  on_api_call(domain == CUPTI_CB_DOMAIN_RUNTIME_API, id, call);
 }
 
 std::vector<CUpti_CallbackId> driver_callback_ids() {
@@ -582,6 +480,8 @@ std::vector<CUpti_CallbackId> runtime_callback_ids() {
           CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
           CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
           CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+          CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+          CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
           CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
           CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000};
 }

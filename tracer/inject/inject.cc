@@ -4,7 +4,7 @@
 //
 // It writes the raw stream of tracer/raw/raw_format.h to $FAULTLINE_RAW_OUT. Environment:
 //   FAULTLINE_RAW_OUT     output path (required)
-//   FAULTLINE_MODE        observe | timing | access          (default observe)
+//   FAULTLINE_MODE        observe | timing | access | sanitize   (default observe)
 //   FAULTLINE_RANGE       all | profiler: manipulate and mark only inside cudaProfilerStart/Stop
 //   FAULTLINE_MANAGED     1: cudaMalloc becomes cudaMallocManaged (needs LD_PRELOAD)
 //   FAULTLINE_MARGIN      bytes of GPU memory that managed allocations must leave free
@@ -12,11 +12,19 @@
 //                         many bytes (1 GiB), and before every eviction
 //   FAULTLINE_DRAIN_EVERY access mode: and after every N evictions (1)
 //   FAULTLINE_FLUSH       normal | forced: the flag of cuptiActivityFlushAll when draining
+//   FAULTLINE_PATCH       sanitize mode: the patch fatbin (default: faultline_pages.fatbin next
+//                         to this library)
+//   FAULTLINE_PAGE_WINDOW sanitize mode: bytes of address space the page table covers (2 TiB)
+//   FAULTLINE_HOST_TOUCHES sanitize mode: 0 turns off recording the host's touches
+//   FAULTLINE_SANITIZER_LIB the Sanitizer API library (libsanitizer-public.so)
 //
 // Modes: observe changes nothing. timing prefetches each launch's argument allocations to the GPU
 // on the launch's stream, so kernel durations are the all-resident compute times. access moves all
 // managed memory to the host before every kernel, copy and memset and waits for each to finish, so
-// every 64 KB the operation touches migrates on demand and shows up as an HtoD record.
+// every 64 KB the operation touches migrates on demand and shows up as an HtoD record. sanitize
+// uses the Sanitizer API instead of CUPTI: every kernel is patched to note the pages it touches
+// (sanitize.cc), and the host's touches of managed memory are recorded (host_touch.cc).
+#include "tracer/inject/cupti_hooks.h"
 #include "tracer/inject/state.h"
 
 #include <cstdio>
@@ -123,8 +131,14 @@ void enable_activities() {
 }
 
 void at_exit() {
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  state().sink.meta(drain_meta());
+  if (state().options.mode == Mode::kSanitize) {
+    at_api_boundary();
+    state().sink.meta(sanitize_meta());
+    state().sink.meta(host_touch_meta());
+  } else {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    state().sink.meta(drain_meta());
+  }
   state().sink.finish();
 }
 
@@ -149,12 +163,27 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   s.in_range = !s.options.profiler_range; // with a profiler range, nothing is moved before it
   s.sink.open(s.options.out_path);
   uint32_t cupti_version = 0;
-  cuptiGetVersion(&cupti_version);
-  s.sink.meta(initial_meta(s.options, cupti_version));
-  enable_activities();
-  enable_callbacks();
+  if (s.options.mode == Mode::kSanitize) {
+    s.sink.meta(initial_meta(s.options, 0));
+    start_sanitizer();
+  } else {
+    cuptiGetVersion(&cupti_version);
+    s.sink.meta(initial_meta(s.options, cupti_version));
+    enable_activities();
+    enable_callbacks();
+  }
   std::atexit(at_exit);
   return 1;
+}
+
+// A step boundary, for programs that mark their iterations (the PyTorch hook calls it after
+// every optimizer step). Outside a capture it does nothing.
+extern "C" __attribute__((visibility("default"))) void faultline_mark_step(void) {
+  using namespace faultline::inject;
+  if (!g_initialized) return;
+  at_api_boundary();
+  faultline::raw::RawStep record{now()};
+  state().sink.write(faultline::raw::RawType::kStep, record);
 }
 
 // cudaMalloc as `faultline capture --managed` wants it: managed memory, so an unmodified program

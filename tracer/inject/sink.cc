@@ -1,9 +1,11 @@
 // The raw sink and the options read from the environment.
+#include "tracer/inject/cupti_hooks.h"
 #include "tracer/inject/state.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <unistd.h>
 
 namespace faultline::inject {
@@ -69,7 +71,10 @@ Mode parse_mode(const std::string& text) {
   if (text == "observe") return Mode::kObserve;
   if (text == "timing") return Mode::kTiming;
   if (text == "access") return Mode::kAccess;
-  std::fprintf(stderr, "faultline capture: FAULTLINE_MODE=%s; expected observe, timing or access\n",
+  if (text == "sanitize") return Mode::kSanitize;
+  std::fprintf(stderr,
+               "faultline capture: FAULTLINE_MODE=%s; expected observe, timing, access or "
+               "sanitize\n",
                text.c_str());
   _exit(70);
 }
@@ -92,13 +97,47 @@ Options read_options() {
   o.drain_every =
       std::max(1ul, std::strtoul(env("FAULTLINE_DRAIN_EVERY", "1").c_str(), nullptr, 10));
   o.flush_forced = env("FAULTLINE_FLUSH", "normal") == "forced";
+  o.page_window = std::strtoull(env("FAULTLINE_PAGE_WINDOW", "2199023255552").c_str(), nullptr, 10);
+  if (o.page_window < (1ull << 30) || o.page_window > (32ull << 40)) {
+    std::fprintf(stderr, "faultline capture: FAULTLINE_PAGE_WINDOW=%llu; expected 1 GiB to 32 TiB\n",
+                 static_cast<unsigned long long>(o.page_window));
+    _exit(70);
+  }
+  o.host_touches = env("FAULTLINE_HOST_TOUCHES", "1") == "1";
+  o.patch_path = env("FAULTLINE_PATCH", "");
   return o;
 }
 
+namespace {
+thread_local bool t_in_tool = false;
+} // namespace
+
+bool in_tool() {
+  return t_in_tool;
+}
+ToolScope::ToolScope() : was(t_in_tool) {
+  t_in_tool = true;
+}
+ToolScope::~ToolScope() {
+  t_in_tool = was;
+}
+
+uint64_t now() {
+  if (state().options.mode == Mode::kSanitize) {
+    timespec t{};
+    clock_gettime(CLOCK_REALTIME, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+  }
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
 std::string initial_meta(const Options& o, uint32_t cupti_version) {
-  const char* mode = o.mode == Mode::kTiming   ? "timing"
-                     : o.mode == Mode::kAccess ? "access"
-                                               : "observe";
+  const char* mode = o.mode == Mode::kTiming     ? "timing"
+                     : o.mode == Mode::kAccess   ? "access"
+                     : o.mode == Mode::kSanitize ? "sanitize"
+                                                 : "observe";
   char text[512];
   std::snprintf(
       text, sizeof(text),

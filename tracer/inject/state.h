@@ -1,5 +1,5 @@
 // Shared state of the injection library: options, the raw sink, the live allocation table and
-// the per-function cache. One instance per process (state()).
+// the per-function cache, and the interfaces between its parts. One instance per process.
 #pragma once
 
 #include "tracer/raw/raw_format.h"
@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cuda.h>
-#include <cupti.h>
 #include <map>
 #include <mutex>
 #include <string>
@@ -16,7 +15,7 @@
 
 namespace faultline::inject {
 
-enum class Mode { kObserve, kTiming, kAccess };
+enum class Mode { kObserve, kTiming, kAccess, kSanitize };
 
 struct Options {
   std::string out_path;
@@ -29,6 +28,11 @@ struct Options {
   uint64_t drain_bytes = 1ull << 30;
   uint32_t drain_every = 1;
   bool flush_forced = false; // cuptiActivityFlushAll with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
+  // Sanitize mode: the address window the page table covers, and whether host touches of
+  // managed memory are recorded (by protecting it between GPU operations).
+  uint64_t page_window = 2ull << 40;
+  bool host_touches = true;
+  std::string patch_path; // faultline_pages.fatbin
 };
 
 // Writes raw records; every write takes the lock so API and activity threads can share it.
@@ -78,15 +82,54 @@ State& state();
 Options read_options();
 std::string initial_meta(const Options& options, uint32_t cupti_version);
 [[noreturn]] void fatal(const std::string& message);
+uint64_t now(); // the clock API records carry: CUPTI's, or CLOCK_REALTIME in sanitize mode
 
-// CUPTI entry points.
-void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
-                          const void* data);
-void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
-void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
-                                  size_t valid_size);
-std::vector<CUpti_CallbackId> driver_callback_ids();
-std::vector<CUpti_CallbackId> runtime_callback_ids();
-std::string drain_meta(); // access mode: how often and how long the queue was drained
+// Set while the tool itself calls CUDA, so those calls are neither recorded nor manipulated.
+bool in_tool();
+struct ToolScope {
+  ToolScope();
+  ~ToolScope();
+  bool was;
+};
+
+// A driver or runtime API call as either front-end reports it. Callback ids are CUPTI's, which
+// the Sanitizer API numbers alike.
+struct ApiCall {
+  bool enter = true;
+  const void* params = nullptr;
+  const void* result = nullptr; // CUresult or cudaError_t, at exit
+  uint32_t corr = 0;            // CUPTI's correlation id; 0 in sanitize mode
+};
+void on_api_call(bool runtime, uint32_t id, const ApiCall& call);
+
+// A kernel launch's arguments, from a driver or runtime launch call's parameters.
+struct LaunchArgs {
+  CUfunction f = nullptr;
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  CUstream stream = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+};
+LaunchArgs launch_args(uint32_t driver_id, const void* params);
+LaunchArgs runtime_launch_args(uint32_t runtime_id, const void* params);
+// Writes the launch record; returns the argument words that point into live allocations.
+std::vector<uint64_t> record_launch(const LaunchArgs& a, uint32_t corr, uint32_t runtime_corr);
+
+// Sanitize mode (sanitize.cc): start the Sanitizer API front-end; keep a launch call's arguments
+// for the launch callback that follows inside the call; check an allocation against the page
+// window and protect managed memory for host-touch recording.
+void start_sanitizer();
+void stash_launch(const LaunchArgs& a);
+void note_allocation(uint64_t address, uint64_t size, raw::AllocKind kind);
+std::string sanitize_meta();
+
+// Host touches of managed memory (host_touch.cc), sanitize mode only; no-ops otherwise.
+void host_track(uint64_t address, uint64_t size);
+void host_untrack(uint64_t address);
+// Called before every recorded API event: writes the host's touches since the last event and
+// protects those pages again, so each interval between GPU operations records its first touches.
+void at_api_boundary();
+std::string host_touch_meta();
+
 
 } // namespace faultline::inject

@@ -1,4 +1,4 @@
-// The raw capture stream: what the CUPTI injection library writes while the program runs and what
+// The raw capture stream: what the injection library (CUPTI or Sanitizer API) writes while the program runs and what
 // the converter turns into a trace. Shared by both sides, so it uses no CUDA or CUPTI types.
 //
 // Layout: RawFileHeader, then records, each a RawRecordHead followed by `size` payload bytes.
@@ -38,7 +38,10 @@ enum class RawType : uint16_t {
   kError = 16,       // text: the injector stopped the program (e.g. the managed-memory guard)
   kEnd = 17,         // RawEnd: written at exit after the last flush
   kGraphLaunch = 18, // RawSync layout: a CUDA graph launch, which the tracer cannot expand
-  kEvict = 19        // RawEvict: access mode moved all managed memory to the host
+  kEvict = 19,       // RawEvict: access mode moved all managed memory to the host
+  kPages = 20,       // RawPages, then n_entries u32 PageEntry: what one kernel touched (sanitize)
+  kHostTouch = 21,   // RawHostTouch: the host's first touch of a 64 KB managed page (sanitize)
+  kStep = 22         // RawStep: the program marked a step boundary (faultline_mark_step)
 };
 
 struct RawRecordHead {
@@ -112,6 +115,41 @@ struct RawEvict {
   uint64_t end;
   uint32_t purpose; // EvictPurpose
   uint32_t pad;
+};
+
+// Sanitize mode: every global access of a kernel is patched to note its 64 KB page in a device
+// table; after the kernel the pages it touched come back as entries, in first-touch order. An
+// entry is a page index relative to `window_base` (in 64 KB pages) with the access type in its
+// top three bits; a page appears once per type it was accessed with, its first entry giving its
+// place in the order.
+constexpr uint32_t kPageIndexBits = 29;
+constexpr uint32_t kPageIndexMask = (1u << kPageIndexBits) - 1;
+enum PageTypeBit : uint32_t { kPageRead = 1, kPageWrite = 2, kPageAtomic = 4 };
+enum PagesFlag : uint32_t {
+  kPagesWarpgroupMma = 1, // the kernel issued wgmma: Hopper tensor cores fed by tensor-map copies,
+                          // which no patch point sees
+  kPagesOverflow = 2      // more entries than the device list holds: the set is incomplete
+};
+
+struct RawPages {
+  uint64_t window_base; // byte address of page index 0
+  uint32_t corr;        // the launch's corr_driver (sanitize mode numbers launches itself)
+  uint32_t n_entries;
+  uint32_t flags;       // PagesFlag
+  uint32_t outside;     // accesses that fell outside the window (not recorded)
+};
+
+// Sanitize mode: managed pages are protected between GPU operations; the first touch of a 64 KB
+// page by the host after an operation is recorded (a read first, then a write if it writes).
+struct RawHostTouch {
+  uint64_t cpu_time;
+  uint64_t address; // 64 KB aligned
+  uint32_t type;    // PageTypeBit: kPageRead or kPageWrite
+  uint32_t pad;
+};
+
+struct RawStep {
+  uint64_t cpu_time;
 };
 
 struct RawKernelAct {
@@ -197,5 +235,6 @@ struct RawEnd {
 
 static_assert(sizeof(RawFileHeader) == 16 && sizeof(RawRecordHead) == 8);
 static_assert(sizeof(RawLaunch) == 56 && sizeof(RawCopy) == 56 && sizeof(RawUm) == 48);
+static_assert(sizeof(RawPages) == 24 && sizeof(RawHostTouch) == 24);
 
 } // namespace faultline::raw

@@ -4,7 +4,8 @@ exit, writes the allocator's block events to $FAULTLINE_TORCH_HISTORY as JSON:
 
     {"torch": VERSION, "events": [[action, address, size, stream, time_us], ...]}
 
-time_us is PyTorch's wall clock (CLOCK_REALTIME), the clock CUPTI stamps API records with, which
+It also marks a step boundary after every optimizer step (see _mark_steps). time_us is
+PyTorch's wall clock (CLOCK_REALTIME), the clock CUPTI stamps API records with, which
 is how the converter places block allocations and frees among kernel launches. A sitecustomize
 found later on the path is still imported, so this file does not hide one the program relies on.
 """
@@ -49,11 +50,25 @@ def _dump():
               "lost the oldest", file=sys.stderr)
 
 
+def _mark_steps():
+    """Marks a step boundary after every optimizer step, through the injection library's
+    faultline_mark_step(), so the trace knows where each training iteration begins."""
+    import ctypes
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    mark = ctypes.CDLL(os.environ["FAULTLINE_INJECT_LIB"]).faultline_mark_step
+    mark.restype = None
+    register_optimizer_step_post_hook(lambda optimizer, args, kwargs: mark())
+
+
 if _OUT:
     import torch
 
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
                                              max_entries=_MAX_ENTRIES)
     atexit.register(_dump)
+if os.environ.get("FAULTLINE_INJECT_LIB"):
+    _mark_steps()
 
 _chain_next_sitecustomize()

@@ -1,0 +1,112 @@
+#include "tracer/convert/sanitized.h"
+
+#include "sim/core/error.h"
+
+#include <unordered_map>
+
+namespace faultline::capture {
+namespace {
+
+using raw::RawType;
+constexpr uint64_t kBigPage = 64 * 1024;
+
+AccessType strongest(uint32_t bits) {
+  if (bits & raw::kPageAtomic) return AccessType::kAtomic;
+  if (bits & raw::kPageWrite) return AccessType::kWrite;
+  return AccessType::kRead;
+}
+
+class SetBuilder {
+public:
+  SetBuilder(const AllocationWalk& walk, AccessSets& sets) : walk_(walk), sets_(sets) {}
+
+  // Adds a page (access-pass big page number) with type bits; the first add fixes its place.
+  void add(uint64_t big_page, uint32_t bits) {
+    auto* hit = walk_.find(big_page * kBigPage);
+    if (!hit) return void(++sets_.unowned_pages);
+    if (hit->second.kind != raw::AllocKind::kManaged) return void(++sets_.device_pages);
+    auto [it, fresh] = index_.try_emplace(big_page, order_.size());
+    if (fresh) order_.push_back({big_page, AccessType::kRead});
+    bits_[it->second] |= bits;
+  }
+
+  // A copy's range; host memory at either end is no allocation and is skipped.
+  void add_range(uint64_t address, uint64_t bytes, uint32_t bits) {
+    if (bytes == 0 || !walk_.find(address)) return;
+    for (uint64_t p = address / kBigPage; p <= (address + bytes - 1) / kBigPage; ++p) add(p, bits);
+  }
+
+  std::vector<PageAccess> take() {
+    for (size_t i = 0; i < order_.size(); ++i) order_[i].type = strongest(bits_[i]);
+    sets_.pages += order_.size();
+    sets_.ordered_pages += order_.size();
+    return std::move(order_);
+  }
+
+private:
+  const AllocationWalk& walk_;
+  AccessSets& sets_;
+  std::unordered_map<uint64_t, size_t> index_;
+  std::vector<PageAccess> order_;
+  std::unordered_map<size_t, uint32_t> bits_;
+};
+
+std::unordered_map<uint32_t, const ApiEvent*> pages_by_launch(const RawStream& raw) {
+  std::unordered_map<uint32_t, const ApiEvent*> out;
+  for (const ApiEvent& e : raw.api)
+    if (e.type == RawType::kPages) out[e.pages.corr] = &e;
+  return out;
+}
+
+std::vector<PageAccess> kernel_set(const RawStream& raw, const ApiEvent& launch,
+                                   const ApiEvent* pages, size_t index, SetBuilder& b,
+                                   AccessSets& sets, bool& arguments) {
+  const std::string what = raw.path + ": operation #" + std::to_string(index) + " (" +
+                           demangle(launch.name) + ")";
+  if (!pages)
+    throw TraceError(what + " has no pages record; the sanitize pass ended before the kernel did");
+  if (pages->pages.flags & raw::kPagesOverflow)
+    throw TraceError(what + " touched more pages than the device list holds; its set is " +
+                     "incomplete");
+  arguments = pages->pages.flags & raw::kPagesWarpgroupMma;
+  sets.outside_accesses += pages->pages.outside;
+  const uint64_t base = pages->pages.window_base / kBigPage;
+  for (uint32_t entry : pages->entries)
+    b.add(base + (entry & raw::kPageIndexMask), entry >> raw::kPageIndexBits);
+  return b.take();
+}
+
+} // namespace
+
+bool is_sanitized(const RawStream& raw) {
+  return raw.meta.value("mode", "") == "sanitize";
+}
+
+AccessSets sanitized_access_sets(const RawStream& raw, const Pass& pass) {
+  AccessSets sets;
+  const auto pages = pages_by_launch(raw);
+  AllocationWalk walk;
+  size_t next = 0;
+  for (size_t i = 0; i < raw.api.size() && next < pass.ops.size(); ++i) {
+    const ApiEvent& e = raw.api[i];
+    walk.apply(e);
+    if (pass.ops[next].api_index != i) continue;
+    SetBuilder b(walk, sets);
+    bool arguments = false;
+    if (e.type == RawType::kLaunch) {
+      auto it = pages.find(e.launch.corr_driver);
+      sets.per_op.push_back(
+          kernel_set(raw, e, it == pages.end() ? nullptr : it->second, next, b, sets, arguments));
+    } else {
+      const bool memset = e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset);
+      if (!memset) b.add_range(e.copy.src, e.copy.bytes, raw::kPageRead);
+      b.add_range(e.copy.dst, e.copy.bytes, raw::kPageWrite);
+      sets.per_op.push_back(b.take());
+    }
+    sets.argument_sets.push_back(arguments);
+    ++next;
+  }
+  return sets;
+}
+
+} // namespace faultline::capture

@@ -1,0 +1,21 @@
+// The CUPTI front-end's entry points (observe, timing and access mode). Kept apart from state.h
+// because cupti.h and the Sanitizer API's headers cannot be included together.
+#pragma once
+
+#include <cupti.h>
+#include <string>
+#include <vector>
+
+namespace faultline::inject {
+
+// CUPTI entry points.
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                          const void* data);
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
+                                  size_t valid_size);
+std::vector<CUpti_CallbackId> driver_callback_ids();
+std::vector<CUpti_CallbackId> runtime_callback_ids();
+std::string drain_meta(); // access mode: how often and how long the queue was drained
+
+} // namespace faultline::inject

@@ -1,0 +1,129 @@
+// An iterative Jacobi solver on managed memory whose data the host initialises, changes and
+// reads back: the kind of program whose traffic between host and GPU a trace must hold.
+//
+//   host_stencil [--mib N] [--steps S] [--sweeps K] [--odd]
+//
+// The host fills the grid u and the right-hand side f (every page written on the host); then
+// each step, inside a profiler range (cudaProfilerStart marks each step's start): the host
+// rewrites f's first and last rows, K Jacobi sweeps run between u and v on the GPU, and the host
+// reads every 8th row of u to estimate the residual. --odd makes each row one float longer, so
+// no array is a multiple of 4 KB. N MiB is split over u, v and f. Prints one JSON line.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <string>
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "host_stencil: %s: %s\n", what, cudaGetErrorString(status));
+  std::exit(1);
+}
+
+// Never asks for more managed memory than the GPU has free, less a 2 GiB margin.
+float* managed(size_t bytes) {
+  size_t free_bytes = 0, total = 0;
+  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  if (bytes + (2ull << 30) > free_bytes) {
+    std::fprintf(stderr,
+                 "host_stencil: refusing %zu managed bytes: the GPU has %zu free and 2 GiB must "
+                 "stay free\n",
+                 bytes, free_bytes);
+    std::exit(1);
+  }
+  float* p = nullptr;
+  check(cudaMallocManaged(&p, bytes), "cudaMallocManaged");
+  return p;
+}
+
+__global__ void jacobi(const float* u, const float* f, float* v, size_t rows, size_t cols) {
+  const size_t c = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (size_t r = blockIdx.y + 1; r + 1 < rows; r += gridDim.y) {
+    if (c == 0 || c + 1 >= cols) continue;
+    const size_t i = r * cols + c;
+    v[i] = 0.25f * (u[i - 1] + u[i + 1] + u[i - cols] + u[i + cols] - f[i]);
+  }
+}
+
+struct Options {
+  size_t mib = 768;
+  int steps = 4, sweeps = 6;
+  bool odd = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--odd") {
+      o.odd = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "host_stencil: %s needs a value\n", a.c_str());
+      std::exit(2);
+    }
+    const char* v = argv[++i];
+    if (a == "--mib")
+      o.mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--steps")
+      o.steps = std::atoi(v);
+    else if (a == "--sweeps")
+      o.sweeps = std::atoi(v);
+    else {
+      std::fprintf(stderr, "host_stencil: unknown option %s\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.mib < 3 || o.steps < 1 || o.sweeps < 1) {
+    std::fprintf(stderr, "host_stencil: expected --mib >= 3, --steps >= 1, --sweeps >= 1\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const size_t cols = 4096 + (o.odd ? 1 : 0);
+  const size_t rows = (o.mib << 20) / 3 / (4096 * sizeof(float));
+  const size_t n = rows * cols, bytes = n * sizeof(float);
+  float* u = managed(bytes);
+  float* v = managed(bytes);
+  float* f = managed(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    u[i] = 0.0f;
+    f[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  double residual = 0;
+  const dim3 block(256), grid((cols + 255) / 256, 256);
+  for (int step = 0; step < o.steps; ++step) {
+    check(cudaProfilerStart(), "cudaProfilerStart"); // the range's start, then each step's
+    for (size_t c = 0; c < cols; ++c) f[c] = f[(rows - 1) * cols + c] = 1.0f + step;
+    for (int k = 0; k < o.sweeps; ++k) {
+      jacobi<<<grid, block>>>(u, f, v, rows, cols);
+      std::swap(u, v);
+    }
+    check(cudaDeviceSynchronize(), "jacobi");
+    residual = 0;
+    for (size_t r = 1; r + 1 < rows; r += 8)
+      for (size_t c = 1; c + 1 < cols; ++c) residual += u[r * cols + c];
+  }
+  check(cudaProfilerStop(), "cudaProfilerStop");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  std::printf("{\"workload\": \"host-stencil\", \"bytes_per_array\": %zu, \"rows\": %zu, "
+              "\"cols\": %zu, \"steps\": %d, \"sweeps\": %d, \"steps_seconds\": %.4f, "
+              "\"checksum\": %.6g}\n",
+              bytes, rows, cols, o.steps, o.sweeps, seconds, residual);
+  check(cudaFree(u), "cudaFree");
+  check(cudaFree(v), "cudaFree");
+  check(cudaFree(f), "cudaFree");
+  return 0;
+}
