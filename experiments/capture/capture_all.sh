@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
 # Captures the shipped real traces on a GPU machine and measures the tracer's overhead.
 #   experiments/capture/capture_all.sh OUT_DIR WORKLOAD...
-# WORKLOAD: stream, strided (microbenchmarks), gpt2-small, gpt2-medium, resnet50, bert-large, pagerank.
-# Needs build-gpu/ with libfaultline_inject.so, um_micro and faultline (see traces/README.md).
-# For each workload it runs the program plain, with managed memory only, under the tracer in
-# observe mode, and under `faultline capture` (timing + access passes), and writes
-#   OUT_DIR/NAME.fltrace          the trace
-#   OUT_DIR/NAME.observe.json     observe-mode summary
-#   OUT_DIR/NAME.runs.jsonl       one line per run: mode, wall seconds, program output
+# WORKLOAD: stream, strided (microbenchmarks with declared access sets), stencil (a solver whose
+# data the host initialises), pagerank, resnet50, gpt2-small, gpt2-medium, bert-large, t5-base,
+# moe, graphsage. Needs .dev/ from experiments/capture/stage_device.sh. For each workload it
+# runs, as MODES says (default "plain capture"):
+#   plain    the program alone
+#   capture  faultline capture (timing pass + sanitize pass) -> OUT_DIR/NAME.fltrace
+#   cupti    faultline capture --mode cupti (timing pass + the older evict-and-drain pass)
+#   observe  faultline capture --mode observe -> OUT_DIR/NAME.observe.json
+# and appends one line per run to OUT_DIR/NAME.runs.jsonl: mode, wall seconds, program output.
+# experiments/capture/overhead.py turns the runs into results/overhead.json.
 set -euo pipefail
 out=${1:?usage: capture_all.sh OUT_DIR WORKLOAD...}
 shift
 mkdir -p "$out"
-bin=$PWD/build-gpu
-lib=$bin/libfaultline_inject.so
+bin=$PWD/.dev
+export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 here=$(dirname "$0")
+steps=3
 
 # name -> command, capture options and trace metadata
 declare -A cmd opts meta
-cmd[stream]="$bin/um_micro stream --mib 2048 --iterations 2 --expect $out/stream.expect.json"
-cmd[strided]="$bin/um_micro strided --mib 4096 --stride-kib 192 --iterations 2 --expect $out/strided.expect.json"
-opts[stream]="" ; opts[strided]=""
-meta[stream]='--meta workload=stream --meta iterations=2'
-meta[strided]='--meta workload=strided --meta iterations=2 --meta stride_bytes=196608'
-for w in gpt2-medium resnet50 bert-large pagerank; do
-  cmd[$w]="python3 $here/workloads.py $w --warmup 1 --steps 2"
+cmd[stream]="$bin/um_micro stream --mib 2048 --iterations $steps --expect $out/stream.expect.json"
+cmd[strided]="$bin/um_micro strided --mib 4096 --stride-kib 192 --iterations $steps --expect $out/strided.expect.json"
+cmd[stencil]="$bin/host_stencil --mib 3072 --steps $steps --sweeps 6"
+opts[stream]=""; opts[strided]=""; opts[stencil]="--range profiler"
+meta[stream]="--meta workload=stream"
+meta[strided]="--meta workload=strided --meta stride_bytes=196608"
+meta[stencil]="--meta workload=host-stencil --meta sweeps=6"
+declare -A batch=([pagerank]=16 [resnet50]=64 [gpt2-small]=8 [gpt2-medium]=4 [bert-large]=8
+                  [t5-base]=8 [moe]=16 [graphsage]=10)
+for w in "${!batch[@]}"; do
+  cmd[$w]="python3 $here/workloads.py $w --warmup 1 --steps $steps --batch ${batch[$w]}"
   opts[$w]="--torch --range profiler"
-  meta[$w]="--meta workload=$w --meta iterations=2"
+  meta[$w]="--meta workload=$w --meta batch=${batch[$w]}"
 done
-# The two transformers run one measured step: an access pass costs about 0.1 s per operation
-# and each step has about 2500 operations.
-cmd[gpt2-medium]="python3 $here/workloads.py gpt2-medium --warmup 1 --steps 1 --batch 4"
-meta[gpt2-medium]="--meta workload=gpt2-medium --meta iterations=1 --meta batch=4 --meta sequence=1024"
-cmd[gpt2-small]="python3 $here/workloads.py gpt2-small --warmup 1 --steps 1 --batch 8"
-meta[gpt2-small]="--meta workload=gpt2-small --meta iterations=1 --meta batch=8 --meta sequence=1024"
-opts[gpt2-small]="--torch --range profiler"
-cmd[bert-large]="python3 $here/workloads.py bert-large --warmup 1 --steps 1 --batch 8"
-meta[bert-large]="--meta workload=bert-large --meta iterations=1 --meta batch=8 --meta sequence=512"
-cmd[resnet50]+=" --batch 64"; meta[resnet50]+=" --meta batch=64 --meta image=224"
-cmd[pagerank]+=" --batch 16"; meta[pagerank]+=" --meta vertices=16000000 --meta edges=256000000"
+meta[pagerank]+=" --meta vertices=16000000 --meta edges=256000000"
+meta[resnet50]+=" --meta image=224"
+for w in gpt2-small gpt2-medium; do meta[$w]+=" --meta sequence=1024"; done
+meta[bert-large]+=" --meta sequence=512"
+meta[t5-base]+=" --meta source=512 --meta target=128"
+meta[moe]+=" --meta sequence=512 --meta experts=8 --meta top_k=2"
+meta[graphsage]+=" --meta vertices=1000000 --meta edges=16000000"
 
 run() { # NAME MODE COMMAND...: runs it, appends {mode, seconds, output} to NAME.runs.jsonl
   local name=$1 mode=$2 began ended log
@@ -49,34 +53,35 @@ run() { # NAME MODE COMMAND...: runs it, appends {mode, seconds, output} to NAME
     echo "$name $mode failed:"; tail -20 "$log"; return 1
   fi
   ended=$(date +%s.%N)
-  python3 - "$name" "$mode" "$began" "$ended" "$log" >>"$out/$name.runs.jsonl" <<'PY'
+  python3 - "$name" "$mode" "$began" "$ended" "$log" "$steps" >>"$out/$name.runs.jsonl" <<'PY'
 import json, sys
-name, mode, began, ended, log = sys.argv[1:]
+name, mode, began, ended, log, steps = sys.argv[1:]
 lines = open(log, errors="replace").read().splitlines()
 program = [json.loads(l) for l in lines if l.startswith("{\"workload\"")]
 print(json.dumps({"workload": name, "mode": mode, "seconds": round(float(ended) - float(began), 2),
-                  "program": program[0] if program else None, "tail": lines[-3:]}))
+                  "steps": int(steps), "program": program[0] if program else None,
+                  "tail": lines[-3:]}))
 PY
-  echo "$name $mode $(tail -1 "$out/$name.runs.jsonl" | cut -c1-160)"
+  echo "$name $mode $(tail -1 "$out/$name.runs.jsonl" | cut -c1-200)"
 }
 
-modes=${MODES:-plain managed observe access-set} # MODES=access-set reruns the capture alone
+modes=${MODES:-plain capture}
 has() { [[ " $modes " == *" $1 "* ]]; }
 for w in "$@"; do
   read -r -a c <<<"${cmd[$w]}"
   read -r -a o <<<"${opts[$w]}"
-  read -r -a m <<<"${meta[$w]}"
+  read -r -a m <<<"${meta[$w]} --meta steps=$steps"
   if has plain; then run "$w" plain "${c[@]}"; fi
-  if has managed && [[ " ${o[*]} " == *" --torch "* ]]; then
-    run "$w" managed env LD_PRELOAD="$lib" FAULTLINE_MANAGED=1 "${c[@]}"
+  if has capture; then
+    run "$w" capture "$bin/faultline" capture "${o[@]}" "${m[@]}" --out "$out/$w.fltrace" -- "${c[@]}"
+    "$bin/faultline" trace stats "$out/$w.fltrace" >"$out/$w.stats.json"
+  fi
+  if has cupti; then
+    run "$w" cupti "$bin/faultline" capture --mode cupti "${o[@]}" "${m[@]}" \
+      --out "$out/$w.cupti.fltrace" -- "${c[@]}"
   fi
   if has observe; then
     run "$w" observe "$bin/faultline" capture --mode observe "${o[@]}" "${m[@]}" \
       --out "$out/$w.observe.json" -- "${c[@]}"
-  fi
-  if has access-set; then
-    run "$w" access-set "$bin/faultline" capture "${o[@]}" "${m[@]}" \
-      --out "$out/$w.fltrace" -- "${c[@]}"
-    "$bin/faultline" trace stats "$out/$w.fltrace" >"$out/$w.stats.json"
   fi
 done

@@ -2,7 +2,9 @@
 
     python3 workloads.py NAME [--batch B] [--warmup W] [--steps S]
 
-NAME: gpt2-small, gpt2-medium, resnet50, bert-large, pagerank or mlp (a tiny smoke test). The warm-up steps
+NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
+mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
+synthetic graph), pagerank or mlp (a tiny smoke test). The warm-up steps
 run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
@@ -62,6 +64,77 @@ def bert_large(batch, seq=512):
                          bf16=True)
 
 
+def t5_base(batch, source=512, target=128):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12,
+                      num_heads=12, vocab_size=32128)
+    model = T5ForConditionalGeneration(config).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    inputs = torch.randint(0, config.vocab_size, (batch, source), device="cuda")
+    labels = torch.randint(0, config.vocab_size, (batch, target), device="cuda")
+    return training_step(model, optimizer,
+                         lambda: model(input_ids=inputs, labels=labels).loss, bf16=True)
+
+
+class _MoeLayer(torch.nn.Module):
+    """A decoder layer whose feed-forward part is 8 experts; each token goes to its top 2."""
+
+    def __init__(self, width, experts=8, top=2):
+        super().__init__()
+        self.top = top
+        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.attention = torch.nn.MultiheadAttention(width, 8, batch_first=True)
+        self.router = torch.nn.Linear(width, experts)
+        self.experts = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
+                                torch.nn.Linear(4 * width, width)) for _ in range(experts))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        mask = torch.triu(torch.ones(seq, seq, device=x.device, dtype=torch.bool), 1)
+        h = self.norm1(x)
+        x = x + self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+        tokens = self.norm2(x).reshape(-1, x.shape[-1])
+        weights, chosen = self.router(tokens).softmax(-1).topk(self.top, dim=-1)
+        out = torch.zeros_like(tokens)
+        for e, expert in enumerate(self.experts):
+            rows, slot = (chosen == e).nonzero(as_tuple=True)
+            out.index_add_(0, rows, expert(tokens[rows]) * weights[rows, slot, None])
+        return x + out.reshape(x.shape)
+
+
+def moe(batch, seq=512, width=512, layers=6, vocab=16384):
+    embed = torch.nn.Embedding(vocab, width)
+    body = torch.nn.Sequential(*[_MoeLayer(width) for _ in range(layers)])
+    head = torch.nn.Linear(width, vocab)
+    model = torch.nn.Sequential(embed, body, head).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    tokens = torch.randint(0, vocab, (batch, seq), device="cuda")
+
+    def loss():
+        logits = model(tokens[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, vocab),
+                                                 tokens[:, 1:].reshape(-1))
+
+    return training_step(model, optimizer, loss, bf16=True)
+
+
+def graphsage(batch, features=128, classes=16):
+    """Full-graph GraphSAGE training: `batch` hundred thousand vertices, 16 random edges each."""
+    from torch_geometric.nn import GraphSAGE
+
+    n = batch * 100_000
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(n, features, device="cuda", generator=g)
+    edges = torch.randint(0, n, (2, 16 * n), device="cuda", generator=g)
+    labels = torch.randint(0, classes, (n,), device="cuda", generator=g)
+    model = GraphSAGE(features, 256, num_layers=3, out_channels=classes).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return training_step(model, optimizer, lambda: torch.nn.functional.cross_entropy(
+        model(x, edges), labels))
+
+
 def resnet50(batch):
     import torchvision
 
@@ -103,7 +176,8 @@ def mlp(batch):
 
 
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
-             "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256)}
+             "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
+             "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10)}
 
 
 def main():

@@ -56,7 +56,9 @@ Translated translate(const RawStream& access_raw, const Pass& access, const Acce
     const ApiEvent& e = access_raw.api[i];
     walk.apply(e);
     if (e.type == RawType::kRange && access.has_range) in_range = e.range.on != 0;
-    if (e.type == RawType::kHostTouch && in_range) {
+    // Touches before the first operation are the program's set-up (data initialised on the
+    // host); they stay, so the first kernels find those pages on the host.
+    if (e.type == RawType::kHostTouch && (in_range || next == 0)) {
       if (uint64_t a = to_timing(walk, e.touch.address, timing_addresses))
         touches.push_back({a & ~(kBigPage - 1),
                            e.touch.type == raw::kPageWrite ? AccessType::kWrite : AccessType::kRead});
@@ -155,16 +157,23 @@ private:
     w_.write(r);
   }
 
-  // Runs of adjacent pages of one type become one host access record each.
+  // A page read and then written counts as written; runs of adjacent pages of one type become
+  // one host access record each.
   void emit_touches(const std::vector<HostTouch>& touches, Time time) {
-    for (size_t i = 0; i < touches.size();) {
-      size_t j = i + 1;
-      while (j < touches.size() && touches[j].type == touches[i].type &&
-             touches[j].address == touches[j - 1].address + kBigPage)
-        ++j;
-      put(trace::HostAccessRecord{time, touches[i].address, (j - i) * kBigPage, touches[i].type});
-      host_touched_pages_ += j - i;
-      i = j;
+    std::map<uint64_t, AccessType> pages;
+    for (const HostTouch& t : touches) {
+      auto [it, fresh] = pages.emplace(t.address, t.type);
+      if (!fresh && t.type == AccessType::kWrite) it->second = AccessType::kWrite;
+    }
+    for (auto it = pages.begin(); it != pages.end();) {
+      auto end = std::next(it);
+      uint64_t n = 1;
+      while (end != pages.end() && end->second == it->second &&
+             end->first == it->first + n * kBigPage)
+        ++end, ++n;
+      put(trace::HostAccessRecord{time, it->first, n * kBigPage, it->second});
+      host_touched_pages_ += n;
+      it = end;
     }
   }
 

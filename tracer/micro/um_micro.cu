@@ -6,12 +6,14 @@
 // stream: fill A; copy A to B; scale B in place; memset A; copy a host buffer into B's first
 // half. strided: each kernel touches one 4-byte word every S KiB of C, starting at a different
 // offset per kernel, through an interior pointer and through a pointer packed in a struct.
+// Each iteration begins with cudaProfilerStart, which faultline capture takes as a step mark.
 // Both write the access set they must produce, one entry per operation in launch order, as
 // {"allocations": [sizes], "operations": [{"name", "pages": [[alloc, first, last, step], ...]}]}
 // with pages counted in 64 KB big pages from the allocation's base.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <string>
 #include <vector>
@@ -132,6 +134,7 @@ std::vector<Operation> run_stream(const Options& o, std::vector<size_t>& sizes) 
   std::vector<float> host(n / 2, 3.0f);
   std::vector<Operation> ops;
   for (int it = 0; it < o.iterations; ++it) {
+    check(cudaProfilerStart(), "cudaProfilerStart"); // marks a step for faultline capture
     fill<<<1024, 256>>>(a, n, 1.0f);
     ops.push_back({"fill", {whole(0, o.bytes)}});
     copy<<<1024, 256>>>(a, b, n);
@@ -155,6 +158,7 @@ std::vector<Operation> run_strided(const Options& o, std::vector<size_t>& sizes)
   std::vector<Operation> ops;
   size_t stride_words = o.stride / sizeof(float);
   for (int it = 0; it < o.iterations; ++it) {
+    check(cudaProfilerStart(), "cudaProfilerStart"); // marks a step for faultline capture
     for (int shift = 0; shift < 3; ++shift) {
       size_t start = size_t(shift) * kBigPage + 4096 * size_t(it);
       size_t count = (o.bytes - start + o.stride - 1) / o.stride;

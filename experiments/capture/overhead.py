@@ -1,0 +1,30 @@
+"""Turns capture_all.sh's run logs into the overhead table.
+    python3 overhead.py RUNS_DIR... > experiments/capture/results/overhead.json
+One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s", "steps",
+"ratio", "cupti_ratio", "machine"}; a mode that was not run is null. When a workload was run
+more than once in a mode, the last run counts."""
+import glob
+import json
+import os
+import sys
+
+rows = {}
+for folder in sys.argv[1:]:
+    machine = None
+    if os.path.exists(os.path.join(folder, "machine.txt")):
+        machine = open(os.path.join(folder, "machine.txt")).read().strip()
+    for path in sorted(glob.glob(os.path.join(folder, "*.runs.jsonl"))):
+        for line in open(path):
+            run = json.loads(line)
+            row = rows.setdefault(run["workload"], {"workload": run["workload"], "plain_s": None,
+                                                    "capture_s": None, "cupti_capture_s": None,
+                                                    "steps": run.get("steps"), "machine": machine})
+            key = {"plain": "plain_s", "capture": "capture_s", "cupti": "cupti_capture_s"}.get(run["mode"])
+            if key:
+                row[key] = run["seconds"]
+for row in rows.values():
+    plain = row["plain_s"]
+    row["ratio"] = round(row["capture_s"] / plain, 2) if plain and row["capture_s"] else None
+    row["cupti_ratio"] = round(row["cupti_capture_s"] / plain, 2) if plain and row["cupti_capture_s"] else None
+json.dump(sorted(rows.values(), key=lambda r: r["workload"]), sys.stdout, indent=1)
+print()
