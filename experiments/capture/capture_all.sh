@@ -71,17 +71,19 @@ for w in "$@"; do
   read -r -a c <<<"${cmd[$w]}"
   read -r -a o <<<"${opts[$w]}"
   read -r -a m <<<"${meta[$w]} --meta steps=$steps"
-  if has plain; then run "$w" plain "${c[@]}"; fi
+  # A workload that fails is reported and the others go on.
+  if has plain; then run "$w" plain "${c[@]}" || continue; fi
   if has capture; then
-    run "$w" capture "$bin/faultline" capture "${o[@]}" "${m[@]}" --out "$out/$w.fltrace" -- "${c[@]}"
+    run "$w" capture "$bin/faultline" capture "${o[@]}" "${m[@]}" --out "$out/$w.fltrace" \
+      -- "${c[@]}" || continue
     "$bin/faultline" trace stats "$out/$w.fltrace" >"$out/$w.stats.json"
   fi
   if has cupti; then
     run "$w" cupti "$bin/faultline" capture --mode cupti "${o[@]}" "${m[@]}" \
-      --out "$out/$w.cupti.fltrace" -- "${c[@]}"
+      --out "$out/$w.cupti.fltrace" -- "${c[@]}" || continue
   fi
   if has observe; then
     run "$w" observe "$bin/faultline" capture --mode observe "${o[@]}" "${m[@]}" \
-      --out "$out/$w.observe.json" -- "${c[@]}"
+      --out "$out/$w.observe.json" -- "${c[@]}" || continue
   fi
 done

@@ -270,10 +270,13 @@ private:
   }
 
   // The innermost live managed allocation holding `address`, as (base, size); size 0 if none.
+  // With PyTorch's blocks known, a word in a segment but in no live block names nothing (a stale
+  // pointer, or one inside a tensor map's descriptor): the whole segment would overstate it.
   std::pair<uint64_t, uint64_t> innermost_range(uint64_t address) const {
     auto b = blocks_.upper_bound(address);
     if (b != blocks_.begin() && address < std::prev(b)->first + std::prev(b)->second.size)
       return {std::prev(b)->first, std::prev(b)->second.size};
+    if (history_) return {0, 0};
     auto* s = segment_at(address);
     if (!s || s->second.kind != trace::MemoryKind::kManaged) return {0, 0};
     return {s->first, s->second.size};

@@ -12,8 +12,13 @@ using faultline::inject::PageTable;
 namespace {
 
 // Adds `type` to the page's stamp for this epoch; appends an entry when the type is new to it.
-// The common case, a page already stamped with this type, costs one load and no atomic.
+// The common case, a page already stamped with this type, costs one load and no atomic. Lanes
+// of a warp that touch the same page (nearly all, in dense kernels) elect one of them to do it.
 __device__ __forceinline__ void note(PageTable* t, uint64_t address, uint32_t type) {
+  const uint32_t peers = __match_any_sync(__activemask(), address >> kPageShift);
+  uint32_t lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (peers & ((1u << lane) - 1)) return; // a lower lane of the group notes it
   const uint64_t offset = address - t->base;
   if (address < t->base || (offset >> kPageShift) >= t->pages) {
     atomicAdd(&t->outside, 1u);
