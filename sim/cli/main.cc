@@ -43,9 +43,11 @@ const char* kUsage =
 
 const char* kSimUsage =
     "usage: faultline sim --config C --trace T [--out results.json] [--timeline t.json]\n"
-    "                     [--progress | --no-progress] [--check-invariants]\n"
+    "                     [--iterations N] [--progress | --no-progress] [--check-invariants]\n"
     "Replays trace T under run config C and writes the results as JSON (stdout by default),\n"
-    "with the resolved config and the git revision. --timeline writes Chrome trace-event JSON\n"
+    "with the resolved config, the git revision and a row per training step. --iterations N\n"
+    "runs N steps (overrides the config's \"iterations\"): the trace's first N, or all of them\n"
+    "and then its last step again until N have run. --timeline writes Chrome trace-event JSON\n"
     "(open it in the Perfetto UI). A progress line goes to stderr when it is a terminal.\n"
     "--check-invariants verifies the memory model after every record (slow).\n";
 
@@ -151,6 +153,7 @@ int cmd_sim(int argc, char** argv) {
   job.trace_path = args.need("trace");
   const std::string out = args.take("out");
   job.timeline_path = args.take("timeline");
+  job.iterations = parse_iterations(args.take("iterations"));
   job.progress = isatty(STDERR_FILENO) != 0;
   if (args.flag("progress")) job.progress = true;
   if (args.flag("no-progress")) job.progress = false;
