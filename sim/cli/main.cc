@@ -57,9 +57,9 @@ const char* kSynthUsage =
     "                       [--touches N] [--ns-per-access NS]\n"
     "Writes a synthetic trace. stream: K kernels sweep K slices in turn; random: K kernels\n"
     "touch random 64 KB pages; dnn: L layers forward then backward then an optimizer step,\n"
-    "weights reused every iteration, activations freed in reverse order. SIZE takes K, M, G\n"
-    "(powers of 1024). Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12,\n"
-    "touches 1, ns-per-access 100.\n";
+    "weights reused every iteration, activations freed in reverse order. Each iteration is a\n"
+    "training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024). Defaults:\n"
+    "footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1, ns-per-access 100.\n";
 
 const char* kSweepUsage =
     "usage: faultline sweep SWEEP.json [--jobs N] [--progress | --no-progress]\n"
@@ -87,7 +87,8 @@ const char* kAllocUsage =
 
 const char* kTraceUsage =
     "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
-    "       faultline trace stats T    footprint, kernels, accesses, distinct 2 MB blocks, reuse\n";
+    "       faultline trace stats T    footprint, kernels, accesses, distinct 2 MB blocks, reuse,\n"
+    "                                  training steps and each step's records\n";
 
 // Options as --name value pairs and --flag switches; anything else is a usage error.
 class Args {
