@@ -199,13 +199,11 @@ bool StepRepeater::start_pass() {
   carried_.clear();
   previous_.clear();
   for (const auto& [original, id] : local_) {
-    auto it = live_.find(id);
-    if (id == 0 || it == live_.end()) continue;
-    carried_.push_back({original, id, it->second});
+    if (id == 0 || !live_.count(id)) continue;
+    carried_.push_back(id);
     previous_[original] = id;
   }
-  std::sort(carried_.begin(), carried_.end(),
-            [](const Instance& a, const Instance& b) { return a.id < b.id; });
+  std::sort(carried_.begin(), carried_.end()); // the order early frees come in
   local_.clear();
   ++pass_;
   ++stats_.repetitions;
@@ -250,13 +248,18 @@ bool StepRepeater::transform_alloc(AllocRecord& a) {
   return true;
 }
 
-// Carried instances of the previous pass still where the step allocates now.
+// Allocations live only because of the repetition (the previous pass's carried instances, and
+// those whose free waits for the final pass) where the step allocates now are freed first: the
+// trace's own step had them freed by then.
 void StepRepeater::free_overlapping(const AllocRecord& a) {
-  for (const Instance& c : carried_) {
-    if (!live_.count(c.id) || !overlaps(c.record, a)) continue;
+  auto free_if_over = [&](uint64_t id) {
+    auto it = live_.find(id);
+    if (it == live_.end() || !overlaps(it->second, a)) return;
     ++stats_.early_frees;
-    emit_free(c.id, a.time);
-  }
+    emit_free(id, a.time);
+  };
+  for (uint64_t id : carried_) free_if_over(id);
+  for (uint64_t id : waiting_) free_if_over(id);
 }
 
 void StepRepeater::emit_free(uint64_t id, Time time) {
@@ -275,6 +278,7 @@ bool StepRepeater::transform_free(FreeRecord& f, uint64_t position) {
     if (id == 0) return false; // its allocation was skipped, and counted
   } else if (plan_->teardown.count(position)) {
     if (!final_pass) {
+      if (pass_ == 0 && live_.count(id)) waiting_.push_back(id);
       stats_.held_frees += pass_ == 0 ? 1 : 0;
       return false;
     }

@@ -18,7 +18,7 @@ struct RepeatStats {
   Time period_ns = 0;          // time shift from one pass of the step to the next
   uint64_t paired_frees = 0;   // frees of an id from before the step given to the carried
                                // instance of the previous pass
-  uint64_t early_frees = 0;    // carried instances freed before an allocation over them
+  uint64_t early_frees = 0;    // carried or held instances freed before an allocation over them
   uint64_t skipped_frees = 0;  // frees with nothing live left to free
   uint64_t held_frees = 0;     // tear-down frees moved from the trace's step to the final pass
   uint64_t skipped_allocs = 0; // blocks whose segment is not live in a pass
@@ -52,7 +52,8 @@ LastStepPlan plan_last_step(const std::string& path);
 //    that is still live from the previous pass when the step allocates over its addresses is
 //    freed first (a free record). A free of an id from before the step is given the carried
 //    instance of the previous pass it pairs with (LastStepPlan), or, without a pair (tear-down:
-//    the model freed at the trace's end), happens only in the final pass.
+//    the model freed at the trace's end), happens only in the final pass, unless the step
+//    allocates over it first (then it is freed there, as a carried instance is).
 // Streams: each pass re-reads the file and skips to the step, holding no step in memory.
 class StepRepeater {
 public:
@@ -73,10 +74,6 @@ public:
   const RepeatStats& repeat_stats() const { return stats_; }
 
 private:
-  struct Instance {
-    uint64_t original = 0, id = 0;
-    AllocRecord record; // as emitted
-  };
   bool fetch(Record& r);
   bool start_pass();
   bool transform(Record& r);
@@ -102,7 +99,8 @@ private:
   std::unordered_map<uint64_t, AllocRecord> live_;  // emitted id -> record as emitted
   std::unordered_map<uint64_t, uint64_t> local_;    // this pass: original -> id (0: skipped)
   std::unordered_map<uint64_t, uint64_t> previous_; // last pass's carried: original -> id
-  std::vector<Instance> carried_;                   // last pass's, still live
+  std::vector<uint64_t> carried_;                   // last pass's, still live at its end
+  std::vector<uint64_t> waiting_;                   // ids whose free waits for the final pass
   std::deque<FreeRecord> early_;                    // frees to return before held_
   Record held_;
   bool have_held_ = false;

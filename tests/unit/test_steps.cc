@@ -361,3 +361,29 @@ TEST_CASE("steps: a repetition never goes back in time, even when the period is 
   CHECK(kernels[3]->kernel.start == 510); // pass 1's first kernel: 10 + 10, held at 510
   CHECK(kernels[4]->kernel.start == 520); // 510 + 10
 }
+
+TEST_CASE("steps: a held free is made where the step allocates over its allocation", "[steps]") {
+  // Step 0's block 10 is freed in step 1 with nothing carried to pair it with, so its free
+  // waits for the final pass; but step 1 then allocates block 11 where it lay.
+  fltest::TempDir dir;
+  const std::string path = dir.file("held.fltrace");
+  {
+    TraceWriter w(path, {{"steps", steps_of({{1, 100}, {3, 200}})}});
+    w.write(AllocRecord{1, MemoryKind::kManaged, kSeg, 64 << 20, 0, 0});
+    w.write(block(10, kSeg, 100));
+    w.write(kernel(110, {10}, kSeg));
+    w.write(FreeRecord{10, 200});
+    w.write(block(11, kSeg, 200));
+    w.write(kernel(210, {11}, kSeg));
+    w.write(FreeRecord{11, 290});
+    w.close();
+  }
+  const Run run = repeat(path, 4, dir.file("out.fltrace"));
+  CHECK(run.stats.held_frees == 1);
+  CHECK(run.stats.early_frees == 1);   // made before block 11, as the trace had it
+  CHECK(run.stats.skipped_frees == 1); // the final pass finds it freed already
+  const auto frees = of_type(run, RecordType::kFree);
+  REQUIRE(frees.size() == 4);
+  CHECK(frees[0]->free.id == 10);
+  CHECK(frees[0]->free.time == 200);
+}
