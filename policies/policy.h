@@ -79,9 +79,11 @@ struct StartEvent {
   unsigned gpu = 0;       // the GPU the job runs on
   std::vector<unsigned> nvlink_peers; // GPUs joined to it by NVLink, widest first
   const MemoryView* memory = nullptr; // valid for the whole run
-  // The trace being replayed. Only offline bounds (the oracle) read it: an online policy must
-  // learn from events alone.
+  // The trace being replayed, and the steps it runs for (0: its own; more repeat its last step,
+  // trace::StepRepeater). Only offline bounds (the oracle) read it, through a StepRepeater of
+  // the same iterations: an online policy must learn from events alone.
   std::string trace_path;
+  uint64_t iterations = 0;
 };
 
 struct AllocEvent {
@@ -145,6 +147,13 @@ struct KernelEndEvent {
   uint64_t kernel = 0;
 };
 
+// A training step (the trace header's "steps", repetitions included) begins: before its first
+// record. Not sent for the set-up before step 0.
+struct StepEvent {
+  Time now = 0;
+  uint64_t step = 0;
+};
+
 class IPolicy {
 public:
   virtual ~IPolicy() = default;
@@ -155,6 +164,7 @@ public:
   virtual void on_fault_batch(const FaultBatchEvent&, Actions&) {}
   virtual void on_memory_pressure(const MemoryPressureEvent&, Actions&) {}
   virtual void on_kernel_end(const KernelEndEvent&, Actions&) {}
+  virtual void on_step_begin(const StepEvent&, Actions&) {}
   // Whether on_fault_batch matters to the policy. The live replay hands a policy the GPU's
   // faults by draining them after each kernel, which costs the next kernel tens of
   // microseconds, so it drains only for a policy that watches them.

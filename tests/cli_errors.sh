@@ -169,6 +169,16 @@ else
   fail "sim twice on the same inputs gives byte-identical results" \
     "$(diff "$WORK/result1.json" "$WORK/result2.json" 2>&1 | head -20)"
 fi
+expect "sim --iterations 0" 2 stderr "--iterations 0: expected 1 or more training steps" -- \
+  "$FAULTLINE" sim --config "$WORK/run.json" --trace "$TRACE" --iterations 0 --no-progress
+expect "sim --iterations runs" 0 any "" -- "$FAULTLINE" sim --config "$WORK/run.json" \
+  --trace "$TRACE" --iterations 5 --out "$WORK/iter1.json" --no-progress
+expect "sim --iterations runs again" 0 any "" -- "$FAULTLINE" sim --config "$WORK/run.json" \
+  --trace "$TRACE" --iterations 5 --out "$WORK/iter2.json" --no-progress
+expect "sim --iterations is deterministic and records the steps" 0 any "" -- \
+  cmp "$WORK/iter1.json" "$WORK/iter2.json"
+expect "sim --iterations writes a row per step" 0 any "" -- grep -q '"step": 4' "$WORK/iter1.json"
+expect "trace stats counts steps" 0 stdout '"steps": ' -- "$FAULTLINE" trace stats "$TRACE"
 if grep -q '"faults"' "$WORK/result1.json" && grep -q '"resolved_bytes"' "$WORK/result1.json"; then
   pass "sim results hold the measured values and the resolved capacity"
 else

@@ -5,7 +5,7 @@
 // the future (Belady's MIN). It reads the trace itself; no online policy can know what it knows.
 #include "policies/registry.h"
 #include "sim/config/reader.h"
-#include "sim/trace/reader.h"
+#include "sim/trace/step_repeater.h"
 
 #include <algorithm>
 #include <limits>
@@ -34,8 +34,9 @@ struct Future {
   std::vector<std::vector<BlockUse>> blocks_of_kernel;
   std::unordered_map<uint64_t, std::vector<uint64_t>> kernels_of_block;
 
-  explicit Future(const std::string& path) {
-    trace::TraceReader reader(path);
+  // The records the backend replays: the trace run for `iterations` steps.
+  Future(const std::string& path, uint64_t iterations) {
+    trace::StepRepeater reader(path, iterations);
     trace::Record r;
     std::map<Addr, Addr> device; // start -> end of live device allocations
     std::unordered_map<uint64_t, Addr> device_ids;
@@ -89,7 +90,7 @@ public:
   }
 
   void on_start(const StartEvent& e, Actions&) override {
-    future_ = std::make_unique<Future>(e.trace_path);
+    future_ = std::make_unique<Future>(e.trace_path, e.iterations);
     capacity_blocks_ = e.gpu_capacity / kBlockSize;
     gpu_ = gpu_processor(e.gpu);
   }

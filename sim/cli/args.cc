@@ -33,4 +33,11 @@ uint64_t parse_number(const std::string& text, const std::string& what) {
   return v * it->second;
 }
 
+uint64_t parse_iterations(const std::string& text) {
+  if (text.empty()) return 0;
+  const uint64_t n = parse_number(text, "--iterations");
+  if (n == 0) throw UsageError("--iterations 0: expected 1 or more training steps");
+  return n;
+}
+
 } // namespace faultline

@@ -43,9 +43,11 @@ const char* kUsage =
 
 const char* kSimUsage =
     "usage: faultline sim --config C --trace T [--out results.json] [--timeline t.json]\n"
-    "                     [--progress | --no-progress] [--check-invariants]\n"
+    "                     [--iterations N] [--progress | --no-progress] [--check-invariants]\n"
     "Replays trace T under run config C and writes the results as JSON (stdout by default),\n"
-    "with the resolved config and the git revision. --timeline writes Chrome trace-event JSON\n"
+    "with the resolved config, the git revision and a row per training step. --iterations N\n"
+    "runs N steps (overrides the config's \"iterations\"): the trace's first N, or all of them\n"
+    "and then its last step again until N have run. --timeline writes Chrome trace-event JSON\n"
     "(open it in the Perfetto UI). A progress line goes to stderr when it is a terminal.\n"
     "--check-invariants verifies the memory model after every record (slow).\n";
 
@@ -55,9 +57,9 @@ const char* kSynthUsage =
     "                       [--touches N] [--ns-per-access NS]\n"
     "Writes a synthetic trace. stream: K kernels sweep K slices in turn; random: K kernels\n"
     "touch random 64 KB pages; dnn: L layers forward then backward then an optimizer step,\n"
-    "weights reused every iteration, activations freed in reverse order. SIZE takes K, M, G\n"
-    "(powers of 1024). Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12,\n"
-    "touches 1, ns-per-access 100.\n";
+    "weights reused every iteration, activations freed in reverse order. Each iteration is a\n"
+    "training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024). Defaults:\n"
+    "footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1, ns-per-access 100.\n";
 
 const char* kSweepUsage =
     "usage: faultline sweep SWEEP.json [--jobs N] [--progress | --no-progress]\n"
@@ -85,7 +87,8 @@ const char* kAllocUsage =
 
 const char* kTraceUsage =
     "usage: faultline trace dump T     one JSON object per line: the header, then each record\n"
-    "       faultline trace stats T    footprint, kernels, accesses, distinct 2 MB blocks, reuse\n";
+    "       faultline trace stats T    footprint, kernels, accesses, distinct 2 MB blocks, reuse,\n"
+    "                                  training steps and each step's records\n";
 
 // Options as --name value pairs and --flag switches; anything else is a usage error.
 class Args {
@@ -151,6 +154,7 @@ int cmd_sim(int argc, char** argv) {
   job.trace_path = args.need("trace");
   const std::string out = args.take("out");
   job.timeline_path = args.take("timeline");
+  job.iterations = parse_iterations(args.take("iterations"));
   job.progress = isatty(STDERR_FILENO) != 0;
   if (args.flag("progress")) job.progress = true;
   if (args.flag("no-progress")) job.progress = false;

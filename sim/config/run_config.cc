@@ -16,6 +16,8 @@ namespace faultline::config {
 namespace fs = std::filesystem;
 namespace {
 
+constexpr uint64_t kMaxIterations = 1'000'000; // a bound that catches a typo, not a model limit
+
 struct Profile {
   json doc;
   std::string label; // for messages: which file(s) the values came from
@@ -319,6 +321,15 @@ std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
   return jobs;
 }
 
+// Optional, and recorded in the resolved config only when given: its default is the trace's.
+void read_iterations(Reader& r, RunConfig& c) {
+  if (!r.has("iterations")) return;
+  c.iterations = r.get<uint64_t>("iterations");
+  if (c.iterations < 1 || c.iterations > kMaxIterations)
+    r.fail("iterations", "expected 1 to " + std::to_string(kMaxIterations) + " steps, got " +
+                             std::to_string(c.iterations));
+}
+
 } // namespace
 
 uint64_t CapacitySpec::chunks(uint64_t footprint_chunks) const {
@@ -438,6 +449,7 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
                      "replay does: set \"eviction\": \"fifo\"");
   read_policy(r.child("policy"), c);
   c.per_kernel = r.get<bool>("per_kernel", false);
+  read_iterations(r, c);
   c.progress_every = r.get<uint32_t>("progress_every", 0);
   c.watchdog_ns = r.get<int64_t>("watchdog_ns", c.watchdog_ns);
   if (c.watchdog_ns <= 0) r.fail("watchdog_ns", "must be positive");

@@ -141,6 +141,9 @@ struct RunConfig {
   std::string policy = "ondemand";
   nlohmann::json policy_params = nlohmann::json::object();
   bool per_kernel = false;
+  // Training steps to run: the trace's first `iterations` steps, or all of them and then its
+  // last step again until that many have run (trace::StepRepeater). 0: the trace's own steps.
+  uint64_t iterations = 0;
   Time watchdog_ns = 60'000'000'000; // simulated time without any progress
   uint32_t progress_every = 0;       // kernels between progress lines; 0 = off
   nlohmann::json resolved;           // every value as read, defaults filled in

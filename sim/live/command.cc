@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 const char* kUsage =
     "usage: faultline replay --trace T [--policy P] [--params JSON] [--budget B]\n"
     "                        [--margin BYTES] [--faults books|cupti [--drain-every N]]\n"
-    "                        [--per-kernel] [--device N]\n"
+    "                        [--per-kernel] [--device N] [--iterations N]\n"
     "                        [--peer-budget BYTES] [--peer-reserve BYTES] [--out results.json]\n"
     "Re-executes trace T on a real GPU under policy P (default ondemand; --params is its\n"
     "policy.params object) with a residency budget B: a fraction of the footprint (0.5 or 50%)\n"
@@ -34,6 +34,8 @@ const char* kUsage =
     "pages it found off the GPU, from the replay's books (--faults books, the default), or\n"
     "CUPTI's fault records, drained after every --drain-every N kernels (--faults cupti;\n"
     "CUPTI loses most of them, and each drain slows the next kernel).\n"
+    "--iterations N runs N training steps, as 'faultline sim --iterations': the trace's first\n"
+    "N, or all of them and then its last step again; the result has a row per step.\n"
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 
@@ -101,6 +103,8 @@ Parsed parse(int argc, char** argv) {
       p.out = value();
     else if (a == "--per-kernel")
       p.job.per_kernel = true;
+    else if (a == "--iterations")
+      p.job.iterations = parse_iterations(value());
     else
       throw UsageError("replay: unknown option " + a);
   }

@@ -5,12 +5,13 @@
 #include "sim/live/residency.h"
 #include "sim/run/results.h"
 #include "sim/trace/inspect.h"
-#include "sim/trace/reader.h"
+#include "sim/trace/step_repeater.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -44,8 +45,17 @@ struct SlotChunk {
   uint32_t pages; // 64 KB pages touched, one bit each
 };
 
+// Where a training step (the trace header's "steps", repetitions included) begins: before
+// Plan::steps[at]. Step -1 is the set-up.
+struct StepStart {
+  size_t at;
+  int64_t step;
+};
+
 struct Plan {
   std::vector<Step> steps;
+  std::vector<StepStart> training_steps;
+  nlohmann::json iterations; // what the StepRepeater ran (results' "iterations")
   std::vector<Kernel> kernels;
   std::vector<Touch> touches;
   std::vector<SlotChunk> chunks;
@@ -55,8 +65,8 @@ struct Plan {
 
 class Planner {
 public:
-  Plan read(const std::string& path) {
-    trace::TraceReader reader(path);
+  Plan read(const std::string& path, uint64_t iterations) {
+    trace::StepRepeater reader(path, iterations);
     trace::Record r;
     // Every step waits, as in the simulator, for the host time recorded since the previous
     // kernel's end (before the first kernel: since the trace's first record, where the
@@ -65,6 +75,8 @@ public:
     while (reader.next(r)) {
       if (previous_end < 0) previous_end = r.time();
       const size_t steps = plan_.steps.size();
+      if (plan_.training_steps.empty() || plan_.training_steps.back().step != reader.step())
+        plan_.training_steps.push_back({steps, reader.step()});
       if (r.type == trace::RecordType::kAlloc) alloc(r.alloc);
       if (r.type == trace::RecordType::kFree) free(r.free.id);
       if (r.type == trace::RecordType::kHostAccess)
@@ -74,6 +86,7 @@ public:
         plan_.steps.back().gap = std::max<Time>(0, r.time() - previous_end);
       if (r.type == trace::RecordType::kKernel) previous_end = r.kernel.start + r.kernel.duration;
     }
+    plan_.iterations = iterations_json(reader);
     return std::move(plan_);
   }
 
@@ -163,6 +176,39 @@ struct Measured {
   uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
   Time policy_ns = 0; // deciding, untimed
   nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json steps = nlohmann::json::array(); // a row per training step
+};
+
+// What a training step's row counts, as totals so far.
+struct StepTotals {
+  Time start = 0;
+  Time compute_ns = 0, stall_ns = 0;
+  uint64_t kernels = 0, accesses = 0, evictions = 0, prefetch_bytes = 0, reported_faults = 0;
+  Counters counters;
+
+  StepTotals(Time at, const Measured& m, const Counters& c)
+      : start(at), compute_ns(m.compute_ns), stall_ns(m.stall_ns), kernels(m.kernels),
+        accesses(m.accesses), evictions(m.budget_evicted_chunks), prefetch_bytes(m.prefetch_bytes),
+        reported_faults(m.reported_faults), counters(c) {}
+
+  // The row of the step that began at `from` and ends here, with the simulator's field names.
+  nlohmann::json row_since(const StepTotals& from, int64_t step) const {
+    const Counters& a = from.counters;
+    return {{"step", step},
+            {"start_ns", from.start},
+            {"end_ns", start},
+            {"time_ns", start - from.start},
+            {"compute_ns", compute_ns - from.compute_ns},
+            {"fault_stall_ns", stall_ns - from.stall_ns},
+            {"kernels", kernels - from.kernels},
+            {"accesses", accesses - from.accesses},
+            {"faults", counters.gpu_fault_records - a.gpu_fault_records},
+            {"faults_reported_to_policy", reported_faults - from.reported_faults},
+            {"bytes_host_to_gpu", counters.bytes_host_to_gpu - a.bytes_host_to_gpu},
+            {"bytes_gpu_to_host", counters.bytes_gpu_to_host - a.bytes_gpu_to_host},
+            {"evictions", evictions - from.evictions},
+            {"prefetch_issued_bytes", prefetch_bytes - from.prefetch_bytes}};
+  }
 };
 
 // The replay is also the policy's memory view: its residency model answers for GPU 0, its
@@ -188,6 +234,7 @@ public:
       policies::StartEvent start;
       start.gpu_capacity = residency_.budget_chunks() * kBlockSize;
       start.trace_path = job_.trace_path;
+      start.iterations = job_.iterations;
       start.memory = this;
       if (peer_chunks_ > 0) {
         start.gpus = 2;
@@ -196,7 +243,13 @@ public:
       policy_->on_start(start, actions_);
     });
     execute();
-    for (const Step& step : plan_.steps) {
+    size_t next_training_step = 0;
+    for (size_t i = 0; i < plan_.steps.size(); ++i) {
+      const Step& step = plan_.steps[i];
+      for (; next_training_step < plan_.training_steps.size() &&
+             plan_.training_steps[next_training_step].at == i;
+           ++next_training_step)
+        begin_step(plan_.training_steps[next_training_step].step);
       clock_.wait_until(last_end_ + step.gap);
       if (step.type == trace::RecordType::kAlloc) alloc(step.alloc);
       if (step.type == trace::RecordType::kFree) free(step.id);
@@ -206,6 +259,9 @@ public:
     clock_.pause();
     device_.quiesce();
     total_ns = clock_.elapsed();
+    for (; next_training_step < plan_.training_steps.size(); ++next_training_step)
+      begin_step(plan_.training_steps[next_training_step].step, total_ns); // steps without work
+    if (step_start_) close_step(total_ns);
     for (const auto& [base, a] : live_) device_.free_managed(a.live);
     return std::move(measured_);
   }
@@ -265,6 +321,35 @@ private:
 
   [[noreturn]] void fail(const std::string& what) {
     throw SimulationError("live replay: " + what + ": " + device_.error());
+  }
+
+  // A training step begins. The step before ends once the migrations it issued are done
+  // (waited for on the clock); its counters are drained off it. `paused_at`: the clock is
+  // paused already, at that time (steps after the last record).
+  void begin_step(int64_t step, Time paused_at = -1) {
+    const bool paused = paused_at >= 0;
+    Time at = paused ? paused_at : now();
+    if (step_start_ && !paused) {
+      device_.synchronize();
+      at = now();
+      clock_.pause();
+      device_.quiesce();
+    }
+    if (step_start_) close_step(at);
+    if (step_start_ && !paused) clock_.resume();
+    // The first row starts at 0, so that the rows add up to the totals.
+    step_start_ = step_start_ ? StepTotals(at, measured_, device_.counters())
+                              : StepTotals(0, Measured{}, Counters{});
+    step_ = step;
+    if (step < 0 || paused) return;
+    actions_.clear();
+    decide([&] { policy_->on_step_begin({now(), static_cast<uint64_t>(step)}, actions_); });
+    execute();
+  }
+
+  void close_step(Time end) {
+    const StepTotals totals(end, measured_, device_.counters());
+    measured_.steps.push_back(totals.row_since(*step_start_, step_));
   }
 
   void alloc(const trace::AllocRecord& a) {
@@ -671,6 +756,8 @@ private:
   Time last_end_ = 0;
   std::vector<Residency::ChunkPages> absent_; // the running kernel's pages off the GPU
   Measured measured_;
+  std::optional<StepTotals> step_start_; // the open training step's start
+  int64_t step_ = -1;
 };
 
 uint64_t budget_chunks(const ReplayJob& job, const trace::TraceStats& stats) {
@@ -721,7 +808,8 @@ nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& devic
 
 nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
   const trace::TraceStats stats = trace::compute_stats(job.trace_path);
-  Plan plan = Planner().read(job.trace_path);
+  Plan plan = Planner().read(job.trace_path, job.iterations);
+  nlohmann::json iterations = plan.iterations;
   check_memory(job, stats, plan, device);
   const uint64_t chunks = budget_chunks(job, stats);
   const uint64_t skipped = plan.skipped_accesses;
@@ -734,6 +822,7 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", job.trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
   out["config"] = resolved(job, chunks, device);
+  if (job.iterations) out["config"]["iterations"] = job.iterations;
   out["results"] = {{"total_time_ns", total},
                     {"compute_ns", m.compute_ns},
                     {"fault_stall_ns", m.stall_ns},
@@ -757,6 +846,8 @@ nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
                       {"bytes_staged_on_peer", m.bytes_staged},
                       {"bytes_device_to_device", c.bytes_peer}}},
                     {"dropped_counter_records", c.dropped_records}};
+  out["iterations"] = std::move(iterations);
+  out["steps"] = std::move(m.steps);
   if (job.per_kernel) out["kernels"] = std::move(m.rows);
   return out;
 }

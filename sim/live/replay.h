@@ -36,10 +36,16 @@ struct ReplayJob {
   // reserve it keeps for its own job, as the simulator's driver.peer_reserve_bytes.
   uint64_t peer_budget_bytes = 0;
   uint64_t peer_reserve_bytes = 100ull << 20;
+  // Training steps to run, as the simulator's "iterations" (trace::StepRepeater); 0: the
+  // trace's own.
+  uint64_t iterations = 0;
 };
 
-// Contract: runs the whole trace once on `device` and returns a result document with the same
-// fields as `faultline sim` where they can be measured, the resolved job and the git revision.
+// Contract: runs the trace once on `device`, for job.iterations steps, and returns a result
+// document with the same fields as `faultline sim` where they can be measured (a row per
+// training step among them), the resolved job and the git revision. With more than one row,
+// the replay waits (timed) for the migrations in flight where a step begins and drains the
+// counters (untimed), so that each step's bytes are its own.
 // Refuses (Error) before allocating anything if the trace's managed plus device memory would
 // come closer than the margin to the GPU's free memory.
 nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device);

@@ -24,7 +24,7 @@ Job::Job(Machine m, JobSetup setup)
     : config_(m.config), engine_(m.engine), memory_(m.memory), topology_(m.topology),
       setup_(std::move(setup)), offset_(Addr{setup_.index} << kAddressSpaceBits),
       gpu_profile_(m.spec.gpus.at(setup_.gpu).profile),
-      reader_(std::make_unique<trace::TraceReader>(setup_.trace_path)),
+      reader_(std::make_unique<trace::StepRepeater>(setup_.trace_path, setup_.iterations)),
       migrator_(memory_, topology_, gpu_profile_, config_.driver, stats_),
       servicer_(engine_, memory_, migrator_, setup_.gpu, gpu_profile_, config_.driver, stats_),
       runner_(engine_, memory_, servicer_, migrator_,
@@ -60,7 +60,8 @@ void Job::start_policy(Time now) {
                              setup_.gpu,
                              topology_.nvlink_neighbours(setup_.gpu),
                              this,
-                             setup_.trace_path};
+                             setup_.trace_path,
+                             setup_.iterations};
   policy_->on_start(event, actions_);
   execute(actions_, now);
   engine_.schedule(now, Priority::kHost, this, kStep);
@@ -79,10 +80,12 @@ void Job::handle(uint32_t, Time now) {
       }
       if (reader_->records() == 1) delay_ = pass_start_ - pending_.time(); // a pass starts now
       have_pending_ = true;
+      pending_step_ = reader_->step();
     }
     const Time due = std::max(now, pending_.time() + delay_);
     if (due > now) return engine_.schedule(due, Priority::kHost, this, kStep);
     have_pending_ = false;
+    if (!step_open_ || pending_step_ != step_start_.step) begin_step(pending_step_, now);
     now = apply(pending_, now);
     if (check_invariants_) memory_.check_invariants();
     engine_.progress();
@@ -102,12 +105,37 @@ void Job::restart(Time now) {
   for (const auto& [id, a] : live_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   for (uint64_t id : ids) on_free({id, 0}, now);
-  reader_ = std::make_unique<trace::TraceReader>(setup_.trace_path);
+  reader_ = std::make_unique<trace::StepRepeater>(setup_.trace_path, setup_.iterations);
   pass_start_ = now;
   ++passes_;
   kernel_index_ = 0;
   policy_ = create_policy();
   start_policy(now); // schedules the pass's first record
+}
+
+// A step's row runs from its first record to the next step's; the first row from time 0, so
+// that the policy's start counts too.
+void Job::begin_step(int64_t step, Time now) {
+  const bool first = !step_open_;
+  close_step(now);
+  step_start_ = first ? StepRow{} : counters_of(stats_);
+  step_start_.step = step;
+  step_start_.start = first ? 0 : now;
+  step_open_ = true;
+  if (step < 0) return;
+  actions_.clear();
+  policy_->on_step_begin({now, static_cast<uint64_t>(step)}, actions_);
+  execute(actions_, now);
+}
+
+void Job::close_step(Time now) {
+  if (!step_open_) return;
+  StepRow row = difference(counters_of(stats_), step_start_);
+  row.step = step_start_.step;
+  row.start = step_start_.start;
+  row.end = std::max(now, step_start_.start);
+  stats_.step_rows.push_back(row);
+  step_open_ = false;
 }
 
 Time Job::apply(trace::Record& record, Time now) {
@@ -422,6 +450,7 @@ void Job::finish() {
       unused = unused.minus(pages);
     });
   }
+  close_step(end_time_);
 }
 
 Bytes Job::free_bytes(unsigned gpu) const {

@@ -6,7 +6,7 @@
 #include "policies/policy.h"
 #include "sim/gpu/kernel_runner.h"
 #include "sim/topology/topology.h"
-#include "sim/trace/reader.h"
+#include "sim/trace/step_repeater.h"
 
 #include <functional>
 #include <map>
@@ -40,11 +40,14 @@ struct JobSetup {
   // Replays the trace again from its start while this says so (a neighbour that keeps training
   // for as long as the run's own job runs); null: once.
   std::function<bool()> again;
+  // Training steps a pass runs (trace::StepRepeater); 0: the trace's own.
+  uint64_t iterations = 0;
 };
 
 // Contract: start() hands the policy its start event and schedules the first record; the
 // engine then drives the job to the trace's end (finished()). The policy sees the trace's own
-// addresses; the job translates to and from its address space.
+// addresses; the job translates to and from its address space. The job keeps a StepRow per
+// training step it runs (stats().step_rows, complete after finish()).
 class Job : public EventHandler, public FaultListener, public policies::MemoryView {
 public:
   Job(Machine machine, JobSetup setup);
@@ -55,13 +58,13 @@ public:
   Time end_time() const { return end_time_; }
   const Stats& stats() const { return stats_; }
   const JobSetup& setup() const { return setup_; }
-  const trace::TraceReader& reader() const { return *reader_; }
+  const trace::StepRepeater& reader() const { return *reader_; }
   uint64_t passes() const { return passes_; }
   void set_batch_observer(BatchObserver* o) { servicer_.set_observer(o); }
   void set_kernel_observer(KernelObserver* o) { runner_.set_observer(o); }
   void set_progress(ProgressReporter* p) { progress_ = p; }
   void set_check_invariants(bool on) { check_invariants_ = on; }
-  // Accounts pages still marked prefetched-but-unused at the run's end.
+  // Accounts pages still marked prefetched-but-unused at the run's end; closes the last step.
   void finish();
 
   void handle(uint32_t kind, Time now) override;
@@ -75,6 +78,8 @@ public:
 
 private:
   Time apply(trace::Record& record, Time now);
+  void begin_step(int64_t step, Time now);
+  void close_step(Time now);
   // The trace ended and `again` says go on: free what it holds, start a fresh policy, replay.
   void restart(Time now);
   std::unique_ptr<policies::IPolicy> create_policy() const;
@@ -108,7 +113,7 @@ private:
   Addr offset_;
   const config::GpuProfile& gpu_profile_;
   uint64_t evictions_seen_ = 0; // driver evictions already reported as memory pressure
-  std::unique_ptr<trace::TraceReader> reader_;
+  std::unique_ptr<trace::StepRepeater> reader_;
   uint64_t passes_ = 1;
   Time pass_start_ = 0;
   Stats stats_;
@@ -121,6 +126,9 @@ private:
 
   trace::Record pending_;
   bool have_pending_ = false;
+  int64_t pending_step_ = -1;
+  StepRow step_start_; // the open step's start: its index, time and the totals then
+  bool step_open_ = false;
   bool finished_ = false;
   Time delay_ = 0;                  // simulated minus recorded time, carried from kernel to kernel
   Time migrations_done_ = 0;        // budget mode: when the migrations issued so far end

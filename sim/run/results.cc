@@ -97,10 +97,47 @@ nlohmann::json stats_json(const Stats& s, Time total_ns) {
   };
 }
 
+nlohmann::json step_rows_json(const std::vector<StepRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  const auto bytes = [](uint64_t pages) { return pages * kPageSize; };
+  for (const StepRow& r : rows) {
+    out.push_back({{"step", r.step},
+                   {"start_ns", r.start},
+                   {"end_ns", r.end},
+                   {"time_ns", r.end - r.start},
+                   {"compute_ns", r.compute_ns},
+                   {"fault_stall_ns", r.stall_ns},
+                   {"host_fault_ns", r.host_ns},
+                   {"kernels", r.kernels},
+                   {"accesses", r.accesses},
+                   {"faults", r.faults},
+                   {"batches", r.batches},
+                   {"bytes_host_to_gpu", bytes(r.pages_h2d)},
+                   {"bytes_gpu_to_host", bytes(r.pages_d2h)},
+                   {"evictions", r.evictions},
+                   {"prefetch_issued_bytes", bytes(r.prefetch_issued)},
+                   {"prefetch_used_bytes", bytes(r.prefetch_used)}});
+  }
+  return out;
+}
+
+nlohmann::json iterations_json(const trace::StepRepeater& steps) {
+  const trace::RepeatStats& s = steps.repeat_stats();
+  return {{"used", steps.iterations()},         {"captured_steps", steps.captured_steps()},
+          {"repetitions", s.repetitions},       {"period_ns", s.period_ns},
+          {"paired_frees", s.paired_frees},     {"early_frees", s.early_frees},
+          {"skipped_frees", s.skipped_frees},   {"held_frees", s.held_frees},
+          {"skipped_allocs", s.skipped_allocs}, {"dropped_args", s.dropped_args}};
+}
+
 nlohmann::json run_job(const SimJob& job) {
   config::RunConfig config = job.config_doc.is_null()
                                  ? config::load_run_config(job.config_path)
                                  : config::parse_run_config(job.config_doc, job.config_path);
+  if (job.iterations > 0) {
+    config.iterations = job.iterations;
+    config.resolved["iterations"] = job.iterations;
+  }
   const trace::TraceStats trace_stats = trace::compute_stats(job.trace_path);
   const uint64_t chunks = config.capacity.chunks(trace_stats.footprint_chunks);
   config.resolved["capacity"]["resolved_bytes"] = chunks * kBlockSize;
@@ -131,6 +168,8 @@ nlohmann::json run_job(const SimJob& job) {
   }
   out["config"] = config.resolved;
   out["results"] = stats_json(stats, sim.end_time());
+  out["iterations"] = iterations_json(sim.reader());
+  out["steps"] = step_rows_json(stats.step_rows);
   if (config.per_kernel) out["kernels"] = kernel_rows(stats);
   for (size_t i = 1; i < sim.jobs(); ++i) {
     const Job& other = sim.job(i);

@@ -3,6 +3,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/run/stats.h"
+#include "sim/trace/step_repeater.h"
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +17,7 @@ struct SimJob {
   bool progress = false;     // a progress line on stderr
   bool check_invariants = false;
   nlohmann::json config_doc; // the run config itself (null: read config_path)
+  uint64_t iterations = 0;   // overrides the config's "iterations" (0: the config's)
 };
 
 // Runs the job and returns the result document: measured values, the fully resolved config
@@ -23,6 +25,10 @@ struct SimJob {
 nlohmann::json run_job(const SimJob& job);
 
 nlohmann::json stats_json(const Stats& stats, Time total_ns);
+// The per-step rows of a run (the results' "steps").
+nlohmann::json step_rows_json(const std::vector<StepRow>& rows);
+// The steps a run ran and what repeating the trace's last step took (the results' "iterations").
+nlohmann::json iterations_json(const trace::StepRepeater& steps);
 
 // The git revision this binary was built from ("-dirty" when the tree had changes).
 const char* git_revision();

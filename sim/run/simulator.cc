@@ -25,8 +25,9 @@ Simulator::Simulator(const config::RunConfig& config, const std::string& trace_p
     : config_(config), spec_(config::machine_topology(config)), engine_(config.watchdog_ns),
       topology_(spec_), memory_(capacities(config, spec_, capacity_chunks)) {
   const Machine machine{config_, spec_, engine_, memory_, topology_};
-  jobs_.push_back(std::make_unique<Job>(
-      machine, JobSetup{0, "main", trace_path, 0, config.policy, config.policy_params, nullptr}));
+  jobs_.push_back(
+      std::make_unique<Job>(machine, JobSetup{0, "main", trace_path, 0, config.policy,
+                                              config.policy_params, nullptr, config.iterations}));
   const Job* own = jobs_[0].get();
   for (const auto& n : config.neighbours) {
     JobSetup setup{static_cast<unsigned>(jobs_.size()),

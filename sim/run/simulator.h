@@ -28,7 +28,7 @@ public:
 
   const Stats& run();
   Time end_time() const { return jobs_[0]->end_time(); }
-  const trace::TraceReader& reader() const { return jobs_[0]->reader(); }
+  const trace::StepRepeater& reader() const { return jobs_[0]->reader(); }
   size_t jobs() const { return jobs_.size(); }
   const Job& job(size_t i) const { return *jobs_[i]; }
   uint64_t capacity_chunks(unsigned gpu) const { return memory_.capacity_chunks(gpu); }

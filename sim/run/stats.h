@@ -19,6 +19,26 @@ struct KernelRow {
   uint64_t faults = 0;
 };
 
+// One training step's share of a run; step -1 is the set-up before step 0. A job's rows cover
+// its run from time 0 to its end without gaps, so each counter sums to the run's total.
+struct StepRow {
+  int64_t step = 0;
+  Time start = 0;
+  Time end = 0;
+  Time compute_ns = 0;
+  Time stall_ns = 0;
+  Time host_ns = 0;
+  uint64_t kernels = 0;
+  uint64_t accesses = 0;
+  uint64_t faults = 0;
+  uint64_t batches = 0;
+  uint64_t pages_h2d = 0;
+  uint64_t pages_d2h = 0;
+  uint64_t evictions = 0;
+  uint64_t prefetch_issued = 0;
+  uint64_t prefetch_used = 0;
+};
+
 struct Stats {
   uint64_t kernels = 0;
   uint64_t accesses = 0;
@@ -55,6 +75,43 @@ struct Stats {
   uint64_t reclaims_dropped = 0;   // another job's chunks dropped (host copy current)
   uint64_t reclaims_copied = 0;    // ... or evicted to the host first
   std::vector<KernelRow> kernel_rows;
+  std::vector<StepRow> step_rows;
 };
+
+// A StepRow's counters as the totals so far (step and times left 0).
+inline StepRow counters_of(const Stats& s) {
+  StepRow r;
+  r.compute_ns = s.compute_ns;
+  r.stall_ns = s.stall_ns;
+  r.host_ns = s.host_ns;
+  r.kernels = s.kernels;
+  r.accesses = s.accesses;
+  r.faults = s.faults;
+  r.batches = s.batches;
+  r.pages_h2d = s.pages_h2d;
+  r.pages_d2h = s.pages_d2h;
+  r.evictions = s.evictions;
+  r.prefetch_issued = s.prefetch_issued;
+  r.prefetch_used = s.prefetch_used;
+  return r;
+}
+
+// The counters of `to` less those of `from`; step and times are the caller's.
+inline StepRow difference(const StepRow& to, const StepRow& from) {
+  StepRow r;
+  r.compute_ns = to.compute_ns - from.compute_ns;
+  r.stall_ns = to.stall_ns - from.stall_ns;
+  r.host_ns = to.host_ns - from.host_ns;
+  r.kernels = to.kernels - from.kernels;
+  r.accesses = to.accesses - from.accesses;
+  r.faults = to.faults - from.faults;
+  r.batches = to.batches - from.batches;
+  r.pages_h2d = to.pages_h2d - from.pages_h2d;
+  r.pages_d2h = to.pages_d2h - from.pages_d2h;
+  r.evictions = to.evictions - from.evictions;
+  r.prefetch_issued = to.prefetch_issued - from.prefetch_issued;
+  r.prefetch_used = to.prefetch_used - from.prefetch_used;
+  return r;
+}
 
 } // namespace faultline

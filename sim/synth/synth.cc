@@ -2,6 +2,7 @@
 
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
+#include "sim/trace/steps.h"
 #include "sim/trace/writer.h"
 
 #include <random>
@@ -22,18 +23,23 @@ struct Tensor {
   uint64_t pages() const { return size / kBigPageSize; }
 };
 
-// Emits records in time order; every kernel runs back to back after the previous one.
+// Emits records in time order; every kernel runs back to back after the previous one. Without
+// a writer it only counts, so that a dry run finds where the steps begin for the header.
 class Builder {
 public:
-  Builder(const Params& p, trace::TraceWriter& w) : p_(p), w_(w), rng_(p.seed) {}
+  Builder(const Params& p, trace::TraceWriter* w) : p_(p), w_(w), rng_(p.seed) {}
+
+  // The next record begins a training step (an iteration).
+  void begin_step() { steps_.push_back({records_, now_}); }
+  const std::vector<trace::Step>& steps() const { return steps_; }
 
   Tensor alloc(Bytes size) {
     Tensor t{next_id_++, next_addr_, round_up(std::max(size, kBigPageSize), kBigPageSize)};
     next_addr_ += round_up(t.size, kBlockSize); // cudaMallocManaged aligns to 2 MB
-    w_.write(trace::AllocRecord{t.id, trace::MemoryKind::kManaged, t.address, t.size, now_, 0});
+    write(trace::AllocRecord{t.id, trace::MemoryKind::kManaged, t.address, t.size, now_, 0});
     return t;
   }
-  void free(const Tensor& t) { w_.write(trace::FreeRecord{t.id, now_}); }
+  void free(const Tensor& t) { write(trace::FreeRecord{t.id, now_}); }
 
   // A kernel that sweeps `reads` then `writes`, each page `touches` times.
   void kernel(const std::string& name, const std::vector<Tensor>& reads,
@@ -69,18 +75,24 @@ public:
   uint64_t accesses() const { return accesses_; }
 
 private:
+  template <class R> void write(const R& r) {
+    ++records_;
+    if (w_) w_->write(r);
+  }
   void add(trace::KernelRecord& k, uint64_t page, AccessType type) {
     k.accesses.push_back({page, static_cast<Time>(k.accesses.size()) * p_.ns_per_access, type});
   }
   void emit(trace::KernelRecord& k) {
     k.duration = static_cast<Time>(k.accesses.size()) * p_.ns_per_access + p_.ns_per_access;
     accesses_ += k.accesses.size();
-    w_.write(k);
+    write(k);
     now_ += k.duration;
   }
 
   const Params& p_;
-  trace::TraceWriter& w_;
+  trace::TraceWriter* w_;
+  uint64_t records_ = 0;
+  std::vector<trace::Step> steps_;
   std::mt19937_64 rng_;
   uint64_t next_id_ = 1;
   Addr next_addr_ = kBase;
@@ -93,6 +105,7 @@ void stream(const Params& p, Builder& b) {
   std::vector<Tensor> slices;
   for (uint32_t i = 0; i < k; ++i) slices.push_back(b.alloc(p.footprint / k));
   for (uint32_t it = 0; it < p.iterations; ++it) {
+    b.begin_step();
     for (uint32_t i = 0; i < k; ++i) b.kernel("stream_" + std::to_string(i), {slices[i]}, {});
   }
   for (const Tensor& t : slices) b.free(t);
@@ -103,6 +116,7 @@ void random(const Params& p, Builder& b) {
   const uint64_t per_kernel =
       std::max<uint64_t>(1, t.pages() * p.touches / p.kernels_per_iteration);
   for (uint32_t it = 0; it < p.iterations; ++it) {
+    b.begin_step();
     for (uint32_t i = 0; i < p.kernels_per_iteration; ++i) {
       b.random_kernel("random_" + std::to_string(i), t, per_kernel);
     }
@@ -121,6 +135,7 @@ void dnn(const Params& p, Builder& b) {
     g.push_back(b.alloc(weight));
   }
   for (uint32_t it = 0; it < p.iterations; ++it) {
+    b.begin_step();
     std::vector<Tensor> a;
     for (uint32_t l = 0; l < p.layers; ++l) {
       a.push_back(b.alloc(activation));
@@ -177,18 +192,29 @@ nlohmann::json to_json(const Params& p) {
           {"ns_per_access", p.ns_per_access}};
 }
 
+namespace {
+
+void build(const Params& p, Builder& b) {
+  if (p.pattern == "stream")
+    stream(p, b);
+  else if (p.pattern == "random")
+    random(p, b);
+  else
+    dnn(p, b);
+}
+
+} // namespace
+
 uint64_t write_trace(const Params& p, const std::string& path, const std::string& command) {
   nlohmann::json meta = {{"source", "synthetic"}, {"gpu", "none (synthetic)"},
                          {"driver", "none"},      {"cuda", "none"},
                          {"command", command},    {"workload", to_json(p)}};
+  Builder dry(p, nullptr); // the header comes first: where the steps begin, from a dry run
+  build(p, dry);
+  meta["steps"] = trace::steps_json(dry.steps());
   trace::TraceWriter writer(path, meta);
-  Builder builder(p, writer);
-  if (p.pattern == "stream")
-    stream(p, builder);
-  else if (p.pattern == "random")
-    random(p, builder);
-  else
-    dnn(p, builder);
+  Builder builder(p, &writer);
+  build(p, builder);
   writer.close();
   return builder.accesses();
 }

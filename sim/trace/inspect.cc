@@ -138,6 +138,33 @@ nlohmann::json record_json(const Record& r) {
           {"accesses", accesses}};
 }
 
+nlohmann::json by_step_json(const std::vector<StepCounts>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StepCounts& c : rows) {
+    out.push_back({{"step", c.step},
+                   {"first_record", c.first_record},
+                   {"start_ns", c.start_ns},
+                   {"records", c.records},
+                   {"kernels", c.kernels},
+                   {"accesses", c.accesses}});
+  }
+  return out;
+}
+
+// Counts each record into its step's row, opening a row where a step (or the set-up) begins.
+void count_step(const TraceReader& reader, const Record& r, std::vector<StepCounts>& rows) {
+  if (rows.empty() || rows.back().step != reader.step()) {
+    const int64_t step = reader.step();
+    const Time start = step < 0 ? r.time() : reader.steps()[static_cast<size_t>(step)].start_ns;
+    rows.push_back({step, reader.records() - 1, start, 0, 0, 0});
+  }
+  StepCounts& c = rows.back();
+  ++c.records;
+  if (r.type != RecordType::kKernel) return;
+  ++c.kernels;
+  c.accesses += r.kernel.accesses.size();
+}
+
 } // namespace
 
 nlohmann::json TraceStats::to_json() const {
@@ -158,7 +185,9 @@ nlohmann::json TraceStats::to_json() const {
           {"reuse_fraction", reuse_fraction},
           {"compressed_bytes", compressed_bytes},
           {"compressed_bytes_per_access",
-           accesses ? static_cast<double>(compressed_bytes) / accesses : 0.0}};
+           accesses ? static_cast<double>(compressed_bytes) / accesses : 0.0},
+          {"steps", steps},
+          {"by_step", by_step_json(by_step)}};
 }
 
 TraceStats compute_stats(const std::string& path) {
@@ -171,8 +200,10 @@ TraceStats compute_stats(const std::string& path) {
     last = std::max(last,
                     r.type == RecordType::kKernel ? r.kernel.start + r.kernel.duration : r.time());
     pass.add(r);
+    count_step(reader, r, pass.s.by_step);
   }
   pass.s.records = reader.records();
+  pass.s.steps = reader.steps().size();
   pass.s.span_ns = first < 0 ? 0 : last - first;
   pass.s.compressed_bytes = std::filesystem::file_size(path);
   return pass.s;

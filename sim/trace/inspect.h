@@ -6,8 +6,19 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace faultline::trace {
+
+// One training step's share of a trace (the header's "steps"; set-up has step -1).
+struct StepCounts {
+  int64_t step = 0;
+  uint64_t first_record = 0;
+  Time start_ns = 0;
+  uint64_t records = 0;
+  uint64_t kernels = 0;
+  uint64_t accesses = 0;
+};
 
 struct TraceStats {
   uint64_t records = 0;
@@ -27,6 +38,10 @@ struct TraceStats {
   // Reuse: accesses to a 64 KB page that an earlier kernel also touched, over all accesses.
   double reuse_fraction = 0;
   uint64_t compressed_bytes = 0;
+  // Training steps: 1 for a trace whose header declares none. by_step starts with the set-up
+  // (step -1) when records precede step 0.
+  uint64_t steps = 1;
+  std::vector<StepCounts> by_step;
 
   Bytes footprint_bytes() const { return footprint_chunks * kBlockSize; }
   nlohmann::json to_json() const;

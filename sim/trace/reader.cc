@@ -179,6 +179,22 @@ void TraceReader::read_header() {
   };
   check("page_size", kPageSize);
   check("access_granularity", kBigPageSize);
+  steps_ = parse_steps(metadata_, path_);
+  steps_declared_ = metadata_.contains("steps");
+}
+
+// The record about to be returned is its step's first: a declared start must not be later.
+void TraceReader::enter_step(Time time) {
+  Step& s = steps_[next_step_];
+  if (!steps_declared_) {
+    s.start_ns = time;
+  } else if (time < s.start_ns) {
+    throw TraceError(steps_error(path_, next_step_, "start_ns",
+                                 "expected at most " + std::to_string(time) +
+                                     " ns, the time of the step's first record (" + where() +
+                                     "); got " + std::to_string(s.start_ns)));
+  }
+  step_ = static_cast<int64_t>(next_step_++);
 }
 
 bool TraceReader::next(Record& record) {
@@ -226,6 +242,8 @@ bool TraceReader::next(Record& record) {
       read_sync(record.sync);
       break;
     }
+    if (next_step_ < steps_.size() && steps_[next_step_].first_record == timed_records_)
+      enter_step(time_);
     ++record_index_;
     ++timed_records_;
     return true;
@@ -347,6 +365,12 @@ void TraceReader::read_end() {
   if (count != timed_records_) {
     fail("end record counts " + std::to_string(count) + " records but " +
          std::to_string(timed_records_) + " were read");
+  }
+  if (steps_declared_ && next_step_ < steps_.size()) {
+    throw TraceError(steps_error(path_, next_step_, "first_record",
+                                 "expected a timed record's index, below the trace's " +
+                                     std::to_string(count) + " timed records; got " +
+                                     std::to_string(steps_[next_step_].first_record)));
   }
   done_ = true;
   if (pos_ != end_ || fill(1)) fail("unexpected data after the end record");

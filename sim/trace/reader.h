@@ -3,6 +3,7 @@
 #pragma once
 
 #include "sim/trace/format.h"
+#include "sim/trace/steps.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,8 @@ namespace faultline::trace {
 // Contract: next() returns records in file order and false once the trailer has been read and
 // checked. Any defect (bad magic, wrong version, corrupt or truncated data, a record that
 // refers to an unknown allocation) throws TraceError naming the file, the record number and
-// the byte offset in the decompressed stream (or the compressed offset for zstd errors).
+// the byte offset in the decompressed stream (or the compressed offset for zstd errors),
+// and so does a header "steps" value that the records contradict (sim/trace/steps.h).
 class TraceReader {
 public:
   explicit TraceReader(const std::string& path);
@@ -32,6 +34,11 @@ public:
   uint64_t records() const { return timed_records_; }
   // Where the last returned record started, for messages from the record's consumer.
   std::string where() const;
+  // The trace's steps (at least one; see parse_steps) and whether its header declares them.
+  const std::vector<Step>& steps() const { return steps_; }
+  bool steps_declared() const { return steps_declared_; }
+  // The step of the last returned record: -1 for set-up records before step 0.
+  int64_t step() const { return step_; }
 
 private:
   bool fill(size_t need);
@@ -47,6 +54,7 @@ private:
   void read_host(HostAccessRecord& r);
   void read_sync(SyncRecord& r);
   void read_end();
+  void enter_step(Time time);
   const std::string& name(uint64_t id);
   [[noreturn]] void fail(const std::string& what);
   std::string compressed_damage();
@@ -71,6 +79,10 @@ private:
   nlohmann::json metadata_;
   std::vector<std::string> strings_;
   std::unordered_map<uint64_t, MemoryKind> live_;
+  std::vector<Step> steps_;
+  bool steps_declared_ = false;
+  size_t next_step_ = 0; // the step whose first record comes next
+  int64_t step_ = -1;
 };
 
 } // namespace faultline::trace
