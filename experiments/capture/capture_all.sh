@@ -70,7 +70,7 @@ has() { [[ " $modes " == *" $1 "* ]]; }
 for w in "$@"; do
   read -r -a c <<<"${cmd[$w]}"
   read -r -a o <<<"${opts[$w]}"
-  read -r -a m <<<"${meta[$w]} --meta steps=$steps"
+  read -r -a m <<<"${meta[$w]} --meta measured_steps=$steps"
   # A workload that fails is reported and the others go on.
   if has plain; then run "$w" plain "${c[@]}" || continue; fi
   if has capture; then

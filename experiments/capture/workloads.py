@@ -13,6 +13,7 @@ JSON line with the workload's settings and the wall time of the measured steps.
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -68,7 +69,8 @@ def t5_base(batch, source=512, target=128):
     from transformers import T5Config, T5ForConditionalGeneration
 
     config = T5Config(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12,
-                      num_heads=12, vocab_size=32128)
+                      num_heads=12, vocab_size=32128, pad_token_id=0, eos_token_id=1,
+                      decoder_start_token_id=0)
     model = T5ForConditionalGeneration(config).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     inputs = torch.randint(0, config.vocab_size, (batch, source), device="cuda")
@@ -105,6 +107,9 @@ class _MoeLayer(torch.nn.Module):
 
 
 def moe(batch, seq=512, width=512, layers=6, vocab=16384):
+    # Routing depends on the weights: the two capture passes must compute them bit for bit alike,
+    # so the atomics of index_add_ and its gradients give way to deterministic kernels.
+    torch.use_deterministic_algorithms(True, warn_only=True)
     embed = torch.nn.Embedding(vocab, width)
     body = torch.nn.Sequential(*[_MoeLayer(width) for _ in range(layers)])
     head = torch.nn.Linear(width, vocab)
@@ -181,6 +186,7 @@ WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "be
 
 
 def main():
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS (moe)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--batch", type=int)

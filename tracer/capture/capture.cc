@@ -65,6 +65,10 @@ struct Options {
 void add_meta(nlohmann::json& meta, const std::string& kv) {
   auto eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) throw UsageError("--meta " + kv + ": expected KEY=VALUE");
+  for (const char* reserved : {"steps", "page_size", "access_granularity", "capture"})
+    if (kv.substr(0, eq) == reserved)
+      throw UsageError("--meta " + kv + ": the header key \"" + reserved +
+                       "\" is the converter's own (traces/FORMAT.md)");
   nlohmann::json v = nlohmann::json::parse(kv.substr(eq + 1), nullptr, false);
   meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
 }
