@@ -5,7 +5,8 @@
 #   2. the live replay of its trace (traces/real/host-stencil.fltrace) under ondemand at 100% of
 #      its footprint (each kernel touches all of it, so a smaller budget is refused);
 #   3. live replays for 6 iterations of traces that hold 3 steps, the live side of --iterations:
-#      stream under ondemand at 100%, pagerank under ondemand and deepum at 50%.
+#      stream under ondemand at 100%, pagerank under ondemand and deepum at 60% (at 50% one of its
+#      kernels needs more than the budget).
 #   experiments/capture/host_check.sh OUT_DIR     (after experiments/capture/stage_device.sh)
 set -uo pipefail
 out=${1:?usage: host_check.sh OUT_DIR}
@@ -20,5 +21,5 @@ export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   --iterations 6 --out "$out/stream-ondemand-1.0-iter6.json" || echo "stream iterations failed"
 for p in ondemand deepum; do
   timeout 240 "$bin/faultline" replay --trace traces/real/pagerank.fltrace --policy $p \
-    --budget 0.5 --iterations 6 --out "$out/pagerank-$p-0.5-iter6.json" || echo "pagerank $p failed"
+    --budget 0.6 --iterations 6 --out "$out/pagerank-$p-0.6-iter6.json" || echo "pagerank $p failed"
 done

@@ -109,7 +109,11 @@ class _MoeLayer(torch.nn.Module):
 def moe(batch, seq=512, width=512, layers=6, vocab=16384):
     # Routing depends on the weights: the two capture passes must compute them bit for bit alike,
     # so the atomics of index_add_ and its gradients give way to deterministic kernels.
+    # Attention runs on the math backend: cuDNN's and the fused kernels' backward passes are not
+    # deterministic.
     torch.use_deterministic_algorithms(True, warn_only=True)
+    for backend in ("flash", "mem_efficient", "cudnn"):
+        getattr(torch.backends.cuda, f"enable_{backend}_sdp")(False)
     embed = torch.nn.Embedding(vocab, width)
     body = torch.nn.Sequential(*[_MoeLayer(width) for _ in range(layers)])
     head = torch.nn.Linear(width, vocab)
