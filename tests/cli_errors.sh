@@ -193,8 +193,10 @@ expect "capture without a command" 2 stderr "no command given" -- \
   "$FAULTLINE" capture --out "$WORK/c.fltrace"
 expect "capture unknown option" 2 stderr "unknown option --bogus" -- \
   "$FAULTLINE" capture --bogus --out "$WORK/c.fltrace" -- true
-expect "capture bad mode" 2 stderr "expected access-set or observe" -- \
+expect "capture bad mode" 2 stderr "expected sanitize, cupti or observe" -- \
   "$FAULTLINE" capture --mode fast --out "$WORK/c.fltrace" -- true
+expect "capture reserved meta key" 2 stderr "is the converter's own" -- \
+  "$FAULTLINE" capture --meta steps=3 --out "$WORK/c.fltrace" -- true
 expect "capture bad margin" 2 stderr "expected a number of bytes" -- \
   "$FAULTLINE" capture --margin 2G --out "$WORK/c.fltrace" -- true
 expect "capture bad meta" 2 stderr "expected KEY=VALUE" -- \

@@ -7,10 +7,12 @@
 #include "tracer/convert/sanitized.h"
 #include "tracer/convert/steps.h"
 #include "tracer/convert/torch_history.h"
+#include "tracer/convert/translate.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace faultline::capture {
@@ -18,69 +20,6 @@ namespace {
 
 using raw::RawType;
 constexpr uint64_t kBigPage = 64 * 1024;
-
-struct HostTouch {
-  uint64_t address = 0; // timing-pass address, 64 KB aligned
-  AccessType type = AccessType::kRead;
-};
-
-struct Translated {
-  std::vector<std::vector<trace::Access>> per_op; // timing-pass big pages, offsets unset
-  std::vector<bool> argument_sets;                // per op: add its arguments' allocations
-  std::vector<std::vector<HostTouch>> touches_before; // per op: the host's touches before it
-  std::vector<HostTouch> touches_after;               // after the last operation
-  bool host_touches = false; // the access pass recorded host touches (sanitize mode)
-  uint64_t untranslated = 0;
-};
-
-// Access-pass address -> (allocation ordinal, offset) -> timing-pass address, or 0.
-uint64_t to_timing(const AllocationWalk& walk, uint64_t address,
-                   const std::vector<uint64_t>& timing_addresses) {
-  auto* hit = walk.find(address);
-  if (!hit || hit->second.ordinal >= timing_addresses.size()) return 0;
-  return timing_addresses[hit->second.ordinal] + (address - hit->first);
-}
-
-// Access-pass pages and host touches -> timing-pass addresses.
-Translated translate(const RawStream& access_raw, const Pass& access, const AccessSets& sets,
-                     const std::vector<uint64_t>& timing_addresses) {
-  Translated out;
-  out.argument_sets = sets.argument_sets;
-  out.argument_sets.resize(access.ops.size(), false);
-  out.host_touches = access_raw.meta.value("host_touches", false);
-  AllocationWalk walk;
-  std::vector<HostTouch> touches;
-  bool in_range = !access.has_range;
-  size_t next = 0;
-  for (size_t i = 0; i < access_raw.api.size(); ++i) {
-    const ApiEvent& e = access_raw.api[i];
-    walk.apply(e);
-    if (e.type == RawType::kRange && access.has_range) in_range = e.range.on != 0;
-    // Touches before the first operation are the program's set-up (data initialised on the
-    // host); they stay, so the first kernels find those pages on the host.
-    if (e.type == RawType::kHostTouch && (in_range || next == 0)) {
-      if (uint64_t a = to_timing(walk, e.touch.address, timing_addresses))
-        touches.push_back({a & ~(kBigPage - 1),
-                           e.touch.type == raw::kPageWrite ? AccessType::kWrite : AccessType::kRead});
-      else
-        ++out.untranslated;
-    }
-    if (next >= access.ops.size() || access.ops[next].api_index != i) continue;
-    out.touches_before.push_back(std::move(touches));
-    touches.clear();
-    std::vector<trace::Access> accesses;
-    for (const PageAccess& p : sets.per_op[next]) {
-      if (uint64_t address = to_timing(walk, p.big_page * kBigPage, timing_addresses))
-        accesses.push_back({address / kBigPage, 0, p.type});
-      else
-        ++out.untranslated;
-    }
-    out.per_op.push_back(std::move(accesses));
-    ++next;
-  }
-  out.touches_after = std::move(touches);
-  return out;
-}
 
 // Emits the timing pass as trace records, merging in PyTorch's block events and host faults.
 class Emitter {
@@ -118,7 +57,10 @@ public:
       else
         skip_host_faults(e.cpu_time);
       if (e.type == RawType::kRange && pass_.has_range) in_range = e.range.on != 0;
-      if (step_starts_[i]) pending_step_ = true;
+      if (step_starts_[i]) {
+        emit_touches_before_mark(next_op, at(e.cpu_time));
+        pending_step_ = true;
+      }
       emit(e, in_range, next_op, i);
     }
     emit_touches(accesses_.touches_after, last_);
@@ -157,6 +99,12 @@ private:
     w_.write(r);
   }
 
+  void emit_touches_before_mark(size_t op, Time time) {
+    if (op >= accesses_.touches_before_mark.size() || early_done_.count(op)) return;
+    early_done_.insert(op);
+    emit_touches(accesses_.touches_before_mark[op], time);
+  }
+
   // A page read and then written counts as written; runs of adjacent pages of one type become
   // one host access record each.
   void emit_touches(const std::vector<HostTouch>& touches, Time time) {
@@ -192,15 +140,17 @@ private:
     case RawType::kSync:
       if (in_range)
         put(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
-                                   stream_of(e.sync.handle)});
+                              stream_of(e.sync.handle)});
       return;
     case RawType::kLaunch:
     case RawType::kCopy:
       if (next_op < pass_.ops.size() && pass_.ops[next_op].api_index == index) {
         streams_[e.type == RawType::kLaunch ? e.launch.stream : e.copy.stream] =
             pass_.ops[next_op].stream;
-        if (in_range && next_op < accesses_.touches_before.size())
+        if (in_range && next_op < accesses_.touches_before.size()) {
+          emit_touches_before_mark(next_op, at(e.cpu_time));
           emit_touches(accesses_.touches_before[next_op], at(e.cpu_time));
+        }
         if (accesses_.argument_sets[next_op]) add_argument_pages(pass_.ops[next_op], next_op);
         emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]);
         ++next_op;
@@ -373,7 +323,7 @@ private:
       auto* s = segment_at(u.address);
       if (!s || s->second.kind != trace::MemoryKind::kManaged) continue;
       put(trace::HostAccessRecord{at(u.start), u.address & ~uint64_t(4095), 4096,
-                                       AccessType::kRead});
+                                  AccessType::kRead});
       ++host_faults_;
     }
   }
@@ -394,6 +344,7 @@ private:
   uint64_t allocations_ = 0, blocks_placed_ = 0, unplaced_ = 0, host_faults_ = 0;
   uint64_t host_touched_pages_ = 0, argument_set_kernels_ = 0, argument_set_pages_ = 0;
   std::vector<bool> step_starts_;
+  std::set<size_t> early_done_; // ops whose touches before their step mark are written
   bool pending_step_ = false;
   std::vector<StepMark> steps_;
 };
@@ -445,7 +396,7 @@ nlohmann::json draining(const RawStream& access) {
   nlohmann::json out = nlohmann::json::object();
   for (const char* key :
        {"drain_bytes", "drain_every", "flush", "access_drains", "access_drain_seconds",
-                          "access_evict_named_seconds", "access_evict_rest_seconds"})
+        "access_evict_named_seconds", "access_evict_rest_seconds"})
     if (access.meta.contains(key)) out[key] = access.meta[key];
   return out;
 }
@@ -455,9 +406,8 @@ nlohmann::json sanitize_meta(const RawStream& access) {
   nlohmann::json out = nlohmann::json::object();
   for (const char* key :
        {"page_window_base", "page_window_bytes", "allocations_outside_window", "kernels_recorded",
-        "kernels_overflowed", "warpgroup_mma_kernels", "modules_patched",
-        "optional_patch_failures", "host_touches", "host_touch_reads", "host_touch_writes",
-        "host_touches_lost"})
+        "kernels_overflowed", "warpgroup_mma_kernels", "modules_patched", "optional_patch_failures",
+        "host_touches", "host_touch_reads", "host_touch_writes", "host_touches_lost"})
     if (access.meta.contains(key)) out[key] = access.meta[key];
   return out;
 }

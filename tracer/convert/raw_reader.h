@@ -14,18 +14,18 @@ namespace faultline::capture {
 struct ApiEvent {
   raw::RawType type = raw::RawType::kLaunch;
   uint64_t cpu_time = 0;
-  raw::RawLaunch launch{};     // kLaunch
-  std::string name;            // kLaunch: mangled kernel name
-  std::vector<uint64_t> words; // kLaunch: candidate pointer words of the arguments
-  raw::RawCopy copy{};         // kCopy
-  raw::RawAlloc alloc{};       // kAlloc
-  raw::RawFree free{};         // kFree
-  raw::RawSync sync{};         // kSync, kGraphLaunch
-  raw::RawRange range{};       // kRange
-  raw::RawEvict evict{};       // kEvict
-  raw::RawPages pages{};       // kPages
+  raw::RawLaunch launch{};       // kLaunch
+  std::string name;              // kLaunch: mangled kernel name
+  std::vector<uint64_t> words;   // kLaunch: candidate pointer words of the arguments
+  raw::RawCopy copy{};           // kCopy
+  raw::RawAlloc alloc{};         // kAlloc
+  raw::RawFree free{};           // kFree
+  raw::RawSync sync{};           // kSync, kGraphLaunch
+  raw::RawRange range{};         // kRange
+  raw::RawEvict evict{};         // kEvict
+  raw::RawPages pages{};         // kPages
   std::vector<uint32_t> entries; // kPages: raw::PageEntry values
-  raw::RawHostTouch touch{};   // kHostTouch
+  raw::RawHostTouch touch{};     // kHostTouch
 };
 
 struct RawStream {

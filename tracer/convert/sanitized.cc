@@ -70,8 +70,8 @@ std::unordered_map<uint32_t, const ApiEvent*> pages_by_launch(const RawStream& r
 std::vector<PageAccess> kernel_set(const RawStream& raw, const ApiEvent& launch,
                                    const ApiEvent* pages, size_t index, SetBuilder& b,
                                    AccessSets& sets, bool& arguments) {
-  const std::string what = raw.path + ": operation #" + std::to_string(index) + " (" +
-                           demangle(launch.name) + ")";
+  const std::string what =
+      raw.path + ": operation #" + std::to_string(index) + " (" + demangle(launch.name) + ")";
   if (!pages)
     throw TraceError(what + " has no pages record; the sanitize pass ended before the kernel did");
   if (pages->pages.flags & raw::kPagesOverflow)

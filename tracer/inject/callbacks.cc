@@ -237,7 +237,6 @@ void prefetch_to_gpu(const std::vector<uint64_t>& words, CUstream stream) {
     check(cuMemPrefetchAsync(address, size, gpu, 0, stream), "cuMemPrefetchAsync to GPU");
 }
 
-
 void on_launch(uint32_t id, const ApiCall& call) {
   // Sanitize mode records the launch from the Sanitizer's launch callback, which runs inside
   // this call and takes the arguments from here.
@@ -281,7 +280,8 @@ void on_range(bool on) {
   g_host_clean = false;
   raw::RawRange record{now(), on ? 1u : 0u, 0};
   s.sink.write(RawType::kRange, record);
-  if (!on && s.options.mode != Mode::kSanitize) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!on && s.options.mode != Mode::kSanitize)
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 void on_sync(raw::SyncOp op, uint64_t handle, uint32_t corr) {
@@ -375,7 +375,6 @@ template <typename P> void memset_call(const ApiCall& cb, uint64_t stream) {
 template <typename P> uint64_t stream_of(const ApiCall& cb) {
   return reinterpret_cast<uint64_t>(static_cast<const P*>(cb.params)->stream);
 }
-
 
 void on_runtime(uint32_t id, const ApiCall& cb) {
   const bool enter = cb.enter;

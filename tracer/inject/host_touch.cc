@@ -50,7 +50,7 @@ Touch* g_touches = nullptr;
 std::atomic<size_t> g_count{0};
 std::atomic<uint64_t> g_lost{0};
 uint64_t g_recorded = 0, g_reads = 0, g_writes = 0;
-struct sigaction g_previous{};
+struct sigaction g_previous {};
 bool g_installed = false;
 
 uint64_t realtime_ns() {
@@ -86,7 +86,7 @@ void chain(int signal, siginfo_t* info, void* context) {
     return g_previous.sa_handler(signal);
   }
   // The default action: restore it and return, so the access faults again and kills.
-  struct sigaction fallback{};
+  struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigaction(SIGSEGV, &fallback, nullptr);
 }
@@ -105,7 +105,8 @@ void on_fault(int signal, siginfo_t* info, void* context) {
   s = write ? kWritable : kReadable;
   const size_t slot = g_count.fetch_add(1);
   if (slot < kMaxTouches)
-    g_touches[slot] = {realtime_ns(), address & ~(kPage - 1), write ? raw::kPageWrite : raw::kPageRead};
+    g_touches[slot] = {realtime_ns(), address & ~(kPage - 1),
+                       write ? raw::kPageWrite : raw::kPageRead};
   else
     g_lost.fetch_add(1);
 }
@@ -113,7 +114,7 @@ void on_fault(int signal, siginfo_t* info, void* context) {
 void install() {
   if (g_installed) return;
   g_touches = new Touch[kMaxTouches];
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_sigaction = on_fault;
   action.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&action.sa_mask);

@@ -122,11 +122,10 @@ std::vector<uint64_t> record_launch(const LaunchArgs& a, uint32_t corr, uint32_t
                         {a.block[0], a.block[1], a.block[2]},
                         static_cast<uint32_t>(info.name.size()),
                         static_cast<uint32_t>(words.size())};
-  state().sink.write(raw::RawType::kLaunch, &record, sizeof(record), info.name.data(), info.name.size(),
-                     words.data(), words.size() * 8);
+  state().sink.write(raw::RawType::kLaunch, &record, sizeof(record), info.name.data(),
+                     info.name.size(), words.data(), words.size() * 8);
   return words;
 }
-
 
 LaunchArgs runtime_launch_args(uint32_t id, const void* p) {
   LaunchArgs a;

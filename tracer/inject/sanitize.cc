@@ -30,7 +30,7 @@ struct Sanitizer {
   bool patching = false; // adding our own patches loads a module too
 
   std::mutex table_mutex;
-  PageTable host{};          // the host's copy of the table's head
+  PageTable host{};            // the host's copy of the table's head
   PageTable* device = nullptr; // the table's head in device memory
   std::vector<uint32_t> list;
   uint32_t launches = 0; // numbers launches: corr_driver of the launch record
@@ -79,8 +79,7 @@ void on_module_loaded(const Sanitizer_ResourceModuleData& m) {
     const std::string path = patch_path();
     SanitizerResult r = api.add_patches_from_file(path.c_str(), m.context);
     s.patching = false;
-    if (r != SANITIZER_SUCCESS)
-      fatal(sanitizer_error(("loading the patch " + path).c_str(), r));
+    if (r != SANITIZER_SUCCESS) fatal(sanitizer_error(("loading the patch " + path).c_str(), r));
     s.patched_contexts.insert(m.context);
   }
   require(api.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m.module,
@@ -127,8 +126,7 @@ void allocate_table(CUcontext context, Sanitizer_StreamHandle stream) {
   // Allocations made before the window existed are checked now.
   std::lock_guard<std::mutex> lock(st.mutex);
   for (const auto& [address, a] : st.live)
-    if (address < base || address + a.size > base + st.options.page_window)
-      ++s.outside_allocations;
+    if (address < base || address + a.size > base + st.options.page_window) ++s.outside_allocations;
 }
 
 bool in_range() {

@@ -99,7 +99,8 @@ Options read_options() {
   o.flush_forced = env("FAULTLINE_FLUSH", "normal") == "forced";
   o.page_window = std::strtoull(env("FAULTLINE_PAGE_WINDOW", "2199023255552").c_str(), nullptr, 10);
   if (o.page_window < (1ull << 30) || o.page_window > (32ull << 40)) {
-    std::fprintf(stderr, "faultline capture: FAULTLINE_PAGE_WINDOW=%llu; expected 1 GiB to 32 TiB\n",
+    std::fprintf(stderr,
+                 "faultline capture: FAULTLINE_PAGE_WINDOW=%llu; expected 1 GiB to 32 TiB\n",
                  static_cast<unsigned long long>(o.page_window));
     _exit(70);
   }

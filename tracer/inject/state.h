@@ -131,5 +131,4 @@ void host_untrack(uint64_t address);
 void at_api_boundary();
 std::string host_touch_meta();
 
-
 } // namespace faultline::inject

@@ -45,22 +45,22 @@ __device__ __forceinline__ void note(PageTable* t, uint64_t address, uint32_t ty
 
 } // namespace
 
-extern "C" __device__ __noinline__ SanitizerPatchResult
-faultline_global_access(void* userdata, uint64_t, void* ptr, uint32_t, uint32_t flags,
-                        const void*) {
+extern "C" __device__ __noinline__ SanitizerPatchResult faultline_global_access(
+    void* userdata, uint64_t, void* ptr, uint32_t, uint32_t flags, const void*) {
   auto* t = static_cast<PageTable*>(userdata);
   if (!t || (flags & SANITIZER_MEMORY_DEVICE_FLAG_PREFETCH)) return SANITIZER_PATCH_SUCCESS;
   const uint32_t type = (flags & SANITIZER_MEMORY_DEVICE_FLAG_ATOMSYS) ? 4u
-                        : (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE)  ? 2u
-                                                                        : 1u;
+                        : (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE) ? 2u
+                                                                       : 1u;
   note(t, reinterpret_cast<uint64_t>(ptr), type);
   return SANITIZER_PATCH_SUCCESS;
 }
 
 // cp.async (Ampere-style operand loads in cuDNN and FlashAttention kernels): a global read.
 // A zero-fill copy has no source.
-extern "C" __device__ __noinline__ SanitizerPatchResult
-faultline_memcpy_async(void* userdata, uint64_t, void* src, uint32_t, uint32_t) {
+extern "C" __device__ __noinline__ SanitizerPatchResult faultline_memcpy_async(void* userdata,
+                                                                               uint64_t, void* src,
+                                                                               uint32_t, uint32_t) {
   auto* t = static_cast<PageTable*>(userdata);
   if (t && src) note(t, reinterpret_cast<uint64_t>(src), 1u);
   return SANITIZER_PATCH_SUCCESS;
@@ -68,9 +68,10 @@ faultline_memcpy_async(void* userdata, uint64_t, void* src, uint32_t, uint32_t) 
 
 // Hopper tensor-core kernels take their operands by tensor-map copies, which no patch point
 // reports; the flag tells the converter to add the allocations the kernel's arguments name.
-extern "C" __device__ __noinline__ SanitizerPatchResult
-faultline_wgmma(void* userdata, uint64_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
-                uint32_t) {
+extern "C" __device__ __noinline__ SanitizerPatchResult faultline_wgmma(void* userdata, uint64_t,
+                                                                        uint32_t, uint32_t,
+                                                                        uint32_t, uint32_t,
+                                                                        uint32_t, uint32_t) {
   auto* t = static_cast<PageTable*>(userdata);
   if (t) t->wgmma = 1;
   return SANITIZER_PATCH_SUCCESS;
