@@ -1,0 +1,103 @@
+"""Compares a sanitize-mode capture (A) with a two-pass CUPTI capture (B) of the same program,
+kernel by kernel, and sorts every page on which they differ by its explanation.
+    python3 explain_differences.py FAULTLINE_BIN SANITIZE_TRACE CUPTI_TRACE > report.json
+
+Pages are named by (segment ordinal, 64 KB page in it), as in compare_access.py. Kernels are
+grouped into Hopper tensor-core kernels (names starting sm90_ or nvjet: their operands come by
+tensor-map copies, which the Sanitizer API does not see, so A takes the PyTorch blocks their
+arguments name) and the others. Explanations tested:
+  - a page only in B inside an aligned window (2 to 32 pages) more than half of whose pages A
+    saw the kernel touch: the driver's density prefetcher brought it in during B's access pass
+    (B counts every page an operation left on the GPU);
+  - a page only in A of a tensor-core kernel, inside a block its arguments name: the argument
+    rule took the whole block; split by whether B saw the kernel touch that block at all.
+Prints a JSON report: per group, kernels, kernels whose sets agree to 99% (|A and B| / |A or B|)
+before and after removing the explained pages, and the page counts of each explanation."""
+import bisect
+import json
+import subprocess
+import sys
+
+
+def load(faultline, path):
+    """Per kernel: (name, {big page}, sorted live segments, sorted live blocks)."""
+    live, ops = {}, []
+    dump = subprocess.Popen([faultline, "trace", "dump", path], stdout=subprocess.PIPE, text=True)
+    next(dump.stdout)
+    for line in dump.stdout:
+        r = json.loads(line)
+        if r["type"] == "alloc":
+            live[r["id"]] = (r["address"], r["size"], r["kind"])
+        elif r["type"] == "free":
+            live.pop(r["id"], None)
+        elif r["type"] == "kernel":
+            segments = sorted((a, s) for a, s, k in live.values() if k != "block")
+            blocks = sorted((a, s) for a, s, k in live.values() if k == "block")
+            ops.append((r["name"], {a[0] >> 16 for a in r["accesses"]}, segments, blocks))
+    if dump.wait() != 0:
+        sys.exit(f"{path}: faultline trace dump failed")
+    return ops
+
+
+def named(segments, page):
+    i = bisect.bisect_right([s[0] for s in segments], page << 16) - 1
+    return (i, ((page << 16) - segments[i][0]) >> 16)
+
+
+def prefetched(page, touched):
+    segment, offset = page
+    for width in (2, 4, 8, 16, 32):
+        base = offset - offset % width
+        if 2 * sum((segment, base + j) in touched for j in range(width)) > width:
+            return True
+    return False
+
+
+def main():
+    faultline, a_path, b_path = sys.argv[1:4]
+    a, b = load(faultline, a_path), load(faultline, b_path)
+    if [n for n, *_ in a] != [n for n, *_ in b]:
+        sys.exit("the captures ran different operations")
+    report = {}
+    for (name, pages_a, seg_a, blocks_a), (_, pages_b, seg_b, _) in zip(a, b):
+        tensor = name.startswith("sm90_") or name.startswith("nvjet")
+        g = report.setdefault("tensor-core kernels" if tensor else "other kernels", {
+            "kernels": 0, "agree_99": 0, "agree_99_after_explained": 0, "pages_union": 0,
+            "only_sanitize": 0, "only_cupti": 0, "only_cupti_density_prefetch": 0,
+            "only_sanitize_argument_block_untouched_by_cupti": 0,
+            "only_sanitize_argument_block_partly_touched": 0, "only_sanitize_unexplained": 0})
+        ka = {named(seg_a, p) for p in pages_a}
+        kb = {named(seg_b, p) for p in pages_b}
+        union = ka | kb
+        g["kernels"] += 1
+        g["pages_union"] += len(union)
+        g["agree_99"] += not union or len(ka & kb) >= 0.99 * len(union)
+        explained = set()
+        for p in kb - ka:
+            g["only_cupti"] += 1
+            if prefetched(p, ka):
+                g["only_cupti_density_prefetch"] += 1
+                explained.add(p)
+        starts = [s for s, _ in blocks_a]
+        for page in pages_a:
+            p = named(seg_a, page)
+            if p in kb:
+                continue
+            g["only_sanitize"] += 1
+            i = bisect.bisect_right(starts, page << 16) - 1
+            if not tensor or i < 0 or page << 16 >= blocks_a[i][0] + blocks_a[i][1]:
+                g["only_sanitize_unexplained"] += 1
+                continue
+            lo, hi = blocks_a[i][0] >> 16, (blocks_a[i][0] + blocks_a[i][1] - 1) >> 16
+            seen = any(named(seg_a, q) in kb for q in range(lo, hi + 1))
+            g["only_sanitize_argument_block_partly_touched" if seen else
+              "only_sanitize_argument_block_untouched_by_cupti"] += 1
+            explained.add(p)
+        rest = union - explained
+        g["agree_99_after_explained"] += not rest or len(ka & kb) >= 0.99 * len(rest)
+    json.dump(report, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
