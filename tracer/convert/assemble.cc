@@ -442,7 +442,7 @@ nlohmann::json convert_capture(const ConvertJob& job) {
       {"unattributed_gpu_operations",
        {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
-      {"access_pass_draining", draining(access)},
+      {"access_pass_draining", is_sanitized(access) ? nlohmann::json(nullptr) : draining(access)},
       {"sanitize", sanitize_meta(access)}};
   nlohmann::json meta = header(job, timing, history);
   meta["capture"] = summary;
