@@ -1,8 +1,9 @@
 """Turns capture_all.sh's run logs into the overhead table.
     python3 overhead.py RUNS_DIR... > experiments/capture/results/overhead.json
 One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s", "steps",
-"ratio", "cupti_ratio", "machine"}; a mode that was not run is null. When a workload was run
-more than once in a mode, the last run counts."""
+"ratio", "cupti_ratio", "machines"}; a mode that was not run is null; "machines" names, per mode,
+the machine.txt of the folder its run came from. When a workload was run more than once in a mode,
+the last run counts."""
 import glob
 import json
 import os
@@ -18,10 +19,11 @@ for folder in sys.argv[1:]:
             run = json.loads(line)
             row = rows.setdefault(run["workload"], {"workload": run["workload"], "plain_s": None,
                                                     "capture_s": None, "cupti_capture_s": None,
-                                                    "steps": run.get("steps"), "machine": machine})
+                                                    "steps": run.get("steps"), "machines": {}})
             key = {"plain": "plain_s", "capture": "capture_s", "cupti": "cupti_capture_s"}.get(run["mode"])
             if key:
                 row[key] = run["seconds"]
+                row["machines"][run["mode"]] = machine
 for row in rows.values():
     plain = row["plain_s"]
     row["ratio"] = round(row["capture_s"] / plain, 2) if plain and row["capture_s"] else None

@@ -115,7 +115,7 @@ TEST_CASE("iterations: fewer than the trace's steps run its first ones", "[steps
   check_rows_sum(first);
 }
 
-TEST_CASE("iterations: rows add up under eviction and a learning policy; the same bytes twice",
+TEST_CASE("iterations: rows add up under eviction and a learning policy, and the same bytes twice",
           "[steps][sim]") {
   simtest::Scratch s;
   const std::string trace = dnn_trace(s, 2);

@@ -75,7 +75,7 @@ TEST_CASE("routes take the widest path and never pass through a third GPU", "[to
         kBlockSize / 10 + 1);
 }
 
-TEST_CASE("routes that share a link contend on it; others run in parallel", "[topology]") {
+TEST_CASE("routes that share a link contend on it, others run in parallel", "[topology]") {
   config::TopologySpec spec = {"switch",
                                {gpu("GPU0"), gpu("GPU1"), gpu("GPU2")},
                                {"sw"},
@@ -369,7 +369,7 @@ TEST_CASE("two jobs: harvesting a neighbour's spare memory beats host-only evict
   CHECK(run_two(reserved, trace)["results"]["peers"]["evictions_to_peer"] == 0);
 }
 
-TEST_CASE("a repeating neighbour runs until the run's job ends; idle GPUs offer what is given",
+TEST_CASE("a repeating neighbour runs until the run's job ends, idle GPUs offer what is given",
           "[multigpu][sim]") {
   fltest::TempDir dir;
   write_two_traces(dir, 6, 16ull << 20, 1);

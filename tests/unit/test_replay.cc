@@ -237,7 +237,7 @@ TEST_CASE("residency: pages group by chunk in order of first appearance", "[live
   CHECK_FALSE(r.resident(65));
 }
 
-TEST_CASE("replay: the kernels' faults reach the policy as batches; every policy runs live",
+TEST_CASE("replay: the kernels' faults reach the policy as batches, and every policy runs live",
           "[live]") {
   fltest::TempDir dir;
   using Source = live::ReplayJob::FaultSource;

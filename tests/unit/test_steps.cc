@@ -177,7 +177,7 @@ TEST_CASE("steps: the reader says which step each record belongs to", "[steps][t
   CHECK(plain.steps()[0].start_ns == 0);
 }
 
-TEST_CASE("steps: synth writes one step per iteration; trace stats counts them", "[steps]") {
+TEST_CASE("steps: synth writes one step per iteration, and trace stats counts them", "[steps]") {
   fltest::TempDir dir;
   synth::Params p;
   p.footprint = 64 << 20;
@@ -221,7 +221,7 @@ TEST_CASE("steps: a trace run for fewer steps than it holds ends after step N - 
   CHECK(repeat(path, 2, dir.file("out.fltrace")).records.size() == 8);
 }
 
-TEST_CASE("steps: step-local allocations get fresh ids in each repetition; times shift by the "
+TEST_CASE("steps: step-local allocations get fresh ids in each repetition, and times shift by the "
           "period",
           "[steps]") {
   fltest::TempDir dir;
