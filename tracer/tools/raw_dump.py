@@ -1,5 +1,5 @@
 import struct, sys, collections
-T={1:'meta',2:'launch',3:'copy',4:'alloc',5:'free',6:'sync',7:'range',10:'kact',11:'cact',12:'um',13:'sact',14:'mact',15:'dropped',16:'error',17:'end',18:'graph',19:'evict'}
+T={1:'meta',2:'launch',3:'copy',4:'alloc',5:'free',6:'sync',7:'range',10:'kact',11:'cact',12:'um',13:'sact',14:'mact',15:'dropped',16:'error',17:'end',18:'graph',19:'evict',20:'pages',21:'host_touch',22:'step'}
 def read(path):
     d=open(path,'rb').read(); assert d[:8]==b'FLRAW01\n'; o=16; out=[]
     while o<len(d):
@@ -22,6 +22,11 @@ def dec(t,p):
     if t=='end': return struct.unpack('<QQ',p)
     if t=='range': return struct.unpack('<QII',p)
     if t=='evict': b,e,pu,_=struct.unpack('<QQII',p); return dict(b=b,e=e,purpose=pu)
+    if t=='pages':
+        base,c,n,fl,out=struct.unpack_from('<QIIII',p); e=struct.unpack_from('<%dI'%n,p,24)
+        return dict(base=hex(base),corr=c,n=n,flags=fl,outside=out,first=[(x&0x1fffffff,x>>29) for x in e[:8]])
+    if t=='host_touch': cpu,a,ty,_=struct.unpack('<QQII',p); return dict(cpu=cpu,a=hex(a),type=ty)
+    if t=='step': return struct.unpack('<Q',p)
     return p.hex()
 if __name__=='__main__':
     recs=read(sys.argv[1])
