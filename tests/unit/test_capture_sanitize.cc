@@ -92,6 +92,26 @@ TEST_CASE("sanitize capture: the host's initialisation, writes and reads reach t
   }
 }
 
+TEST_CASE("sanitize capture: allocations of odd sizes keep every access inside them",
+          "[capture]") {
+  fltest::TempDir dir;
+  const std::string out = dir.file("odd.fltrace");
+  const json summary = convert("sanitize/stencil-odd", out, false, "sanitize");
+  CHECK(summary["untranslated_pages"] == 0);
+  CHECK(summary["pages_in_no_allocation"] == 0);
+  CHECK(summary["steps"] == 3);
+  const Contents c = read_trace(out);
+  const auto m = managed(c);
+  REQUIRE(m.size() == 3);
+  for (const auto& a : m) CHECK(a.size % kBigPage != 0); // rows of 4097 floats
+  REQUIRE(c.kernels.size() == 18);
+  for (const auto& k : c.kernels) {
+    INFO(k.name);
+    CHECK(!k.accesses.empty());
+    for (const auto& [alloc, page] : pages_of(k, m)) CHECK(alloc >= 0);
+  }
+}
+
 TEST_CASE("sanitize capture: PyTorch steps are marked and blocks placed", "[capture]") {
   fltest::TempDir dir;
   const std::string out = dir.file("mlp.fltrace");
