@@ -197,8 +197,8 @@ expect "capture bad mode" 2 stderr "expected sanitize, cupti or observe" -- \
   "$FAULTLINE" capture --mode fast --out "$WORK/c.fltrace" -- true
 expect "capture reserved meta key" 2 stderr "is the converter's own" -- \
   "$FAULTLINE" capture --meta steps=3 --out "$WORK/c.fltrace" -- true
-expect "capture bad margin" 2 stderr "expected a number of bytes" -- \
-  "$FAULTLINE" capture --margin 2G --out "$WORK/c.fltrace" -- true
+expect "capture bad margin" 2 stderr "--margin: unknown unit \"X\"" -- \
+  "$FAULTLINE" capture --margin 2X --out "$WORK/c.fltrace" -- true
 expect "capture bad meta" 2 stderr "expected KEY=VALUE" -- \
   "$FAULTLINE" capture --meta novalue --out "$WORK/c.fltrace" -- true
 expect "capture missing injection library" 2 stderr "does not exist" -- \

@@ -1,5 +1,6 @@
 #include "tracer/capture/capture.h"
 
+#include "sim/cli/args.h"
 #include "sim/core/error.h"
 #include "tracer/capture/observe.h"
 #include "tracer/convert/assemble.h"
@@ -43,7 +44,7 @@ const char* kUsage =
     "  --managed          make the program's cudaMalloc allocate managed memory\n"
     "  --torch            record PyTorch's allocator blocks (implies --managed)\n"
     "  --range profiler   record only between cudaProfilerStart and cudaProfilerStop\n"
-    "  --margin BYTES     GPU memory managed allocations must leave free (default 2 GiB);\n"
+    "  --margin BYTES     GPU memory managed allocations must leave free (default 2G; K, M, G);\n"
     "                     a managed allocation beyond free memory minus this stops the program\n"
     "  --meta KEY=VALUE   add to the trace header (VALUE is JSON if it parses, else a string)\n"
     "  --keep DIR         keep the raw streams in DIR\n"
@@ -73,13 +74,6 @@ void add_meta(nlohmann::json& meta, const std::string& kv) {
   meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
 }
 
-uint64_t parse_bytes(const std::string& s) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end) throw UsageError("--margin " + s + ": expected a number of bytes");
-  return v;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   int i = 2;
@@ -104,7 +98,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--inject")
       o.inject = value(a);
     else if (a == "--margin")
-      o.margin = parse_bytes(value(a));
+      o.margin = parse_number(value(a), "--margin");
     else if (a == "--meta")
       add_meta(o.meta, value(a));
     else if (a == "--managed")
