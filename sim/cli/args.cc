@@ -37,6 +37,8 @@ uint64_t parse_iterations(const std::string& text) {
   if (text.empty()) return 0;
   const uint64_t n = parse_number(text, "--iterations");
   if (n == 0) throw UsageError("--iterations 0: expected 1 or more training steps");
+  if (n > 1'000'000) // the run config's bound: one that catches a typo, not a model limit
+    throw UsageError("--iterations " + text + ": expected at most 1000000 training steps");
   return n;
 }
 

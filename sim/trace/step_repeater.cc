@@ -115,8 +115,9 @@ LastStepPlan plan_last_step(const std::string& path) {
   pair_frees(pre_step, step_allocs, plan);
   const std::vector<Step>& steps = reader.steps();
   const Time start = steps.back().start_ns;
-  plan.period_ns =
-      steps.size() >= 2 ? start - steps[steps.size() - 2].start_ns : std::max<Time>(0, end - start);
+  // Two steps may start at the same time (a step of host work alone): never a zero period.
+  plan.period_ns = std::max<Time>(
+      1, steps.size() >= 2 ? start - steps[steps.size() - 2].start_ns : end - start);
   return plan;
 }
 
@@ -129,6 +130,11 @@ StepRepeater::StepRepeater(const std::string& path, uint64_t iterations)
     plan_ = std::make_unique<LastStepPlan>(plan_last_step(path));
     stats_.period_ns = plan_->period_ns;
     next_id_ = plan_->max_id + 1;
+    // Times stay far below overflow: the trace format's own bound on a time step is 2^62.
+    const uint64_t passes = iterations_ - steps;
+    if (static_cast<uint64_t>(plan_->period_ns) > (uint64_t(1) << 62) / passes)
+      throw TraceError(path + ": " + std::to_string(iterations_) + " iterations of a step of " +
+                       std::to_string(plan_->period_ns) + " ns run past 2^62 ns");
   }
 }
 
@@ -233,6 +239,7 @@ bool StepRepeater::transform(Record& r) {
 
 bool StepRepeater::transform_alloc(AllocRecord& a) {
   const uint64_t original = a.id;
+  free_overlapping(a); // also when the block is skipped: its copy of the last pass must go
   if (is_block(a)) {
     a.segment = resolve(a.segment);
     if (a.segment == 0) {
@@ -241,7 +248,6 @@ bool StepRepeater::transform_alloc(AllocRecord& a) {
       return false;
     }
   }
-  free_overlapping(a);
   a.id = pass_ == 0 && !live_.count(original) ? original : next_id_++;
   local_[original] = a.id;
   live_[a.id] = a;

@@ -1,0 +1,100 @@
+#include "sim/live/plan.h"
+
+#include "sim/run/results.h"
+#include "sim/trace/step_repeater.h"
+
+#include <algorithm>
+
+namespace faultline::live {
+namespace {
+
+class Planner {
+public:
+  Plan read(const std::string& path, uint64_t iterations) {
+    trace::StepRepeater reader(path, iterations);
+    trace::Record r;
+    // Every step waits, as in the simulator, for the host time recorded since the previous
+    // kernel's end (before the first kernel: since the trace's first record, where the
+    // simulator's clock starts too).
+    Time previous_end = -1;
+    while (reader.next(r)) {
+      if (previous_end < 0) previous_end = r.time();
+      const size_t steps = plan_.steps.size();
+      if (plan_.training_steps.empty() || plan_.training_steps.back().step != reader.step())
+        plan_.training_steps.push_back({steps, reader.step()});
+      if (r.type == trace::RecordType::kAlloc) alloc(r.alloc);
+      if (r.type == trace::RecordType::kFree) free(r.free.id);
+      if (r.type == trace::RecordType::kHostAccess)
+        plan_.steps.push_back({trace::RecordType::kHostAccess, {}, 0, 0, r.host});
+      if (r.type == trace::RecordType::kKernel) kernel(r.kernel);
+      if (plan_.steps.size() > steps)
+        plan_.steps.back().gap = std::max<Time>(0, r.time() - previous_end);
+      if (r.type == trace::RecordType::kKernel) previous_end = r.kernel.start + r.kernel.duration;
+    }
+    plan_.iterations = iterations_json(reader);
+    return std::move(plan_);
+  }
+
+private:
+  void alloc(const trace::AllocRecord& a) {
+    plan_.steps.push_back({trace::RecordType::kAlloc, a, 0, 0, {}});
+    if (a.kind != trace::MemoryKind::kManaged) return;
+    const auto slot = static_cast<uint32_t>(plan_.slots.size());
+    plan_.slots[a.id] = slot;
+    live_[a.address] = {a.id, a.size};
+    address_[a.id] = a.address;
+  }
+
+  void free(uint64_t id) {
+    plan_.steps.push_back({trace::RecordType::kFree, {}, id, 0, {}});
+    auto it = address_.find(id);
+    if (it == address_.end()) return;
+    live_.erase(it->second);
+    address_.erase(it);
+  }
+
+  void kernel(const trace::KernelRecord& k) {
+    Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, k.args};
+    for (const trace::Access& a : k.accesses) {
+      const Addr address = a.big_page * kBigPageSize;
+      auto it = live_.upper_bound(address);
+      if (it == live_.begin() || address >= std::prev(it)->first + std::prev(it)->second.second) {
+        ++plan_.skipped_accesses;
+        continue;
+      }
+      --it;
+      const uint32_t slot = plan_.slots.at(it->second.first);
+      const auto page = static_cast<uint32_t>((address - it->first) / kBigPageSize);
+      plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
+    }
+    out.count = plan_.touches.size() - out.first;
+    group_by_chunk(out.first);
+    out.chunk_count = plan_.chunks.size() - out.first_chunk;
+    plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size(), {}});
+    plan_.kernels.push_back(std::move(out));
+  }
+
+  // The touches from `first` on, as chunks in order of first appearance.
+  void group_by_chunk(uint64_t first) {
+    std::unordered_map<uint64_t, size_t> at; // slot << 32 | chunk -> index into plan_.chunks
+    for (uint64_t i = first; i < plan_.touches.size(); ++i) {
+      const Touch& t = plan_.touches[i];
+      const uint32_t slot = t.slot_type >> 2, chunk = t.page / kBigPagesPerBlock;
+      auto [it, fresh] = at.try_emplace(uint64_t{slot} << 32 | chunk, plan_.chunks.size());
+      if (fresh) plan_.chunks.push_back({slot, chunk, 0});
+      plan_.chunks[it->second].pages |= 1u << (t.page % kBigPagesPerBlock);
+    }
+  }
+
+  Plan plan_;
+  std::map<Addr, std::pair<uint64_t, Bytes>> live_; // managed: address -> (id, size)
+  std::unordered_map<uint64_t, Addr> address_;      // managed: id -> address
+};
+
+} // namespace
+
+Plan read_plan(const std::string& path, uint64_t iterations) {
+  return Planner().read(path, iterations);
+}
+
+} // namespace faultline::live
