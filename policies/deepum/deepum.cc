@@ -1,5 +1,5 @@
-// deepum: DeepUM (Jung et al., ASPLOS '23) as its paper describes it; notes and sources in
-// ../shared/reference/deepum-pump.md §1. Kernels get execution IDs (hash of name and argument
+// deepum: DeepUM (Jung et al., ASPLOS '23, doi 10.1145/3575693.3575736) as its paper describes
+// it (§3-§5). Kernels get execution IDs (hash of name and argument
 // blocks); per ID a UM-block correlation table learns which 2 MB block faults after which, and an
 // execution table learns which ID follows which three. A fault starts a chain: the faulted
 // block's successors are prefetched, then theirs, and at a kernel's end block the next kernel is

@@ -1,5 +1,5 @@
-// DeepUM's two kinds of correlation table (ASPLOS '23, §4; notes in
-// ../shared/reference/deepum-pump.md §1.3).
+// DeepUM's two kinds of correlation table (Jung et al., ASPLOS '23, doi 10.1145/3575693.3575736,
+// §2.3 and §4).
 #pragma once
 
 #include <cstdint>

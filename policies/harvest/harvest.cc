@@ -5,7 +5,7 @@
 // to the host when no neighbour has room above its reserve. On each fault batch a multi-path
 // prefetch looks ahead in the faults' direction: blocks on a neighbour come back over NVLink
 // while host blocks are staged on a neighbour over its own PCIe link. Another policy (pump or
-// deepum) may run inside as the prefetcher. Notes: ../shared/reference/huvm-uvm-driver.md A.2.
+// deepum) may run inside as the prefetcher. Source: the paper and casys-kaist/HUVM @ 4528f10.
 #include "policies/registry.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"

@@ -1,7 +1,7 @@
 // pump: PUMP's launch-time prefetching (ailabstw/PUMP, ASP-DAC 2022). Before each launch, every
 // block its arguments name is prefetched whole; the prefetch waits for older kernels to finish
 // while the distinct bytes referenced by unfinished kernels plus the new ones would exceed
-// factor x GPU memory. Eviction stays the driver's. Notes: ../shared/reference/deepum-pump.md §2.
+// factor x GPU memory. Eviction stays the driver's. Source: ailabstw/PUMP @ 76425c49, prefetch.cpp.
 #include "policies/registry.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"

@@ -1,6 +1,7 @@
 // The allocator models (sim/alloc/): hand-built alloc/free sequences whose outcomes follow from
 // the rules of PyTorch's caching allocator, its expandable segments and GMLake's stitching
-// (shared/reference/gmlake-cupti.md A.4, A.6, A.7), random sequences replayed with every
+// (GMLake, ASPLOS '24, as glake @ 0274a9c implements it; PyTorch's CUDACachingAllocator.cpp and its
+// Note [Expandable Segments]), random sequences replayed with every
 // invariant checked, the model registry and the strict alloc config reader.
 #include "sim/alloc/allocator.h"
 #include "sim/alloc/driver.h"
