@@ -6,6 +6,8 @@ namespace faultline::policies {
 
 Registry& Registry::instance() {
   static Registry registry;
+  static const bool handed_in = (config::set_policy_names(&registry), true);
+  (void)handed_in;
   return registry;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "policies/policy.h"
+#include "sim/config/policy_names.h"
 
 #include <functional>
 #include <map>
@@ -12,7 +13,8 @@
 
 namespace faultline::policies {
 
-class Registry {
+// The registry is also the run config's list of policy names (sim/config/policy_names.h).
+class Registry : public config::PolicyNames {
 public:
   // `params` is the run config's policy.params; `where` names it for error messages
   // (file and JSON path). A factory reads params strictly (config::Reader).
@@ -21,9 +23,9 @@ public:
 
   static Registry& instance();
   bool add(const std::string& name, Factory factory);
-  bool has(const std::string& name) const { return factories_.count(name) != 0; }
+  bool has(const std::string& name) const override { return factories_.count(name) != 0; }
   // Comma-separated known names, for messages.
-  std::string known() const;
+  std::string known() const override;
   std::unique_ptr<IPolicy> create(const std::string& name, const nlohmann::json& params,
                                   const std::string& where) const;
 

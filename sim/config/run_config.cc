@@ -1,6 +1,6 @@
 #include "sim/config/run_config.h"
 
-#include "policies/registry.h"
+#include "sim/config/policy_names.h"
 #include "sim/config/reader.h"
 
 #include <algorithm>
@@ -177,10 +177,9 @@ void read_capacity(Reader r, RunConfig& c) {
 
 std::pair<std::string, json> read_policy_spec(Reader r) {
   const std::string name = r.get<std::string>("name");
-  if (!policies::Registry::instance().has(name)) {
-    r.fail("name", "unknown policy \"" + name +
-                       "\"; known policies: " + policies::Registry::instance().known());
-  }
+  if (!config::policy_names().has(name))
+    r.fail("name",
+           "unknown policy \"" + name + "\"; known policies: " + config::policy_names().known());
   json params = r.raw("params", json::object());
   if (!params.is_object()) r.fail("params", "expected object");
   r.finish();

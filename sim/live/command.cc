@@ -1,6 +1,6 @@
 #include "sim/live/command.h"
 
-#include "sim/cli/args.h"
+#include "sim/core/values.h"
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
 #include "sim/live/replay.h"

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/config/run_config.h"
-#include "sim/run/stats.h"
+#include "sim/stats/stats.h"
 #include "sim/trace/step_repeater.h"
 
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/memory/memory_model.h"
-#include "sim/run/stats.h"
+#include "sim/stats/stats.h"
 #include "sim/topology/topology.h"
 
 namespace faultline {

@@ -1,6 +1,6 @@
 #include "tracer/capture/capture.h"
 
-#include "sim/cli/args.h"
+#include "sim/core/values.h"
 #include "sim/core/error.h"
 #include "tracer/capture/observe.h"
 #include "tracer/convert/assemble.h"

@@ -1,4 +1,4 @@
-#include "sim/cli/args.h"
+#include "sim/core/values.h"
 
 #include "sim/core/error.h"
 
