@@ -242,6 +242,15 @@ expect "replay drains without cupti" 2 stderr "only with --faults cupti" -- \
   "$FAULTLINE" replay --trace "$WORK/none.fltrace" --drain-every 4
 expect "replay drains every 0" 2 stderr "expected 1 or more" -- \
   "$FAULTLINE" replay --trace "$WORK/none.fltrace" --faults cupti --drain-every 0
+printf '{"gpu": "testgpu", "gpus": 2, "capacity": {"fraction_of_footprint": 0.5}, "policy": {"name": "ondemand"}}' >"$WORK/two-gpus.json"
+expect "replay config of several GPUs" 2 stderr "runs one trace on one GPU" -- \
+  "$FAULTLINE" replay --config "$WORK/two-gpus.json" --trace "$WORK/none.fltrace"
+expect "replay config with an unknown policy" 1 stderr 'unknown policy "nope"' -- \
+  "$FAULTLINE" replay --config "$WORK/unknown-policy.json" --trace "$WORK/none.fltrace"
+expect "replay config with an unknown key" 1 stderr "polcy" -- \
+  "$FAULTLINE" replay --config "$WORK/unknown-key.json" --trace "$WORK/none.fltrace"
+expect "replay config that is missing" 1 stderr "nowhere.json" -- \
+  "$FAULTLINE" replay --config "$WORK/nowhere.json" --trace "$WORK/none.fltrace"
 
 # faultline alloc: allocation histories and allocator models.
 SNAP=$SOURCE_DIR/tests/data/alloc/snapshot.pickle

@@ -1,7 +1,8 @@
 #include "sim/live/command.h"
 
-#include "sim/core/values.h"
+#include "sim/config/run_config.h"
 #include "sim/core/error.h"
+#include "sim/core/values.h"
 #include "sim/live/calibrate.h"
 #include "sim/live/replay.h"
 #include "sim/run/results.h"
@@ -19,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kUsage =
-    "usage: faultline replay --trace T [--policy P] [--params JSON] [--budget B]\n"
+    "usage: faultline replay --trace T [--config C] [--policy P] [--params JSON] [--budget B]\n"
     "                        [--margin BYTES] [--faults books|cupti [--drain-every N]]\n"
     "                        [--per-kernel] [--device N] [--iterations N]\n"
     "                        [--peer-budget BYTES] [--peer-reserve BYTES] [--out results.json]\n"
@@ -34,12 +35,19 @@ const char* kUsage =
     "pages it found off the GPU, from the replay's books (--faults books, the default), or\n"
     "CUPTI's fault records, drained after every --drain-every N kernels (--faults cupti;\n"
     "CUPTI loses most of them, and each drain slows the next kernel).\n"
+    "--config C takes the policy, its params, the capacity (as the budget) and the iterations\n"
+    "from the run config 'faultline sim' takes, so one file drives both; options given here\n"
+    "override it (--policy drops the config's params). The replay always keeps a residency\n"
+    "budget, the simulator's capacity mode\n"
+    "\"budget\"; the config's GPU profile and driver settings describe the simulated machine\n"
+    "and are not used.\n"
     "--iterations N runs N training steps, as 'faultline sim --iterations': the trace's first\n"
     "N, or all of them and then its last step again; the result has a row per step.\n"
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.\n";
 
 void parse_budget(const std::string& text, ReplayJob& job) {
+  job.budget_bytes = 0; // a budget given here replaces the run config's, bytes or fraction
   if (!text.empty() && text.back() == '%') {
     job.budget_fraction = std::atof(text.c_str()) / 100.0;
   } else if (text.find_first_of("KMG") != std::string::npos) {
@@ -67,9 +75,30 @@ void parse_fault_source(const std::string& text, ReplayJob& job) {
     throw UsageError("--faults " + text + ": expected books or cupti");
 }
 
+// The run config's part that has a live counterpart. One GPU, one job: a config that simulates
+// more has no live counterpart here (the two-GPU harvest runs take --peer-budget).
+void apply_run_config(const std::string& path, ReplayJob& job) {
+  const config::RunConfig c = config::load_run_config(path);
+  if (c.gpus > 1 || !c.neighbours.empty())
+    throw UsageError(path + ": the live replay runs one trace on one GPU; this config simulates " +
+                     std::to_string(c.gpus) + " GPUs and " + std::to_string(c.neighbours.size()) +
+                     " neighbour jobs");
+  job.policy = c.policy;
+  job.policy_params = c.policy_params;
+  job.budget_bytes = c.capacity.bytes;
+  if (c.capacity.fraction > 0) job.budget_fraction = c.capacity.fraction;
+  job.iterations = c.iterations;
+  if (c.capacity_mode == config::RunConfig::CapacityMode::kDriver)
+    std::cerr << "faultline replay: " << path << ": capacity.mode \"driver\" has no live "
+              << "counterpart; the replay keeps a residency budget (the simulator's \"budget\" "
+              << "mode)\n";
+}
+
 Parsed parse(int argc, char** argv) {
   Parsed p;
   std::string drain_every;
+  for (int i = 2; i + 1 < argc; ++i) // the config first, so that every option overrides it
+    if (std::string(argv[i]) == "--config") apply_run_config(argv[i + 1], p.job);
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -78,9 +107,12 @@ Parsed parse(int argc, char** argv) {
     };
     if (a == "--trace")
       p.job.trace_path = value();
-    else if (a == "--policy")
+    else if (a == "--config")
+      value(); // applied above
+    else if (a == "--policy") {
       p.job.policy = value();
-    else if (a == "--params") {
+      p.job.policy_params = nlohmann::json::object(); // the config's params were another's
+    } else if (a == "--params") {
       const std::string text = value();
       p.job.policy_params = nlohmann::json::parse(text, nullptr, false);
       if (!p.job.policy_params.is_object())
@@ -245,6 +277,10 @@ int calibrate_command(int argc, char** argv) {
   std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"] << ", max "
             << fitted.report["max_abs_error"] << "\n";
   return 0;
+}
+
+ReplayJob replay_job(int argc, char** argv) {
+  return parse(argc, argv).job;
 }
 
 int replay_command(int argc, char** argv) {
