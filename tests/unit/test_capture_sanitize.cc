@@ -43,6 +43,13 @@ std::set<uint64_t> host_pages(const Records& t, size_t begin, size_t end,
   return out;
 }
 
+// The error converting the recorded stream microbenchmark with `access` as its sanitize pass.
+std::string conversion_error(const fltest::TempDir& dir, const RawFile& access) {
+  ConvertJob job{data("sanitize/stream-timing.raw"), write_raw(dir, "edited.raw", join(access)), "",
+                 dir.file("t.fltrace")};
+  return fltest::trace_error_of([&] { convert_capture(job); });
+}
+
 std::string converted(const fltest::TempDir& dir, const std::string& prog, bool history = false) {
   const std::string out = dir.file(prog + ".fltrace");
   convert("sanitize/" + prog, out, history, "sanitize");
@@ -92,8 +99,7 @@ TEST_CASE("sanitize capture: the host's initialisation, writes and reads reach t
   }
 }
 
-TEST_CASE("sanitize capture: allocations of odd sizes keep every access inside them",
-          "[capture]") {
+TEST_CASE("sanitize capture: allocations of odd sizes keep every access inside them", "[capture]") {
   fltest::TempDir dir;
   const std::string out = dir.file("odd.fltrace");
   const json summary = convert("sanitize/stencil-odd", out, false, "sanitize");
@@ -138,9 +144,7 @@ TEST_CASE("sanitize capture: a kernel without its pages record is reported", "[c
   fltest::TempDir dir;
   RawFile f = split_raw(data("sanitize/stream-sanitize.raw"));
   f.records.erase(f.records.begin() + index_of_type(f, raw::RawType::kPages, 2));
-  ConvertJob job{data("sanitize/stream-timing.raw"), write_raw(dir, "cut.raw", join(f)), "",
-                 dir.file("t.fltrace")};
-  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
+  const std::string msg = conversion_error(dir, f);
   CHECK_THAT(msg, Contains("operation #2"));
   CHECK_THAT(msg, Contains("has no pages record"));
 }
@@ -153,9 +157,7 @@ TEST_CASE("sanitize capture: an overflowed page list is refused, not cut", "[cap
   std::memcpy(&head, r.data() + sizeof(raw::RawRecordHead), sizeof(head));
   head.flags |= raw::kPagesOverflow;
   std::memcpy(r.data() + sizeof(raw::RawRecordHead), &head, sizeof(head));
-  ConvertJob job{data("sanitize/stream-timing.raw"), write_raw(dir, "over.raw", join(f)), "",
-                 dir.file("t.fltrace")};
-  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
+  const std::string msg = conversion_error(dir, f);
   CHECK_THAT(msg, Contains("operation #1"));
   CHECK_THAT(msg, Contains("more pages than the device list holds"));
 }
