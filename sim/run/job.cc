@@ -85,7 +85,9 @@ void Job::handle(uint32_t, Time now) {
     const Time due = std::max(now, pending_.time() + delay_);
     if (due > now) return engine_.schedule(due, Priority::kHost, this, kStep);
     have_pending_ = false;
-    if (!step_open_ || pending_step_ != step_start_.step) begin_step(pending_step_, now);
+    if (!step_open_ || new_pass_ || pending_step_ != step_start_.step)
+      begin_step(pending_step_, now);
+    new_pass_ = false;
     now = apply(pending_, now);
     if (check_invariants_) memory_.check_invariants();
     engine_.progress();
@@ -110,6 +112,7 @@ void Job::restart(Time now) {
   ++passes_;
   kernel_index_ = 0;
   policy_ = create_policy();
+  new_pass_ = true; // the fresh policy hears its first step begin, even the step just ended
   start_policy(now); // schedules the pass's first record
 }
 

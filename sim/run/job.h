@@ -129,6 +129,7 @@ private:
   int64_t pending_step_ = -1;
   StepRow step_start_; // the open step's start: its index, time and the totals then
   bool step_open_ = false;
+  bool new_pass_ = false; // a neighbour's trace started again: its new policy needs a step begin
   bool finished_ = false;
   Time delay_ = 0;                  // simulated minus recorded time, carried from kernel to kernel
   Time migrations_done_ = 0;        // budget mode: when the migrations issued so far end
