@@ -252,6 +252,13 @@ expect "replay config with an unknown key" 1 stderr "polcy" -- \
 expect "replay config that is missing" 1 stderr "nowhere.json" -- \
   "$FAULTLINE" replay --config "$WORK/nowhere.json" --trace "$WORK/none.fltrace"
 
+# faultline results fields: the table sim/README.md holds is the declared one.
+sed -n '/<!-- result-fields:begin -->/,/<!-- result-fields:end -->/p' "$SOURCE_DIR/sim/README.md" |
+  sed '1d;$d' >"$WORK/fields-readme.md"
+expect "results fields match sim/README.md" 0 stdout "" -- \
+  diff "$WORK/fields-readme.md" <("$FAULTLINE" results fields)
+expect "results without fields" 2 stderr "usage: faultline results fields" -- "$FAULTLINE" results
+
 # faultline alloc: allocation histories and allocator models.
 SNAP=$SOURCE_DIR/tests/data/alloc/snapshot.pickle
 expect "alloc without a subcommand" 2 stderr "usage: faultline alloc" -- "$FAULTLINE" alloc

@@ -1,9 +1,10 @@
 // The faultline command line: one binary, one subcommand per job.
 #include "sim/alloc/relayout.h"
-#include "sim/core/values.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
+#include "sim/core/values.h"
 #include "sim/live/command.h"
+#include "sim/run/result_fields.h"
 #include "sim/run/results.h"
 #include "sim/sweep/sweep.h"
 #include "sim/synth/synth.h"
@@ -38,6 +39,7 @@ const char* kUsage =
     "  topology    print the routes of a machine topology (a preset name or a JSON file)\n"
     "  alloc       replay an allocation history through allocator models (caching, expandable\n"
     "              segments, GMLake stitching), or re-place a trace's blocks as one would\n"
+    "  results     'results fields': every field a result document holds, its unit and meaning\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -219,6 +221,14 @@ int cmd_trace(int argc, char** argv) {
   return 0;
 }
 
+// `faultline results fields`: the declared result fields as the Markdown table of sim/README.md.
+int cmd_results(int argc, char** argv) {
+  if (argc != 3 || std::string(argv[2]) != "fields")
+    throw UsageError("usage: faultline results fields");
+  std::cout << result_fields_markdown();
+  return 0;
+}
+
 int cmd_topology(int argc, char** argv) {
   Args args(argc, argv, 2, {});
   if (args.help) return std::cout << kTopologyUsage, 0;
@@ -294,9 +304,10 @@ int dispatch(int argc, char** argv) {
   if (cmd == "replay") return live::replay_command(argc, argv);
   if (cmd == "calibrate") return live::calibrate_command(argc, argv);
   if (cmd == "topology") return cmd_topology(argc, argv);
+  if (cmd == "results") return cmd_results(argc, argv);
   if (cmd == "alloc") return cmd_alloc(argc, argv);
   throw UsageError("unknown command \"" + cmd + "\"; known: sim, sweep, synth, trace, capture, " +
-                   "replay, calibrate, topology, alloc");
+                   "replay, calibrate, topology, alloc, results");
 }
 
 } // namespace

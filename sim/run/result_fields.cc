@@ -1,0 +1,146 @@
+#include "sim/run/result_fields.h"
+
+namespace faultline {
+namespace {
+
+// Paths ending in ".*" are free-form objects: what lies under them is described by their own
+// documents (traces/FORMAT.md for the trace header, configs/README.md for the config).
+std::vector<ResultField> declare() {
+  return {
+      {"faultline.git_revision", "text", "both", "the revision of the binary that wrote it"},
+      {"faultline.trace_format_version", "count", "both", "the trace format version it reads"},
+      {"trace.path", "text", "both", "the trace file"},
+      {"trace.footprint_bytes", "bytes", "both",
+       "peak of live 2 MB chunks spanned by managed and device allocations"},
+      {"trace.metadata.*", "JSON", "sim", "the trace's header (traces/FORMAT.md)"},
+      {"config.*", "JSON", "both",
+       "the resolved run config (sim) or replay job (live), every default filled in"},
+      {"results.total_time_ns", "ns", "both", "the run's time, first record to last kernel's end"},
+      {"results.compute_ns", "ns", "both", "the kernels' recorded all-resident durations, summed"},
+      {"results.fault_stall_ns", "ns", "both", "kernel time beyond its recorded duration"},
+      {"results.host_fault_ns", "ns", "sim", "time the host spent in its own page faults"},
+      {"results.kernels", "count", "both", "kernels run (copies and memsets included)"},
+      {"results.accesses", "count", "both", "64 KB accesses the kernels made"},
+      {"results.accesses_outside_managed_memory", "count", "live",
+       "accesses outside managed allocations, not replayed"},
+      {"results.hits", "count", "sim", "accesses that found their page on the GPU"},
+      {"results.faults", "count", "both",
+       "sim: fault-buffer entries the kernels raised; live: CUPTI's GPU fault records (each may "
+       "stand for a group of faults)"},
+      {"results.duplicate_faults", "count", "sim", "entries coalesced away inside a batch"},
+      {"results.faults_reported_to_policy", "count", "live",
+       "faults handed to a policy that watches them"},
+      {"results.faults_outside_trace_memory", "count", "live",
+       "fault records at addresses no trace allocation holds"},
+      {"results.policy_decision_ns", "ns", "live",
+       "time the policy took to decide (off the clock)"},
+      {"results.batches", "count", "sim", "fault batches serviced"},
+      {"results.batch_time_ns", "ns", "sim", "service time of all batches, summed"},
+      {"results.va_blocks_serviced", "count", "sim",
+       "2 MB VA blocks serviced, summed over batches"},
+      {"results.bytes_host_to_gpu", "bytes", "both", "migrated to the GPU"},
+      {"results.bytes_gpu_to_host", "bytes", "both", "migrated back to the host"},
+      {"results.bytes_populated_on_gpu", "bytes", "sim",
+       "first touched on the GPU, populated in place with no copy"},
+      {"results.evictions", "2 MB chunks", "both",
+       "chunks evicted on the fault path (driver mode) or to keep the budget"},
+      {"results.policy_evicted_bytes", "bytes", "both", "evicted by the policy's own actions"},
+      {"results.discarded_bytes", "bytes", "both", "dropped by the policy without a copy"},
+      {"results.prefetch.issued_bytes", "bytes", "both",
+       "brought to the GPU ahead of a fault (density prefetch or policy)"},
+      {"results.prefetch.used_bytes", "bytes", "sim", "of those, touched by a kernel later"},
+      {"results.prefetch.wasted_bytes", "bytes", "sim",
+       "of those, evicted, discarded or never touched"},
+      {"results.host_faults", "count", "sim", "64 KB regions the host pulled back"},
+      {"results.thrashing_pins", "count", "sim", "pages the driver pinned as thrashing"},
+      {"results.remote_accesses", "count", "sim", "accesses served remotely, without a migration"},
+      {"results.peak_gpu_chunks", "2 MB chunks", "both", "most chunks resident at once"},
+      {"results.peers.evictions_to_peer", "2 MB chunks", "both", "evicted to a neighbour GPU"},
+      {"results.peers.bytes_to_peer", "bytes", "both", "moved to a neighbour GPU"},
+      {"results.peers.bytes_written_back", "bytes", "sim",
+       "copied from a neighbour to the host in the background"},
+      {"results.peers.bytes_staged_on_peer", "bytes", "both",
+       "host data staged on a neighbour ahead of use (multi-path prefetch)"},
+      {"results.peers.bytes_from_peer", "bytes", "sim", "fetched from a neighbour to this GPU"},
+      {"results.peers.bytes_device_to_device", "bytes", "live",
+       "CUPTI's device-to-device migrations (both directions)"},
+      {"results.peers.reclaims_dropped", "count", "sim",
+       "another job's chunks a neighbour dropped (host copy current)"},
+      {"results.peers.reclaims_copied", "count", "sim",
+       "another job's chunks a neighbour evicted to the host first"},
+      {"results.dropped_counter_records", "count", "live", "CUPTI records lost for want of room"},
+      {"iterations.used", "count", "both", "training steps run"},
+      {"iterations.captured_steps", "count", "both", "steps the trace holds"},
+      {"iterations.repetitions", "count", "both", "passes of the last step beyond the trace"},
+      {"iterations.period_ns", "ns", "both", "time shift between repeated passes"},
+      {"iterations.paired_frees", "count", "both",
+       "frees of allocations made before the step, paired with the last pass's copy"},
+      {"iterations.early_frees", "count", "both",
+       "copies freed where the step allocates over them"},
+      {"iterations.skipped_frees", "count", "both", "frees with nothing to pair, dropped"},
+      {"iterations.held_frees", "count", "both",
+       "frees of the trace's own pass held for the final one (tear-down)"},
+      {"iterations.skipped_allocs", "count", "both", "blocks whose segment did not resolve"},
+      {"iterations.dropped_args", "count", "both", "kernel arguments naming no live allocation"},
+      {"steps[].step", "count", "both", "the training step; -1 is the set-up before step 0"},
+      {"steps[].start_ns", "ns", "both", "where the step's row begins"},
+      {"steps[].end_ns", "ns", "both", "where it ends (the next step's start)"},
+      {"steps[].time_ns", "ns", "both", "end minus start"},
+      {"steps[].compute_ns", "ns", "both", "as results.compute_ns, for the step"},
+      {"steps[].fault_stall_ns", "ns", "both", "as results.fault_stall_ns, for the step"},
+      {"steps[].host_fault_ns", "ns", "sim", "as results.host_fault_ns, for the step"},
+      {"steps[].kernels", "count", "both", "as results.kernels, for the step"},
+      {"steps[].accesses", "count", "both", "as results.accesses, for the step"},
+      {"steps[].faults", "count", "both", "as results.faults, for the step"},
+      {"steps[].faults_reported_to_policy", "count", "live",
+       "as results.faults_reported_to_policy, for the step"},
+      {"steps[].batches", "count", "sim", "as results.batches, for the step"},
+      {"steps[].bytes_host_to_gpu", "bytes", "both", "as results.bytes_host_to_gpu, for the step"},
+      {"steps[].bytes_gpu_to_host", "bytes", "both", "as results.bytes_gpu_to_host, for the step"},
+      {"steps[].evictions", "2 MB chunks", "both", "as results.evictions, for the step"},
+      {"steps[].prefetch_issued_bytes", "bytes", "both",
+       "as results.prefetch.issued_bytes, for the step"},
+      {"steps[].prefetch_used_bytes", "bytes", "sim",
+       "as results.prefetch.used_bytes, for the step"},
+      {"kernels[].index", "count", "both", "per_kernel: the kernel's place in the run"},
+      {"kernels[].name", "text", "both", "per_kernel: its name"},
+      {"kernels[].start_ns", "ns", "both", "per_kernel: when it started"},
+      {"kernels[].end_ns", "ns", "both", "per_kernel: when it ended"},
+      {"kernels[].gpu_ns", "ns", "live", "per_kernel: its time on the GPU, measured"},
+      {"kernels[].compute_ns", "ns", "both", "per_kernel: its recorded all-resident duration"},
+      {"kernels[].stall_ns", "ns", "both", "per_kernel: its time beyond that"},
+      {"kernels[].accesses", "count", "both", "per_kernel: its 64 KB accesses"},
+      {"kernels[].faults", "count", "sim", "per_kernel: the fault-buffer entries it raised"},
+      {"neighbour_jobs[].name", "text", "sim", "a neighbour job's name"},
+      {"neighbour_jobs[].gpu", "count", "sim", "the GPU it runs on"},
+      {"neighbour_jobs[].trace", "text", "sim", "its trace"},
+      {"neighbour_jobs[].passes", "count", "sim", "times its trace ran during the run"},
+      {"neighbour_jobs[].results.*", "JSON", "sim", "its results, fields as under results"},
+  };
+}
+
+} // namespace
+
+const std::vector<ResultField>& result_fields() {
+  static const std::vector<ResultField> fields = declare();
+  return fields;
+}
+
+std::string result_fields_markdown() {
+  std::string out = "| field | unit | written by | meaning |\n|---|---|---|---|\n";
+  for (const ResultField& f : result_fields())
+    out += "| `" + f.path + "` | " + f.unit + " | " + f.backends + " | " + f.meaning + " |\n";
+  return out;
+}
+
+bool result_field_declared(const std::string& path) {
+  for (const ResultField& f : result_fields()) {
+    if (f.path == path) return true;
+    const bool free_form = f.path.size() > 2 && f.path.compare(f.path.size() - 2, 2, ".*") == 0;
+    if (free_form && path.compare(0, f.path.size() - 1, f.path, 0, f.path.size() - 1) == 0)
+      return true;
+  }
+  return false;
+}
+
+} // namespace faultline
