@@ -1,10 +1,7 @@
 // What the live replay's own bookkeeping costs inside its timed spans: the replay driven on a
 // device that does nothing, so each kernel's span is the host work between its launch event
 // and its end (the budget's books, the policy's actions turned into calls), no GPU.
-//   g++ -O2 -std=c++20 -I. -Ibuild/generated experiments/live/probes/replay_harness.cc \
-//     $(find build/CMakeFiles/faultline_lib.dir -name '*.o') -lzstd -lnlopt -lpthread -ldl \
-//     -o build/replay_harness
-//   build/replay_harness TRACE POLICY BUDGET
+//   build/probes/replay_harness TRACE POLICY BUDGET      (built by CMake with everything else)
 #include "sim/core/types.h"
 #include "sim/live/device.h"
 #include "sim/live/replay.h"

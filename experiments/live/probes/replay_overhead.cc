@@ -1,8 +1,7 @@
 // Where a live replay's time goes between and inside kernels: the replay's device
 // (libfaultline_live.so) driven through its own interface, one factor at a time. Most cases
 // fault nothing; the first-touch ones fault fresh pages in, as a first iteration does.
-//   g++ -O2 -std=c++17 -I. experiments/live/probes/replay_overhead.cc -ldl -o probe
-//   ./probe build-gpu/libfaultline_live.so
+//   build/probes/replay_overhead build-gpu/libfaultline_live.so   (built by CMake here; carry it)
 // Prints one line per case: median microseconds per kernel (launch to end, drains untimed).
 #include "sim/live/device.h"
 
