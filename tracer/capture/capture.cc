@@ -1,7 +1,7 @@
 #include "tracer/capture/capture.h"
 
-#include "sim/core/values.h"
 #include "sim/core/error.h"
+#include "sim/core/values.h"
 #include "tracer/capture/observe.h"
 #include "tracer/convert/assemble.h"
 #include "tracer/convert/raw_reader.h"
@@ -208,8 +208,7 @@ std::string driver_version() {
   if (at == std::string::npos) return "unknown";
   std::smatch m;
   std::string rest = line.substr(at);
-  return std::regex_search(rest, m, std::regex("\\b\\d+\\.\\d+(\\.\\d+)?\\b")) ? m.str()
-                                                                               : "unknown";
+  return std::regex_search(rest, m, std::regex(R"(\b\d+\.\d+(\.\d+)?\b)")) ? m.str() : "unknown";
 }
 
 std::string joined(const std::vector<std::string>& v) {

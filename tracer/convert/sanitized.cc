@@ -9,7 +9,7 @@ namespace faultline::capture {
 namespace {
 
 using raw::RawType;
-constexpr uint64_t kBigPage = 64 * 1024;
+constexpr uint64_t kBigPage = uint64_t{64} * 1024;
 constexpr size_t kPhases = 64;
 
 AccessType strongest(uint32_t bits) {

@@ -3,7 +3,7 @@
 namespace faultline::capture {
 
 using raw::RawType;
-constexpr uint64_t kBigPage = 64 * 1024;
+constexpr uint64_t kBigPage = uint64_t{64} * 1024;
 
 // Access-pass address -> (allocation ordinal, offset) -> timing-pass address, or 0.
 namespace {

@@ -93,7 +93,7 @@ void chain(int signal, siginfo_t* info, void* context) {
 }
 
 void on_fault(int signal, siginfo_t* info, void* context) {
-  const uint64_t address = reinterpret_cast<uint64_t>(info->si_addr);
+  const auto address = reinterpret_cast<uint64_t>(info->si_addr);
   const Range* r = find(g_ranges.load(std::memory_order_acquire), address);
   if (!r) return chain(signal, info, context);
   uint8_t& s = r->state[(address - r->begin) / kPage];
