@@ -4,7 +4,6 @@
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"
 
-#include <cstdio>
 #include <filesystem>
 
 namespace faultline::capture {

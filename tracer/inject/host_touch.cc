@@ -50,7 +50,7 @@ std::vector<Range> g_current;
 Touch* g_touches = nullptr;
 std::atomic<size_t> g_count{0};
 std::atomic<uint64_t> g_lost{0};
-uint64_t g_recorded = 0, g_reads = 0, g_writes = 0;
+uint64_t g_reads = 0, g_writes = 0;
 struct sigaction g_previous {};
 bool g_installed = false;
 
@@ -183,7 +183,6 @@ void at_api_boundary() {
     mprotect(reinterpret_cast<void*>(begin), length, PROT_NONE);
     s = kProtected;
   }
-  g_recorded += n;
   g_count.store(0);
 }
 
