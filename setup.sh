@@ -33,6 +33,9 @@ if [ -n "$nvcc_bin" ]; then
     "nvidia-cuda-sanitizer-api==${cuda_version}.*"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# ccache, where installed, makes rebuilds in other checkouts (worktrees, CI caches) cheap.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
 cmake --build build -j "$(nproc)"
 echo "setup: built build/faultline"

@@ -1,5 +1,6 @@
 // The faultline command line: one binary, one subcommand per job.
 #include "sim/alloc/relayout.h"
+#include "source_dir.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
 #include "sim/core/values.h"

@@ -1,4 +1,5 @@
 #include "sim/config/run_config.h"
+#include "source_dir.h"
 
 #include "sim/config/policy_names.h"
 #include "sim/config/reader.h"
@@ -8,9 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#ifndef FAULTLINE_SOURCE_CONFIGS
-#define FAULTLINE_SOURCE_CONFIGS "configs"
-#endif
 
 namespace faultline::config {
 namespace fs = std::filesystem;

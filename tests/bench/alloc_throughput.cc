@@ -2,6 +2,7 @@
 // OPT-1.3B training with recompute captured on the H200 (32,643 events), and the reading of that
 // snapshot (a 3.5 MB pickle, zstd-compressed).
 #include "sim/alloc/replay.h"
+#include "source_dir.h"
 
 #include <benchmark/benchmark.h>
 

@@ -5,6 +5,7 @@
 //   FAULTLINE_UPDATE_GOLDEN=1 build/tests/faultline_tests "[golden]"
 // and explain the difference in the commit.
 #include "sim/config/reader.h"
+#include "source_dir.h"
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
 

@@ -1,6 +1,7 @@
 // Several GPUs: topology parsing and routing, contention on shared links, the victim cache on a
 // neighbour and its reclaim, randomized invariants, and two-job simulations.
 #include "sim/core/error.h"
+#include "source_dir.h"
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
 #include "sim/topology/topology.h"

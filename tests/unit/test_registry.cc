@@ -1,6 +1,7 @@
 // The policy registry: every folder under policies/ registers a policy of its name, unknown
 // names are refused with the known ones listed, and policies read their params strictly.
 #include "policies/registry.h"
+#include "source_dir.h"
 #include "sim/core/error.h"
 
 #include <catch2/catch.hpp>

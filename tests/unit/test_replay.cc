@@ -3,6 +3,7 @@
 // the live addresses, policy actions reach the device at live addresses, and bad input is
 // refused before anything is allocated.
 #include "fake_device.h"
+#include "source_dir.h"
 #include "policies/registry.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"

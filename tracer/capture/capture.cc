@@ -1,4 +1,5 @@
 #include "tracer/capture/capture.h"
+#include "source_dir.h"
 
 #include "sim/core/error.h"
 #include "sim/core/values.h"
