@@ -3,40 +3,16 @@
 #include "sim/core/error.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace faultline::live {
 
-std::vector<Residency::ChunkPages> Residency::group(const std::vector<uint64_t>& big_pages) {
-  std::vector<ChunkPages> out;
-  std::unordered_map<uint64_t, size_t> at;
-  for (uint64_t p : big_pages) {
-    const uint64_t chunk = p / kBigPagesPerBlock;
-    auto [it, fresh] = at.try_emplace(chunk, out.size());
-    if (fresh) out.push_back({chunk, 0});
-    out[it->second].pages |= 1u << (p % kBigPagesPerBlock);
-  }
-  return out;
-}
-
-std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed) {
-  std::unordered_set<uint64_t> chunks;
-  uint64_t new_chunks = 0;
-  for (const ChunkPages& c : needed)
-    if (chunks.insert(c.chunk).second && !masks_.count(c.chunk)) ++new_chunks;
-  const uint64_t room = available_chunks();
-  if (chunks.size() > room) {
-    throw SimulationError("a kernel needs " + std::to_string(chunks.size()) +
-                          " chunks of 2 MB at once, more than the budget leaves (" +
-                          std::to_string(room) + " chunks)");
-  }
+std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed,
+                                           const std::string& what) {
   std::vector<uint64_t> victims;
-  for (auto it = order_.begin(); masks_.size() + new_chunks > room && it != order_.end();) {
-    const uint64_t chunk = *it++;
-    if (chunks.count(chunk)) continue;
+  host::budget::make_room(needed, *this, what, [&](uint64_t chunk) {
     victims.push_back(chunk);
     drop_chunk(chunk);
-  }
+  });
   return victims;
 }
 

@@ -1,14 +1,17 @@
 // What the live replay believes is on the GPU, in 2 MB chunks of 64 KB pages, and the budget it
-// enforces: before a kernel or a prefetch would need more chunks than the budget, the oldest
-// resident chunks it does not need go back to the host (first residency first, as the driver
-// evicts). Addresses are the trace's; the replay translates them to live ones.
+// enforces by the budget's rules (sim/host/budget.h): before a kernel or a prefetch would need
+// more chunks than the budget, the oldest resident chunks it does not need go back to the host
+// (first residency first, as the driver evicts). Chunks are live addresses / 2 MB.
 #pragma once
 
 #include "sim/core/types.h"
+#include "sim/host/budget.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -16,21 +19,15 @@ namespace faultline::live {
 
 // Contract: the number of resident chunks never exceeds the budget after make_room(); pages are
 // resident from admit() until evicted() or dropped. Deterministic.
-class Residency {
+class Residency : public host::ChunkBooks {
 public:
+  using ChunkPages = host::ChunkPages;
   explicit Residency(uint64_t budget_chunks) : budget_(budget_chunks) {}
 
-  // A 2 MB chunk (address / 2 MB) and some of its 64 KB pages, one bit each.
-  struct ChunkPages {
-    uint64_t chunk;
-    uint32_t pages;
-  };
-  // Big pages (address / 64 KB) grouped by chunk, chunks in order of first appearance.
-  static std::vector<ChunkPages> group(const std::vector<uint64_t>& big_pages);
-
   // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
-  // Removes them from the model.
-  std::vector<uint64_t> make_room(const std::vector<ChunkPages>& needed);
+  // Removes them from the model. `what` names the need in the refusal (budget::victims).
+  std::vector<uint64_t> make_room(const std::vector<ChunkPages>& needed,
+                                  const std::string& what = "a kernel");
   // Marks the pages resident (call after make_room with the same pages); new chunks become the
   // youngest in the order given.
   void admit(const std::vector<ChunkPages>& pages);
@@ -42,15 +39,20 @@ public:
 
   uint64_t budget_chunks() const { return budget_; }
   uint64_t available_chunks() const;
-  uint64_t resident_chunks() const { return masks_.size(); }
+  // host::ChunkBooks
+  uint32_t resident_pages(uint64_t chunk) const override {
+    auto it = masks_.find(chunk);
+    return it == masks_.end() ? 0 : it->second;
+  }
+  bool holds(uint64_t chunk) const override { return masks_.count(chunk) != 0; }
+  uint64_t resident_chunks() const override { return masks_.size(); }
+  uint64_t room_chunks() const override { return available_chunks(); }
+  void for_each_victim(const std::function<bool(uint64_t)>& f) const override {
+    for (auto it = order_.begin(); it != order_.end();)
+      if (!f(*it++)) return; // past it first: f may drop that chunk
+  }
   uint64_t peak_chunks() const { return peak_; }
   bool resident(uint64_t big_page) const;
-  // The pages of c that are not resident.
-  uint32_t absent(const ChunkPages& c) const {
-    auto it = masks_.find(c.chunk);
-    return it == masks_.end() ? c.pages : c.pages & ~it->second;
-  }
-  bool holds_chunk(uint64_t chunk) const { return masks_.count(chunk) != 0; }
   // Up to n resident chunks, next victim first.
   std::vector<uint64_t> oldest(size_t n) const {
     std::vector<uint64_t> out;

@@ -3,8 +3,9 @@
 // executed. Jobs share the machine's engine, memory and links; each keeps its own statistics.
 #pragma once
 
-#include "policies/policy.h"
 #include "sim/gpu/kernel_runner.h"
+#include "sim/host/policy_host.h"
+#include "sim/run/capacity.h"
 #include "sim/topology/topology.h"
 #include "sim/trace/step_repeater.h"
 
@@ -45,10 +46,13 @@ struct JobSetup {
 };
 
 // Contract: start() hands the policy its start event and schedules the first record; the
-// engine then drives the job to the trace's end (finished()). The policy sees the trace's own
-// addresses; the job translates to and from its address space. The job keeps a StepRow per
-// training step it runs (stats().step_rows, complete after finish()).
-class Job : public EventHandler, public FaultListener, public policies::MemoryView {
+// engine then drives the job to the trace's end (finished()). The job is the simulator's
+// backend of the policy host (sim/host/policy_host.h): the host makes the policy's events, the
+// job executes its actions on the memory model, and its capacity keeper (sim/run/capacity.h)
+// applies the run's capacity mode. The policy sees the trace's own addresses; the job
+// translates to and from its address space. The job keeps a StepRow per training step it runs
+// (stats().step_rows, complete after finish()).
+class Job : public EventHandler, public FaultListener, public host::Backend {
 public:
   Job(Machine machine, JobSetup setup);
   ~Job() override;
@@ -72,6 +76,12 @@ public:
   void on_batch(Time now, const std::vector<uint64_t>& big_pages) override;
   void on_replay(Time now, uint64_t resolved) override { runner_.on_replay(now, resolved); }
 
+  // host::Backend: the policy's actions and view of memory.
+  void prefetch(const policies::Range& range, Time now) override;
+  void stage(const policies::Range& range, unsigned peer, Time now) override;
+  void evict(const policies::Range& range, ProcessorId target, Time now) override;
+  void discard(const policies::Range& range, Time now) override;
+  void advise(const policies::Range& range, policies::Advice advice, Time now) override;
   Bytes free_bytes(unsigned gpu) const override;
   ProcessorId holder(Addr address) const override;
   std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const override;
@@ -82,24 +92,12 @@ private:
   void close_step(Time now);
   // The trace ended and `again` says go on: free what it holds, start a fresh policy, replay.
   void restart(Time now);
-  std::unique_ptr<policies::IPolicy> create_policy() const;
   void start_policy(Time now);
   void on_alloc(const trace::AllocRecord& r, Time now);
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
   void launch(trace::KernelRecord& k, Time now);
-  Time make_room_for(const trace::KernelRecord& k, Time now);
-  bool budget_mode() const {
-    return config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
-  }
   void kernel_done(Time recorded_end, Time now);
-  void note_absent(const trace::KernelRecord& k);
-  void report_faults(Time now);
-  void execute(const policies::Actions& actions, Time now);
-  void evict(const policies::Action& action, Time now);
-  void prefetch(const policies::Action& action, Time now);
-  void prefetch_by_block(const policies::Action& action, Time now);
-  void stage(const policies::Action& action, unsigned peer, Time now);
   // Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
   template <class F> void for_each_block(Addr address, Bytes size, F&& f) {
     memory_.for_each_block(address + offset_, size, f);
@@ -120,7 +118,8 @@ private:
   Migrator migrator_;
   FaultServicer servicer_;
   KernelRunner runner_;
-  std::unique_ptr<policies::IPolicy> policy_;
+  host::PolicyHost host_;
+  std::unique_ptr<CapacityKeeper> capacity_;
   ProgressReporter* progress_ = nullptr;
   bool check_invariants_ = false;
 
@@ -131,14 +130,10 @@ private:
   bool step_open_ = false;
   bool new_pass_ = false; // a neighbour's trace started again: its new policy needs a step begin
   bool finished_ = false;
-  Time delay_ = 0;                  // simulated minus recorded time, carried from kernel to kernel
-  Time migrations_done_ = 0;        // budget mode: when the migrations issued so far end
-  std::vector<Addr> kernel_faults_; // budget mode: the running kernel's absent pages, for its end
+  Time delay_ = 0; // simulated minus recorded time, carried from kernel to kernel
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
-  std::unordered_map<uint64_t, trace::AllocRecord> live_;
   std::map<Addr, Bytes> device_ranges_;
-  policies::Actions actions_;
 };
 
 } // namespace faultline

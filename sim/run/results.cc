@@ -57,66 +57,178 @@ const char* git_revision() {
   return FAULTLINE_GIT_REVISION;
 }
 
-nlohmann::json stats_json(const Stats& s, Time total_ns) {
-  const auto bytes = [](uint64_t pages) { return pages * kPageSize; };
-  return {
-      {"total_time_ns", total_ns},
-      {"compute_ns", s.compute_ns},
-      {"fault_stall_ns", s.stall_ns},
-      {"host_fault_ns", s.host_ns},
-      {"kernels", s.kernels},
-      {"accesses", s.accesses},
-      {"hits", s.hits},
-      {"faults", s.faults},
-      {"duplicate_faults", s.duplicate_faults},
-      {"batches", s.batches},
-      {"batch_time_ns", s.batch_ns},
-      {"va_blocks_serviced", s.blocks_serviced},
-      {"bytes_host_to_gpu", bytes(s.pages_h2d)},
-      {"bytes_gpu_to_host", bytes(s.pages_d2h)},
-      {"bytes_populated_on_gpu", bytes(s.pages_populated)},
-      {"evictions", s.evictions},
-      {"policy_evicted_bytes", bytes(s.policy_evicted_pages)},
-      {"discarded_bytes", bytes(s.discarded_pages)},
-      {"prefetch",
-       {{"issued_bytes", bytes(s.prefetch_issued)},
-        {"used_bytes", bytes(s.prefetch_used)},
-        {"wasted_bytes", bytes(s.prefetch_wasted)}}},
-      {"host_faults", s.host_faults},
-      {"thrashing_pins", s.thrashing_pins},
-      {"remote_accesses", s.remote_accesses},
-      {"peak_gpu_chunks", s.peak_chunks},
-      {"peers",
-       {{"evictions_to_peer", s.peer_evictions},
-        {"bytes_to_peer", bytes(s.pages_to_peer)},
-        {"bytes_written_back", bytes(s.pages_written_back)},
-        {"bytes_staged_on_peer", bytes(s.pages_staged)},
-        {"bytes_from_peer", bytes(s.pages_peer_in)},
-        {"reclaims_dropped", s.reclaims_dropped},
-        {"reclaims_copied", s.reclaims_copied}}},
+namespace {
+
+template <class T> using FieldTable = std::vector<std::pair<const char*, Measure T::*>>;
+
+// Each field's name in the document, once; "a.b" nests.
+const FieldTable<RunTotals>& run_fields() {
+  using R = RunTotals;
+  static const FieldTable<R> table = {
+      {"total_time_ns", &R::total_time_ns},
+      {"compute_ns", &R::compute_ns},
+      {"fault_stall_ns", &R::fault_stall_ns},
+      {"host_fault_ns", &R::host_fault_ns},
+      {"kernels", &R::kernels},
+      {"accesses", &R::accesses},
+      {"accesses_outside_managed_memory", &R::accesses_outside_managed_memory},
+      {"hits", &R::hits},
+      {"faults", &R::faults},
+      {"duplicate_faults", &R::duplicate_faults},
+      {"faults_reported_to_policy", &R::faults_reported_to_policy},
+      {"faults_outside_trace_memory", &R::faults_outside_trace_memory},
+      {"policy_decision_ns", &R::policy_decision_ns},
+      {"batches", &R::batches},
+      {"batch_time_ns", &R::batch_time_ns},
+      {"va_blocks_serviced", &R::va_blocks_serviced},
+      {"bytes_host_to_gpu", &R::bytes_host_to_gpu},
+      {"bytes_gpu_to_host", &R::bytes_gpu_to_host},
+      {"bytes_populated_on_gpu", &R::bytes_populated_on_gpu},
+      {"evictions", &R::evictions},
+      {"policy_evicted_bytes", &R::policy_evicted_bytes},
+      {"discarded_bytes", &R::discarded_bytes},
+      {"prefetch.issued_bytes", &R::prefetch_issued_bytes},
+      {"prefetch.used_bytes", &R::prefetch_used_bytes},
+      {"prefetch.wasted_bytes", &R::prefetch_wasted_bytes},
+      {"host_faults", &R::host_faults},
+      {"thrashing_pins", &R::thrashing_pins},
+      {"remote_accesses", &R::remote_accesses},
+      {"peak_gpu_chunks", &R::peak_gpu_chunks},
+      {"peers.evictions_to_peer", &R::evictions_to_peer},
+      {"peers.bytes_to_peer", &R::bytes_to_peer},
+      {"peers.bytes_written_back", &R::bytes_written_back},
+      {"peers.bytes_staged_on_peer", &R::bytes_staged_on_peer},
+      {"peers.bytes_from_peer", &R::bytes_from_peer},
+      {"peers.reclaims_dropped", &R::reclaims_dropped},
+      {"peers.reclaims_copied", &R::reclaims_copied},
+      {"peers.bytes_device_to_device", &R::bytes_device_to_device},
+      {"dropped_counter_records", &R::dropped_counter_records},
   };
+  return table;
+}
+
+const FieldTable<StepResult>& step_fields() {
+  using S = StepResult;
+  static const FieldTable<S> table = {
+      {"step", &S::step},
+      {"start_ns", &S::start_ns},
+      {"end_ns", &S::end_ns},
+      {"time_ns", &S::time_ns},
+      {"compute_ns", &S::compute_ns},
+      {"fault_stall_ns", &S::fault_stall_ns},
+      {"host_fault_ns", &S::host_fault_ns},
+      {"kernels", &S::kernels},
+      {"accesses", &S::accesses},
+      {"faults", &S::faults},
+      {"faults_reported_to_policy", &S::faults_reported_to_policy},
+      {"batches", &S::batches},
+      {"bytes_host_to_gpu", &S::bytes_host_to_gpu},
+      {"bytes_gpu_to_host", &S::bytes_gpu_to_host},
+      {"evictions", &S::evictions},
+      {"prefetch_issued_bytes", &S::prefetch_issued_bytes},
+      {"prefetch_used_bytes", &S::prefetch_used_bytes},
+  };
+  return table;
+}
+
+template <class T> nlohmann::json write(const T& values, const FieldTable<T>& table) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [path, member] : table) {
+    const Measure& m = values.*member;
+    if (!m) continue;
+    const std::string p = path;
+    const size_t dot = p.find('.');
+    if (dot == std::string::npos)
+      out[p] = *m;
+    else
+      out[p.substr(0, dot)][p.substr(dot + 1)] = *m;
+  }
+  return out;
+}
+
+} // namespace
+
+nlohmann::json totals_json(const RunTotals& totals) {
+  return write(totals, run_fields());
+}
+
+nlohmann::json step_json(const StepResult& row) {
+  return write(row, step_fields());
+}
+
+std::vector<std::string> written_paths() {
+  std::vector<std::string> out;
+  for (const auto& f : run_fields()) out.push_back(std::string("results.") + f.first);
+  for (const auto& f : step_fields()) out.push_back(std::string("steps[].") + f.first);
+  return out;
+}
+
+RunTotals totals_of(const Stats& s, Time total_ns) {
+  const auto bytes = [](uint64_t pages) { return static_cast<int64_t>(pages * kPageSize); };
+  const auto n = [](uint64_t count) { return static_cast<int64_t>(count); };
+  RunTotals t;
+  t.total_time_ns = total_ns;
+  t.compute_ns = s.compute_ns;
+  t.fault_stall_ns = s.stall_ns;
+  t.host_fault_ns = s.host_ns;
+  t.kernels = n(s.kernels);
+  t.accesses = n(s.accesses);
+  t.hits = n(s.hits);
+  t.faults = n(s.faults);
+  t.duplicate_faults = n(s.duplicate_faults);
+  t.batches = n(s.batches);
+  t.batch_time_ns = s.batch_ns;
+  t.va_blocks_serviced = n(s.blocks_serviced);
+  t.bytes_host_to_gpu = bytes(s.pages_h2d);
+  t.bytes_gpu_to_host = bytes(s.pages_d2h);
+  t.bytes_populated_on_gpu = bytes(s.pages_populated);
+  t.evictions = n(s.evictions);
+  t.policy_evicted_bytes = bytes(s.policy_evicted_pages);
+  t.discarded_bytes = bytes(s.discarded_pages);
+  t.prefetch_issued_bytes = bytes(s.prefetch_issued);
+  t.prefetch_used_bytes = bytes(s.prefetch_used);
+  t.prefetch_wasted_bytes = bytes(s.prefetch_wasted);
+  t.host_faults = n(s.host_faults);
+  t.thrashing_pins = n(s.thrashing_pins);
+  t.remote_accesses = n(s.remote_accesses);
+  t.peak_gpu_chunks = n(s.peak_chunks);
+  t.evictions_to_peer = n(s.peer_evictions);
+  t.bytes_to_peer = bytes(s.pages_to_peer);
+  t.bytes_written_back = bytes(s.pages_written_back);
+  t.bytes_staged_on_peer = bytes(s.pages_staged);
+  t.bytes_from_peer = bytes(s.pages_peer_in);
+  t.reclaims_dropped = n(s.reclaims_dropped);
+  t.reclaims_copied = n(s.reclaims_copied);
+  return t;
+}
+
+nlohmann::json stats_json(const Stats& s, Time total_ns) {
+  return totals_json(totals_of(s, total_ns));
 }
 
 nlohmann::json step_rows_json(const std::vector<StepRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
-  const auto bytes = [](uint64_t pages) { return pages * kPageSize; };
+  const auto bytes = [](uint64_t pages) { return static_cast<int64_t>(pages * kPageSize); };
+  const auto n = [](uint64_t count) { return static_cast<int64_t>(count); };
   for (const StepRow& r : rows) {
-    out.push_back({{"step", r.step},
-                   {"start_ns", r.start},
-                   {"end_ns", r.end},
-                   {"time_ns", r.end - r.start},
-                   {"compute_ns", r.compute_ns},
-                   {"fault_stall_ns", r.stall_ns},
-                   {"host_fault_ns", r.host_ns},
-                   {"kernels", r.kernels},
-                   {"accesses", r.accesses},
-                   {"faults", r.faults},
-                   {"batches", r.batches},
-                   {"bytes_host_to_gpu", bytes(r.pages_h2d)},
-                   {"bytes_gpu_to_host", bytes(r.pages_d2h)},
-                   {"evictions", r.evictions},
-                   {"prefetch_issued_bytes", bytes(r.prefetch_issued)},
-                   {"prefetch_used_bytes", bytes(r.prefetch_used)}});
+    StepResult s;
+    s.step = r.step;
+    s.start_ns = r.start;
+    s.end_ns = r.end;
+    s.time_ns = r.end - r.start;
+    s.compute_ns = r.compute_ns;
+    s.fault_stall_ns = r.stall_ns;
+    s.host_fault_ns = r.host_ns;
+    s.kernels = n(r.kernels);
+    s.accesses = n(r.accesses);
+    s.faults = n(r.faults);
+    s.batches = n(r.batches);
+    s.bytes_host_to_gpu = bytes(r.pages_h2d);
+    s.bytes_gpu_to_host = bytes(r.pages_d2h);
+    s.evictions = n(r.evictions);
+    s.prefetch_issued_bytes = bytes(r.prefetch_issued);
+    s.prefetch_used_bytes = bytes(r.prefetch_used);
+    out.push_back(step_json(s));
   }
   return out;
 }

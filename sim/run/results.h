@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sim/config/run_config.h"
+#include "sim/stats/run_totals.h"
 #include "sim/stats/stats.h"
 #include "sim/trace/step_repeater.h"
 
@@ -24,6 +25,16 @@ struct SimJob {
 // (capacity in bytes included), the trace's metadata and the project's git revision.
 nlohmann::json run_job(const SimJob& job);
 
+// The one writer of a result document's measured values, for both backends: "results" from
+// RunTotals, a "steps" row from a StepResult; unset fields are left out.
+nlohmann::json totals_json(const RunTotals& totals);
+nlohmann::json step_json(const StepResult& row);
+// The JSON paths the writer can write, "results." and "steps[]." prefixed (for the test that
+// each is declared in result_fields.cc).
+std::vector<std::string> written_paths();
+
+// The simulator's Stats as a result document's values.
+RunTotals totals_of(const Stats& stats, Time total_ns);
 nlohmann::json stats_json(const Stats& stats, Time total_ns);
 // The per-step rows of a run (the results' "steps").
 nlohmann::json step_rows_json(const std::vector<StepRow>& rows);

@@ -102,21 +102,8 @@ Time Migrator::stage_on_peer(VaBlock& block, unsigned peer, const PageMask& page
   return end;
 }
 
-Time Migrator::make_room_keeping(unsigned gpu, Time now, uint64_t needed,
-                                 const std::vector<uint64_t>& keep) {
-  while (memory_.chunks_free(gpu) < needed) {
-    VaBlock* foreign = memory_.oldest_foreign(gpu);
-    if (!foreign) break;
-    now = reclaim(*foreign, gpu, now);
-  }
-  VaBlock* victim = memory_.oldest(gpu);
-  while (memory_.chunks_free(gpu) < needed && victim) {
-    VaBlock* next = victim->next[gpu];
-    if (!std::binary_search(keep.begin(), keep.end(), victim->index))
-      now = evict(*victim, gpu, now, "budget eviction");
-    victim = next;
-  }
-  return now;
+Time Migrator::free_chunk(VaBlock& block, unsigned gpu, Time now, const char* cause) {
+  return block.home != gpu ? reclaim(block, gpu, now) : evict(block, gpu, now, cause);
 }
 
 Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,

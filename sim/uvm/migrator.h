@@ -23,11 +23,10 @@ public:
   // host. Then the model's eviction order. Synchronous, as in the driver: returns when the
   // chunk is free.
   Time make_room(unsigned gpu, Time now, const VaBlock* keep);
-  // Evicts victims in the model's eviction order, never a block of `keep` (sorted block
-  // indices), until `needed` chunks are free; returns when the last eviction is done. The
-  // budget mode's eviction before a kernel.
-  Time make_room_keeping(unsigned gpu, Time now, uint64_t needed,
-                         const std::vector<uint64_t>& keep);
+  // Frees the chunk `block` holds on GPU `gpu`: another job's block (harvested memory) is
+  // reclaimed as make_room() does, the job's own evicted. Returns when it is free. The budget's
+  // eviction of a victim its rules chose (sim/host/budget.h).
+  Time free_chunk(VaBlock& block, unsigned gpu, Time now, const char* cause);
   // Moves `pages` of `block` to the GPU (which must have a chunk for it or room for one).
   // Pages flagged in `prefetched` count as prefetch. Returns when the last copy lands.
   Time to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages, const PageMask& prefetched,

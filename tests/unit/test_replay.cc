@@ -3,7 +3,6 @@
 // the live addresses, policy actions reach the device at live addresses, and bad input is
 // refused before anything is allocated.
 #include "fake_device.h"
-#include "source_dir.h"
 #include "policies/registry.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
@@ -13,6 +12,7 @@
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"
 #include "sim_fixture.h"
+#include "source_dir.h"
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
@@ -204,28 +204,29 @@ TEST_CASE("replay: every step waits for the recorded host time before it, the fi
 TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
   using live::Residency;
   Residency r(2);
-  r.admit(Residency::group({0, 1}));                     // chunk 0
-  r.admit(Residency::group({32}));                       // chunk 1
-  auto victims = r.make_room(Residency::group({64, 0})); // chunk 2 and chunk 0: chunk 1 must go
+  r.admit(faultline::host::group_by_chunk({0, 1})); // chunk 0
+  r.admit(faultline::host::group_by_chunk({32}));   // chunk 1
+  auto victims =
+      r.make_room(faultline::host::group_by_chunk({64, 0})); // chunk 2 and chunk 0: chunk 1 must go
   REQUIRE(victims.size() == 1);
   CHECK(victims[0] == 1);
-  r.admit(Residency::group({64, 0}));
+  r.admit(faultline::host::group_by_chunk({64, 0}));
   CHECK(r.resident_chunks() == 2);
   r.remove(0, 32);
   CHECK(r.resident_chunks() == 1);
   CHECK_FALSE(r.resident(0));
   CHECK(r.resident(64));
   r.reserve(1); // device memory takes one chunk of the budget
-  victims = r.make_room(Residency::group({96}));
+  victims = r.make_room(faultline::host::group_by_chunk({96}));
   REQUIRE(victims.size() == 1);
   CHECK(victims[0] == 2);
-  CHECK_THROWS_WITH(r.make_room(Residency::group({0, 32})),
+  CHECK_THROWS_WITH(r.make_room(faultline::host::group_by_chunk({0, 32})),
                     Catch::Contains("more than the budget leaves"));
 }
 
 TEST_CASE("residency: pages group by chunk in order of first appearance", "[live]") {
   using live::Residency;
-  const auto g = Residency::group({70, 3, 64, 1, 70});
+  const auto g = faultline::host::group_by_chunk({70, 3, 64, 1, 70});
   REQUIRE(g.size() == 2);
   CHECK(g[0].chunk == 2);
   CHECK(g[0].pages == (1u << 6 | 1u << 0));

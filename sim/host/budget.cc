@@ -1,0 +1,52 @@
+#include "sim/host/budget.h"
+
+#include "sim/core/error.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace faultline::host {
+
+std::vector<ChunkPages> group_by_chunk(const std::vector<uint64_t>& big_pages) {
+  std::vector<ChunkPages> out;
+  std::unordered_map<uint64_t, size_t> at;
+  for (uint64_t p : big_pages) {
+    const uint64_t chunk = p / kBigPagesPerBlock;
+    auto [it, fresh] = at.try_emplace(chunk, out.size());
+    if (fresh) out.push_back({chunk, 0});
+    out[it->second].pages |= 1u << (p % kBigPagesPerBlock);
+  }
+  return out;
+}
+
+namespace budget {
+
+void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
+               const std::string& what, const std::function<void(uint64_t)>& evict) {
+  std::unordered_set<uint64_t> chunks;
+  uint64_t fresh = 0; // needed chunks that take no GPU memory yet
+  for (const ChunkPages& c : needed)
+    if (chunks.insert(c.chunk).second && !books.holds(c.chunk)) ++fresh;
+  const uint64_t room = books.room_chunks();
+  if (chunks.size() > room) {
+    throw SimulationError(what + " needs " + std::to_string(chunks.size()) +
+                          " chunks of 2 MB at once, more than the budget leaves (" +
+                          std::to_string(room) + " chunks)");
+  }
+  books.for_each_victim([&](uint64_t chunk) {
+    if (books.resident_chunks() + fresh <= room) return false;
+    if (!chunks.count(chunk)) evict(chunk);
+    return true;
+  });
+}
+
+std::vector<ChunkPages> absent(const std::vector<ChunkPages>& touched, const ChunkBooks& books) {
+  std::vector<ChunkPages> out;
+  for (const ChunkPages& c : touched)
+    if (const uint32_t pages = c.pages & ~books.resident_pages(c.chunk))
+      out.push_back({c.chunk, pages});
+  return out;
+}
+
+} // namespace budget
+} // namespace faultline::host

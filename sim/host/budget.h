@@ -1,0 +1,55 @@
+// The budget's rules: how GPU residency is kept within a budget when the replay, not the
+// driver, evicts. The live replay (sim/live) keeps a budget on a real GPU; the simulator's
+// capacity mode "budget" (sim/run/capacity.h) runs the same experiment. Both call these rules,
+// each over its own books of what is resident, so that the two cannot drift apart.
+#pragma once
+
+#include "sim/core/types.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace faultline::host {
+
+// A 2 MB chunk (address / 2 MB) and some of its 64 KB big pages, one bit each.
+struct ChunkPages {
+  uint64_t chunk = 0;
+  uint32_t pages = 0;
+};
+
+// Big pages (address / 64 KB) grouped by chunk, chunks in order of first appearance.
+std::vector<ChunkPages> group_by_chunk(const std::vector<uint64_t>& big_pages);
+
+// What a backend knows of one GPU's residency, as the rules read it.
+class ChunkBooks {
+public:
+  virtual ~ChunkBooks() = default;
+  // The chunk's big pages on the GPU (0: none; the chunk holds no GPU memory).
+  virtual uint32_t resident_pages(uint64_t chunk) const = 0;
+  // Whether the chunk takes GPU memory (it may, with no page resident).
+  virtual bool holds(uint64_t chunk) const = 0;
+  virtual uint64_t resident_chunks() const = 0;
+  // Chunks the budget leaves for managed data: the budget less device (cudaMalloc) memory.
+  virtual uint64_t room_chunks() const = 0;
+  // Calls f on resident chunks, next victim first (first residency first), until f says stop.
+  // f may evict the chunk it is given, and no other.
+  virtual void for_each_victim(const std::function<bool(uint64_t chunk)>& f) const = 0;
+};
+
+namespace budget {
+
+// Before a kernel or a prefetched chunk: evicts resident chunks (next victim first, never one
+// of `needed`) through `evict` until all of `needed` fit; the books must show each eviction.
+// A victim that frees no chunk (one holding no page) does not count. Throws SimulationError,
+// naming `what` (e.g. "kernel #3 (gemm)"), when `needed` alone is more than the room.
+void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
+               const std::string& what, const std::function<void(uint64_t chunk)>& evict);
+
+// A kernel's faults as the policy hears them at its end: its pages not on the GPU at its
+// launch, by chunk in order of first touch (the order of `touched`).
+std::vector<ChunkPages> absent(const std::vector<ChunkPages>& touched, const ChunkBooks& books);
+
+} // namespace budget
+} // namespace faultline::host

@@ -1,0 +1,172 @@
+#include "sim/run/capacity.h"
+
+#include "sim/host/budget.h"
+
+#include <algorithm>
+
+namespace faultline {
+namespace {
+
+// Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
+template <class F> void for_each_block(JobMemory& m, const policies::Range& range, F&& f) {
+  m.memory.for_each_block(range.start + m.offset, range.bytes, f);
+}
+
+// The driver evicts when a fault finds the GPU full; the policy hears every batch as serviced;
+// prefetches queue on the links as ranges.
+class DriverEvicts : public CapacityKeeper {
+public:
+  explicit DriverEvicts(JobMemory m) : m_(m) {}
+
+  Time before_launch(const trace::KernelRecord&, uint64_t, Time now) override { return now; }
+  void kernel_done(Time) override {}
+  std::vector<Addr> batch_faults(const std::vector<uint64_t>& big_pages) const override {
+    std::vector<Addr> out;
+    out.reserve(big_pages.size());
+    for (uint64_t p : big_pages) out.push_back(p * kBigPageSize - m_.offset);
+    return out;
+  }
+  void prefetch(const policies::Range& range, Time now) override {
+    const unsigned gpu = m_.gpu;
+    for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
+      const PageMask pages =
+          (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
+      if (pages.none()) return;
+      const Time ready = block.chunk[gpu] ? now : m_.migrator.make_room(gpu, now, &block);
+      const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, ready, "prefetch");
+      block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
+    });
+  }
+  Time migration_start(Time now) const override { return now; }
+  void migration_end(Time) override {}
+
+private:
+  JobMemory m_;
+};
+
+// The memory model's chunks of the job's GPU as the budget's rules read them: another job's
+// blocks (harvested memory) are the first victims, then the model's order (first residency:
+// the budget mode requires FIFO eviction).
+class ModelBooks : public host::ChunkBooks {
+public:
+  ModelBooks(MemoryModel& memory, unsigned gpu) : memory_(memory), gpu_(gpu) {}
+  uint32_t resident_pages(uint64_t chunk) const override {
+    const VaBlock* block = memory_.find(chunk);
+    if (!block) return 0;
+    uint32_t out = 0;
+    for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+      if (block->resident[gpu_processor(gpu_)].any_in_big_page(p)) out |= 1u << p;
+    return out;
+  }
+  bool holds(uint64_t chunk) const override {
+    const VaBlock* block = memory_.find(chunk);
+    return block && block->chunk[gpu_];
+  }
+  uint64_t resident_chunks() const override {
+    return memory_.capacity_chunks(gpu_) - memory_.chunks_free(gpu_) - memory_.device_chunks(gpu_);
+  }
+  uint64_t room_chunks() const override {
+    return memory_.capacity_chunks(gpu_) - memory_.device_chunks(gpu_);
+  }
+  void for_each_victim(const std::function<bool(uint64_t)>& f) const override {
+    for (bool foreign : {true, false}) {
+      for (const VaBlock* b = memory_.oldest(gpu_); b;) {
+        const VaBlock* next = b->next[gpu_]; // f may evict b
+        if ((b->home != gpu_) == foreign && !f(b->index)) return;
+        b = next;
+      }
+    }
+  }
+
+private:
+  MemoryModel& memory_;
+  unsigned gpu_;
+};
+
+// As `faultline replay` keeps its budget: before each kernel (and each prefetched chunk) the
+// oldest chunks it does not need leave; migrations run in order on one stream and a kernel
+// starts once those issued before it are done; the policy hears a kernel's faults at its end.
+class BudgetEvicts : public CapacityKeeper {
+public:
+  explicit BudgetEvicts(JobMemory m) : m_(m), books_(m.memory, m.gpu) {}
+
+  Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
+    const std::vector<host::ChunkPages> touched = chunks_of(k);
+    const std::string what = "kernel #" + std::to_string(index) + " (" + k.name + ")";
+    Time t = std::max(now, done_);
+    host::budget::make_room(touched, books_, what, [&](uint64_t victim) {
+      t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
+    });
+    done_ = t;
+    faults_.clear();
+    // Pages the driver brought in beside earlier faults count as on the GPU here, where the
+    // replay's books miss them.
+    if (m_.host.observes_faults())
+      for (const host::ChunkPages& c : host::budget::absent(touched, books_))
+        for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+          if (c.pages >> p & 1)
+            faults_.push_back((c.chunk * kBigPagesPerBlock + p) * kBigPageSize - m_.offset);
+    return done_ + m_.profile.launch_ns; // the replay launches once the host is done
+  }
+
+  void kernel_done(Time now) override {
+    m_.host.kernel_faults(m_.gpu, faults_, now);
+    faults_.clear();
+  }
+
+  std::vector<Addr> batch_faults(const std::vector<uint64_t>&) const override { return {}; }
+
+  // One call per 2 MB block on the migration stream, in order, as the live replay issues them;
+  // each call costs the driver's work besides its copy.
+  void prefetch(const policies::Range& range, Time now) override {
+    const unsigned gpu = m_.gpu;
+    const config::GpuProfile& profile = m_.profile;
+    for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
+      Time t = std::max(now, done_) + profile.prefetch_call_ns;
+      const PageMask pages =
+          (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
+      if (pages.none()) {
+        done_ = t;
+        return;
+      }
+      if (!block.chunk[gpu]) t = m_.migrator.make_room(gpu, t, &block);
+      const PageMask fresh = block.unpopulated() & pages;
+      t += profile.prefetch_populate_ns * fresh.big_page_count();
+      if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
+      const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
+      block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
+      done_ = end;
+    });
+  }
+
+  Time migration_start(Time now) const override { return std::max(now, done_); }
+  void migration_end(Time end) override { done_ = std::max(done_, end); }
+
+private:
+  // The kernel's managed chunks (model indices) and pages, in order of first touch.
+  std::vector<host::ChunkPages> chunks_of(const trace::KernelRecord& k) const {
+    std::vector<uint64_t> pages;
+    pages.reserve(k.accesses.size());
+    const uint64_t first = m_.offset / kBigPageSize;
+    for (const trace::Access& a : k.accesses)
+      if (m_.memory.find((first + a.big_page) / kBigPagesPerBlock))
+        pages.push_back(first + a.big_page);
+    return host::group_by_chunk(pages);
+  }
+
+  JobMemory m_;
+  ModelBooks books_;
+  Time done_ = 0;            // when the migrations issued so far end
+  std::vector<Addr> faults_; // the running kernel's absent pages, handed over at its end
+};
+
+} // namespace
+
+std::unique_ptr<CapacityKeeper> make_capacity_keeper(config::RunConfig::CapacityMode mode,
+                                                     JobMemory parts) {
+  if (mode == config::RunConfig::CapacityMode::kBudget)
+    return std::make_unique<BudgetEvicts>(parts);
+  return std::make_unique<DriverEvicts>(parts);
+}
+
+} // namespace faultline

@@ -1,0 +1,48 @@
+// Who keeps a job's GPU residency within its capacity: the strategy behind the run config's
+// capacity mode. The driver evicts (kDriver: a fault that finds the GPU full evicts, and the
+// policy hears each fault batch as it is serviced), or the budget evicts (kBudget: the live
+// replay's rules, sim/host/budget.h, run on the memory model, so that `faultline sim` and
+// `faultline replay` run the same experiment).
+#pragma once
+
+#include "sim/config/run_config.h"
+#include "sim/host/policy_host.h"
+#include "sim/memory/memory_model.h"
+#include "sim/trace/format.h"
+#include "sim/uvm/migrator.h"
+
+#include <memory>
+
+namespace faultline {
+
+// The parts of a job a strategy works with.
+struct JobMemory {
+  MemoryModel& memory;
+  Migrator& migrator;
+  host::PolicyHost& host;
+  const config::GpuProfile& profile;
+  unsigned gpu;
+  Addr offset; // the job's address space: trace address + offset = model address
+};
+
+// Contract: the job calls before_launch() before each kernel and kernel_done() after it, every
+// prefetch of the job's own GPU goes through prefetch(), and every migration a policy asks for
+// starts no earlier than migration_start() and reports its end to migration_end().
+class CapacityKeeper {
+public:
+  virtual ~CapacityKeeper() = default;
+  // Kernel `index` is launched at `now`: returns when it starts running.
+  virtual Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) = 0;
+  // The kernel ended at `now`: the policy hears what the strategy hands over then.
+  virtual void kernel_done(Time now) = 0;
+  // Of a batch the driver serviced (64 KB pages, model addresses): the faults the policy hears.
+  virtual std::vector<Addr> batch_faults(const std::vector<uint64_t>& big_pages) const = 0;
+  virtual void prefetch(const policies::Range& range, Time now) = 0;
+  virtual Time migration_start(Time now) const = 0;
+  virtual void migration_end(Time end) = 0;
+};
+
+std::unique_ptr<CapacityKeeper> make_capacity_keeper(config::RunConfig::CapacityMode mode,
+                                                     JobMemory parts);
+
+} // namespace faultline
