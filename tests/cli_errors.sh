@@ -259,6 +259,17 @@ expect "results fields match sim/README.md" 0 stdout "" -- \
   diff "$WORK/fields-readme.md" <("$FAULTLINE" results fields)
 expect "results without fields" 2 stderr "usage: faultline results fields" -- "$FAULTLINE" results
 
+# faultline config schema: every declared config key (the READMEs' tables: tests/doc_tables.sh).
+expect "config schema of a section" 0 stdout '| `batch_size` | unsigned 32-bit integer | `256` | at least 1 |' -- \
+  "$FAULTLINE" config schema run.driver
+expect "config schema as JSON" 0 stdout '"section": "policy.deepum"' -- \
+  "$FAULTLINE" config schema --format json policy.deepum
+expect "config schema of an unknown section" 2 stderr 'unknown config section "nope"; known: alloc' -- \
+  "$FAULTLINE" config schema nope
+expect "config schema with an unknown format" 2 stderr "expected markdown or json" -- \
+  "$FAULTLINE" config schema --format html
+expect "config without schema" 2 stderr "usage: faultline config schema" -- "$FAULTLINE" config
+
 # faultline alloc: allocation histories and allocator models.
 SNAP=$SOURCE_DIR/tests/data/alloc/snapshot.pickle
 expect "alloc without a subcommand" 2 stderr "usage: faultline alloc" -- "$FAULTLINE" alloc

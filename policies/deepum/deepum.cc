@@ -9,7 +9,7 @@
 // instead of written back. Each part can be switched off for the paper's ablation.
 #include "policies/deepum/tables.h"
 #include "policies/registry.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 
 #include <functional>
@@ -26,25 +26,32 @@ constexpr uint64_t kNone = ExecutionTable::kNone;
 
 struct Params {
   bool prefetch = true, pre_evict = true, discard_freed = true;
-  unsigned prefetch_kernels = 32, rows = 2048, assoc = 2, successors = 4;
+  uint32_t prefetch_kernels = 32, rows = 2048, assoc = 2, successors = 4;
   uint64_t free_blocks = 8; // room pre-eviction keeps free, in 2 MB blocks
-
-  Params(const nlohmann::json& json, const std::string& where) {
-    config::Reader r(json, where, "$.policy.params");
-    prefetch = r.get<bool>("prefetch", true);
-    pre_evict = r.get<bool>("pre_evict", true);
-    discard_freed = r.get<bool>("discard_freed", true);
-    prefetch_kernels = r.get<unsigned>("prefetch_kernels", 32);
-    rows = r.get<unsigned>("table_rows", 2048);
-    assoc = r.get<unsigned>("table_assoc", 2);
-    successors = r.get<unsigned>("table_successors", 4);
-    free_blocks = r.get<uint64_t>("pre_evict_free_blocks", 8);
-    r.finish();
-    if (rows == 0 || assoc == 0 || successors == 0 || prefetch_kernels == 0)
-      throw ConfigError(where + ": $.policy.params: table_rows, table_assoc, table_successors " +
-                        "and prefetch_kernels must be at least 1");
-  }
 };
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::field(&Params::prefetch, "prefetch", "correlation prefetching"),
+      config::field(&Params::pre_evict, "pre_evict",
+                    "pre-eviction of least recently migrated blocks outside the window"),
+      config::field(&Params::discard_freed, "discard_freed",
+                    "discard victims' pages in freed allocator blocks"),
+      config::field(&Params::prefetch_kernels, "prefetch_kernels",
+                    "N: how many kernels ahead a chain may run")
+          .unit("kernels")
+          .at_least(1),
+      config::field(&Params::rows, "table_rows", "block-table rows").at_least(1),
+      config::field(&Params::assoc, "table_assoc", "block-table ways").at_least(1),
+      config::field(&Params::successors, "table_successors", "MRU successors per entry")
+          .at_least(1),
+      config::field(&Params::free_blocks, "pre_evict_free_blocks",
+                    "free blocks pre-eviction keeps (at most a quarter of the GPU)")
+          .unit("2 MB blocks"),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.deepum", "`policy.params` of policy deepum", fields);
 
 // Where a prefetch chain stands: a block in the table of a kernel `ahead` kernels after the
 // running one, with the three IDs executed (or predicted) before that kernel.
@@ -57,7 +64,8 @@ struct Cursor {
 
 class DeepUM : public IPolicy {
 public:
-  DeepUM(const nlohmann::json& params, const std::string& where) : p_(params, where) {}
+  DeepUM(const nlohmann::json& params, const std::string& where)
+      : p_(config::read_object(params, where, "$.policy.params", fields())) {}
 
   void on_start(const StartEvent& e, Actions&) override {
     capacity_ = e.gpu_capacity / kBlockSize;

@@ -7,7 +7,7 @@
 // while host blocks are staged on a neighbour over its own PCIe link. Another policy (pump or
 // deepum) may run inside as the prefetcher. Source: the paper and casys-kaist/HUVM @ 4528f10.
 #include "policies/registry.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 
 #include <algorithm>
@@ -16,29 +16,65 @@
 namespace faultline::policies {
 namespace {
 
+struct Params {
+  uint64_t reserve_chunks = 50;
+  bool pre_evict = true, evict_to_peer = true, multi_path_prefetch = true;
+  uint32_t prefetch_chunks = 16, prefetch_stride = 2;
+  std::string prefetcher = "none";
+  nlohmann::json prefetcher_params = nlohmann::json::object();
+};
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::field(&Params::reserve_chunks, "reserve_chunks",
+                    "R: pre-evict below R free chunks, up to 2R (HUVM `uvm_reserve_chunk_level` "
+                    "5 × 10)")
+          .unit("2 MB chunks"),
+      config::field(&Params::pre_evict, "pre_evict", "the reserve thread (ablation +PE)"),
+      config::field(&Params::evict_to_peer, "evict_to_peer",
+                    "victims to a neighbour (HUVM's hierarchy); false: to the host"),
+      config::field(&Params::multi_path_prefetch, "multi_path_prefetch",
+                    "the look-ahead prefetch (+MPF)"),
+      config::field(&Params::prefetch_chunks, "prefetch_chunks",
+                    "window length (`uvm_prefetch_num_chunk`)")
+          .unit("2 MB blocks")
+          .at_most(64)
+          .bound_note("HUVM's limit"),
+      config::field(&Params::prefetch_stride, "prefetch_stride",
+                    "step between window blocks (`uvm_prefetch_stride`)")
+          .unit("2 MB blocks")
+          .at_least(1),
+      config::field(&Params::prefetcher, "prefetcher",
+                    "an inner policy (`pump` or `deepum`), or \"none\""),
+      config::raw_object(&Params::prefetcher_params, "prefetcher_params",
+                         "the inner policy's parameters"),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.harvest", "`policy.params` of policy harvest", fields);
+
 class Harvest : public IPolicy {
 public:
   Harvest(const nlohmann::json& params, const std::string& where) {
     config::Reader r(params, where, "$.policy.params");
-    low_chunks_ = r.get<uint64_t>("reserve_chunks", 50);
-    high_chunks_ = 2 * low_chunks_;
-    pre_evict_ = r.get<bool>("pre_evict", true);
-    to_peer_ = r.get<bool>("evict_to_peer", true);
-    multi_path_ = r.get<bool>("multi_path_prefetch", true);
-    prefetch_chunks_ = r.get<uint32_t>("prefetch_chunks", 16);
-    stride_ = r.get<uint32_t>("prefetch_stride", 2);
-    if (stride_ == 0) r.fail("prefetch_stride", "must be at least 1");
-    if (prefetch_chunks_ > 64) r.fail("prefetch_chunks", "HUVM allows at most 64");
-    const std::string inner = r.get<std::string>("prefetcher", "none");
-    const nlohmann::json inner_params = r.raw("prefetcher_params", nlohmann::json::object());
+    Params p;
+    config::read_fields(r, p, fields());
     r.finish();
+    low_chunks_ = p.reserve_chunks;
+    high_chunks_ = 2 * low_chunks_;
+    pre_evict_ = p.pre_evict;
+    to_peer_ = p.evict_to_peer;
+    multi_path_ = p.multi_path_prefetch;
+    prefetch_chunks_ = p.prefetch_chunks;
+    stride_ = p.prefetch_stride;
+    const std::string& inner = p.prefetcher;
     if (inner == "harvest") r.fail("prefetcher", "harvest cannot run inside itself");
     if (inner != "none") {
       if (!Registry::instance().has(inner)) {
         r.fail("prefetcher", "unknown policy \"" + inner + "\"; known policies: " +
                                  Registry::instance().known() + ", or none");
       }
-      inner_ = Registry::instance().create(inner, inner_params,
+      inner_ = Registry::instance().create(inner, p.prefetcher_params,
                                            where + " (harvest's prefetcher_params)");
     }
   }
@@ -130,9 +166,9 @@ private:
   std::vector<unsigned> peers_;
   const MemoryView* memory_ = nullptr;
   std::unique_ptr<IPolicy> inner_;
-  uint64_t low_chunks_ = 50, high_chunks_ = 100;
-  bool pre_evict_ = true, to_peer_ = true, multi_path_ = true;
-  uint32_t prefetch_chunks_ = 16, stride_ = 2;
+  uint64_t low_chunks_, high_chunks_;
+  bool pre_evict_, to_peer_, multi_path_;
+  uint32_t prefetch_chunks_, stride_;
   bool have_last_ = false;
   Addr last_window_ = 0;
 };

@@ -2,15 +2,23 @@
 // already services faults with its density prefetcher and evicts in FIFO order, so this policy
 // adds no action; it is the baseline every other policy is compared with.
 #include "policies/registry.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 
 namespace faultline::policies {
 namespace {
 
+struct NoParams {};
+
+const config::Fields<NoParams>& fields() {
+  static const config::Fields<NoParams> none;
+  return none;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.ondemand", "`policy.params` of policy ondemand", fields);
+
 class OnDemand : public IPolicy {
 public:
   OnDemand(const nlohmann::json& params, const std::string& where) {
-    config::Reader(params, where, "$.policy.params").finish(); // takes no parameters
+    config::read_object(params, where, "$.policy.params", fields()); // takes no parameters
   }
 };
 

@@ -4,7 +4,7 @@
 // as it can), and room is made by evicting the resident blocks whose next use lies farthest in
 // the future (Belady's MIN). It reads the trace itself; no online policy can know what it knows.
 #include "policies/registry.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/trace/step_repeater.h"
 
 #include <algorithm>
@@ -81,12 +81,25 @@ private:
   }
 };
 
+struct Params {
+  uint64_t max_lookahead_kernels = 256;
+};
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::field(&Params::max_lookahead_kernels, "max_lookahead_kernels",
+                    "how many kernels ahead the window may reach")
+          .unit("kernels"),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.oracle", "`policy.params` of policy oracle", fields);
+
 class Oracle : public IPolicy {
 public:
-  Oracle(const nlohmann::json& params, const std::string& where) {
-    config::Reader r(params, where, "$.policy.params");
-    lookahead_ = r.get<uint64_t>("max_lookahead_kernels", 256);
-    r.finish();
+  Oracle(const nlohmann::json& params, const std::string& where)
+      : lookahead_(
+            config::read_object(params, where, "$.policy.params", fields()).max_lookahead_kernels) {
   }
 
   void on_start(const StartEvent& e, Actions&) override {
@@ -187,7 +200,7 @@ private:
     }
   }
 
-  uint64_t lookahead_ = 256;
+  uint64_t lookahead_;
   std::unique_ptr<Future> future_;
   uint64_t capacity_blocks_ = 0, device_blocks_ = 0, oldest_running_ = 0;
   ProcessorId gpu_ = gpu_processor(0);

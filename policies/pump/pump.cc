@@ -3,7 +3,7 @@
 // while the distinct bytes referenced by unfinished kernels plus the new ones would exceed
 // factor x GPU memory. Eviction stays the driver's. Source: ailabstw/PUMP @ 76425c49, prefetch.cpp.
 #include "policies/registry.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 
 #include <deque>
@@ -15,15 +15,26 @@ namespace {
 // Blocks referenced by a kernel: (start, bytes) pairs, distinct.
 using Blocks = std::map<Addr, Bytes>;
 
+struct Params {
+  double memory_factor_percent = 0;
+};
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::field(&Params::memory_factor_percent, "memory_factor_percent",
+                    "the factor; 0 chooses as PUMP does (80 with allocator blocks, 60 without)")
+          .unit("percent")
+          .range(0, 100),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.pump", "`policy.params` of policy pump", fields);
+
 class Pump : public IPolicy {
 public:
-  Pump(const nlohmann::json& params, const std::string& where) {
-    config::Reader r(params, where, "$.policy.params");
-    factor_percent_ = r.get<double>("memory_factor_percent", 0.0);
-    r.finish();
-    if (factor_percent_ < 0 || factor_percent_ > 100)
-      throw ConfigError(where + ": $.policy.params.memory_factor_percent: " +
-                        std::to_string(factor_percent_) + "; expected 0 (PUMP's choice) to 100");
+  Pump(const nlohmann::json& params, const std::string& where)
+      : factor_percent_(
+            config::read_object(params, where, "$.policy.params", fields()).memory_factor_percent) {
   }
 
   void on_start(const StartEvent& e, Actions&) override {
@@ -102,7 +113,7 @@ private:
     unsigned references = 0;
   };
 
-  double factor_percent_ = 0;
+  double factor_percent_;
   bool framework_blocks_ = false;
   Bytes capacity_ = 0;
   ProcessorId gpu_ = gpu_processor(0);

@@ -1,6 +1,6 @@
 #include "sim/alloc/replay.h"
 
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 #include "sim/run/results.h"
 
@@ -12,31 +12,54 @@ namespace {
 
 using nlohmann::json;
 
-Options read_options(config::Reader r) {
-  Options o;
-  const uint64_t split_mb = r.get<uint64_t>("max_split_size_mb", 0);
-  if (split_mb != 0 && split_mb <= 20)
-    r.fail("max_split_size_mb", "expected 0 (no limit) or more than 20, as PyTorch requires");
-  if (split_mb != 0) o.max_split_size = split_mb * kMiB;
-  o.small_page = r.get<uint64_t>("expandable_small_page", o.small_page);
-  o.large_page = r.get<uint64_t>("expandable_large_page", o.large_page);
-  o.segment_va = r.get<uint64_t>("expandable_segment_va", o.segment_va);
-  o.frag_limit = r.get<uint64_t>("gmlake_frag_limit", o.frag_limit);
-  o.reuse_limit = r.get<uint64_t>("gmlake_reuse_limit", o.reuse_limit);
-  o.defrag_level = r.get<uint32_t>("gmlake_defrag_level", o.defrag_level);
-  o.auto_gc = r.get<uint64_t>("gmlake_auto_gc", o.auto_gc);
-  o.realloc_missing = r.get<bool>("gmlake_realloc_missing", o.realloc_missing);
-  for (auto [key, value] : {std::pair{"expandable_small_page", o.small_page},
-                            std::pair{"expandable_large_page", o.large_page}})
-    if (value == 0 || value % kBlockSize != 0) r.fail(key, "expected a positive multiple of 2 MiB");
-  if (o.reuse_limit == 0) r.fail("gmlake_reuse_limit", "expected at least 1");
-  if (o.defrag_level > 2) r.fail("gmlake_defrag_level", "expected 0, 1 or 2");
-  r.finish();
-  return o;
+bool whole_chunks(const Bytes& b) {
+  return b != 0 && b % kBlockSize == 0;
 }
 
-std::vector<std::string> read_allocators(config::Reader& r) {
-  const json list = r.raw("allocators", json{"caching", "expandable", "gmlake"});
+const config::Fields<Options>& option_fields() {
+  static const config::Fields<Options> fields = {
+      config::custom<Options>(
+          {"max_split_size_mb", "unsigned integer", "MiB", "0", "",
+           "0 (no limit) or more than 20, as PyTorch requires",
+           "PYTORCH_CUDA_ALLOC_CONF max_split_size_mb: larger cached blocks are not split"},
+          [](config::Reader& r, Options& o) {
+            const uint64_t mb = r.get<uint64_t>("max_split_size_mb", 0);
+            if (mb != 0 && mb <= 20)
+              r.fail("max_split_size_mb",
+                     "expected 0 (no limit) or more than 20, as PyTorch requires");
+            if (mb != 0) o.max_split_size = mb * kMiB;
+          }),
+      config::field(&Options::small_page, "expandable_small_page",
+                    "expandable segments: physical page of the small pool")
+          .unit("bytes")
+          .rule(whole_chunks, "a positive multiple of 2 MiB"),
+      config::field(&Options::large_page, "expandable_large_page",
+                    "expandable segments: physical page of the large pool")
+          .unit("bytes")
+          .rule(whole_chunks, "a positive multiple of 2 MiB"),
+      config::field(&Options::segment_va, "expandable_segment_va",
+                    "expandable segments: virtual addresses reserved per segment")
+          .unit("bytes"),
+      config::field(&Options::frag_limit, "gmlake_frag_limit",
+                    "GMLake fragLimit: smallest request that stitches")
+          .unit("bytes"),
+      config::field(&Options::reuse_limit, "gmlake_reuse_limit",
+                    "GMLake reuseLimit: stitched block / request size at most")
+          .at_least(1),
+      config::field(&Options::defrag_level, "gmlake_defrag_level",
+                    "GMLake defragLevel: 0 stitch first, 1 only after a failure")
+          .range(0, 2),
+      config::field(&Options::auto_gc, "gmlake_auto_gc",
+                    "GMLake autoGC: cached stitched bytes that trigger garbage collection")
+          .unit("bytes"),
+      config::field(&Options::realloc_missing, "gmlake_realloc_missing",
+                    "GMLake reAlloc: create only the missing chunks, then stitch"),
+  };
+  return fields;
+}
+
+void read_allocators(config::Reader& r, ReplayConfig& c) {
+  const json list = r.raw("allocators", json(c.allocators));
   if (!list.is_array() || list.empty()) r.fail("allocators", "expected a non-empty array of names");
   std::vector<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -49,8 +72,32 @@ std::vector<std::string> read_allocators(config::Reader& r) {
       r.fail(where, e.what());
     }
   }
-  return names;
+  c.allocators = std::move(names);
 }
+
+const config::Fields<ReplayConfig>& replay_fields() {
+  static const config::Fields<ReplayConfig> fields = {
+      config::custom<ReplayConfig>({"allocators", "array of strings", "",
+                                    json(ReplayConfig{}.allocators).dump(), "",
+                                    "caching, expandable, gmlake", "the models to run"},
+                                   read_allocators),
+      config::field(&ReplayConfig::capacity, "capacity_bytes",
+                    "physical bytes the driver grants; 0: unlimited")
+          .unit("bytes"),
+      config::custom<ReplayConfig>(
+          {"device", "integer", "", std::to_string(ReplayConfig{}.device), "", "",
+           "the GPU the live allocator library runs on; -1: the current"},
+          [](config::Reader& r, ReplayConfig& c) {
+            c.device = static_cast<int>(r.get<int64_t>("device", c.device));
+          }),
+      config::object(&ReplayConfig::options, "options", &option_fields, "alloc.options",
+                     "the models' knobs", true),
+  };
+  return fields;
+}
+
+FAULTLINE_REGISTER_SCHEMA("alloc", "an allocator config, configs/alloc/NAME.json", replay_fields);
+FAULTLINE_REGISTER_SCHEMA("alloc.options", "an allocator config's `options`", option_fields);
 
 // Keeps at most kTimelinePoints points: the usage after each event, reduced to the highest of
 // each stretch of events so that peaks survive the thinning.
@@ -105,10 +152,7 @@ void check_blocks(const std::map<Addr, LiveBlock>& live, const SimDriver& driver
 ReplayConfig read_replay_config(const json& doc, const std::string& file, json& resolved) {
   config::Reader r(doc, file);
   ReplayConfig c;
-  c.allocators = read_allocators(r);
-  c.capacity = r.get<uint64_t>("capacity_bytes", 0);
-  c.device = static_cast<int>(r.get<int64_t>("device", -1));
-  c.options = read_options(r.optional_child("options"));
+  config::read_fields(r, c, replay_fields());
   r.finish();
   resolved = r.resolved();
   return c;

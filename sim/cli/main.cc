@@ -2,6 +2,7 @@
 #include "sim/alloc/relayout.h"
 #include "source_dir.h"
 #include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 #include "sim/core/values.h"
 #include "sim/live/command.h"
@@ -41,6 +42,7 @@ const char* kUsage =
     "  alloc       replay an allocation history through allocator models (caching, expandable\n"
     "              segments, GMLake stitching), or re-place a trace's blocks as one would\n"
     "  results     'results fields': every field a result document holds, its unit and meaning\n"
+    "  config      'config schema': every config key, its type, default, bounds and meaning\n"
     "\n"
     "'faultline <command> --help' describes a command.\n";
 
@@ -230,6 +232,13 @@ int cmd_results(int argc, char** argv) {
   return 0;
 }
 
+// `faultline config schema [--format markdown|json] [SECTION]`: sim/config/schema.h.
+int cmd_config(int argc, char** argv) {
+  if (argc < 3 || std::string(argv[2]) != "schema")
+    throw UsageError("usage: faultline config schema [--format markdown|json] [SECTION]");
+  return config::schema_command(std::vector<std::string>(argv + 3, argv + argc));
+}
+
 int cmd_topology(int argc, char** argv) {
   Args args(argc, argv, 2, {});
   if (args.help) return std::cout << kTopologyUsage, 0;
@@ -307,8 +316,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "topology") return cmd_topology(argc, argv);
   if (cmd == "results") return cmd_results(argc, argv);
   if (cmd == "alloc") return cmd_alloc(argc, argv);
+  if (cmd == "config") return cmd_config(argc, argv);
   throw UsageError("unknown command \"" + cmd + "\"; known: sim, sweep, synth, trace, capture, " +
-                   "replay, calibrate, topology, alloc, results");
+                   "replay, calibrate, topology, alloc, results, config");
 }
 
 } // namespace

@@ -1,294 +1,204 @@
+// A run config's own keys, declared once (sim/config/schema.h); profiles are in profiles.cc,
+// the topology in topology_config.cc.
 #include "sim/config/run_config.h"
-#include "source_dir.h"
 
 #include "sim/config/policy_names.h"
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-
 
 namespace faultline::config {
 namespace fs = std::filesystem;
 namespace {
 
+using Mode = RunConfig::CapacityMode;
+
 constexpr uint64_t kMaxIterations = 1'000'000; // a bound that catches a typo, not a model limit
 
-struct Profile {
-  json doc;
-  std::string label; // for messages: which file(s) the values came from
-};
-
-std::string known_profiles(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out.empty() ? "(none in " + dir.string() + ")" : out;
+const Fields<DriverConfig>& driver_fields() {
+  using D = DriverConfig;
+  static const Fields<DriverConfig> fields = {
+      field(&D::batch_size, "batch_size", "faults fetched per batch").at_least(1),
+      field(&D::prefetch, "prefetch", "density prefetcher on"),
+      field(&D::prefetch_threshold, "prefetch_threshold", "prefetcher density threshold")
+          .unit("percent")
+          .range(1, 100),
+      choice(&D::eviction, "eviction",
+             {{"fifo", EvictionOrder::kFifo}, {"lru", EvictionOrder::kLru}},
+             "victim order; the stock driver is FIFO by first residency"),
+      field(&D::thrashing_detection, "thrashing_detection",
+            "pin blocks that keep returning to the GPU"),
+      field(&D::thrashing_threshold, "thrashing_threshold",
+            "returns within the lapse that count as thrashing")
+          .at_least(2),
+      field(&D::thrashing_lapse_ns, "thrashing_lapse_ns", "window of the thrashing count")
+          .unit("ns")
+          .at_least(1),
+      field(&D::thrashing_pin_ns, "thrashing_pin_ns",
+            "how long a thrashing block stays pinned to the host")
+          .unit("ns")
+          .at_least(1),
+      field(&D::peer_reserve_bytes, "peer_reserve_bytes",
+            "a GPU takes another job's data only while more than this stays free (HUVM's "
+            "50-chunk reserve)")
+          .unit("bytes"),
+      field(&D::block_eviction, "block_eviction",
+            "evictions copy a chunk in one transfer instead of one per run of pages (HUVM's "
+            "large-page eviction)"),
+      field(&D::peer_write_back, "peer_write_back",
+            "blocks evicted to a neighbour are written back to the host in the background, so "
+            "the neighbour drops them without a copy (false: as the live replay, one copy)"),
+      field(&D::hierarchical_eviction, "hierarchical_eviction",
+            "the driver's own evictions go to the NVLink neighbour with room holding the fewest "
+            "harvested chunks, else to the host (HUVM's `uvm_hierarchical_memory`)"),
+  };
+  return fields;
 }
 
-// Checks that every override names a key the profile has, so a typo is never silently ignored.
-void check_overrides(const json& base, const json& overrides, const std::string& file,
-                     const std::string& path) {
-  for (auto& [key, value] : overrides.items()) {
-    if (!base.contains(key)) {
-      std::string known;
-      for (auto& [k, v] : base.items()) known += (known.empty() ? "" : ", ") + k;
-      throw ConfigError(file + ": " + path + "." + key +
-                        ": overrides no value of the profile; it has: " + known);
-    }
-    if (value.is_object() && base[key].is_object()) {
-      check_overrides(base[key], value, file, path + "." + key);
-    }
-  }
+// The three ways to give a capacity; exactly one is given (read_capacity_spec checks).
+const Fields<CapacitySpec>& capacity_fields() {
+  const std::string one = "none: give exactly one of the three";
+  static const Fields<CapacitySpec> fields = {
+      field(&CapacitySpec::bytes, "bytes", "capacity in bytes, rounded up to whole 2 MB chunks")
+          .unit("bytes")
+          .optional(one)
+          .at_least(kBlockSize)
+          .bound_note("one 2 MB chunk"),
+      field(&CapacitySpec::fraction, "fraction_of_footprint",
+            "capacity as a fraction of the job's footprint (peak of live 2 MB chunks spanned by "
+            "managed and device allocations), rounded up to whole chunks, at least one")
+          .optional(one)
+          .above(0)
+          .at_most(1e6),
+      field(&CapacitySpec::spare_fraction, "spare_fraction",
+            "enough capacity that this fraction of it is left free at the job's peak")
+          .optional(one)
+          .at_least(0)
+          .below(1),
+  };
+  return fields;
 }
 
-Profile resolve_profile(const std::string& kind, const json& spec, const std::string& file,
-                        const std::string& path) {
-  std::string name;
-  json overrides = json::object();
-  if (spec.is_string()) {
-    name = spec.get<std::string>();
-  } else if (spec.is_object() && spec.contains("profile") && spec["profile"].is_string()) {
-    name = spec["profile"].get<std::string>();
-    overrides = spec;
-    overrides.erase("profile");
-  } else {
-    throw ConfigError(file + ": " + path + ": expected a profile name (string) or an object " +
-                      "{\"profile\": name, overrides...}, got " + type_name(spec));
-  }
-  fs::path location;
-  const fs::path dir = fs::path(configs_dir()) / kind;
-  if (name.find('/') != std::string::npos || fs::path(name).extension() == ".json") {
-    location = fs::path(file).parent_path() / name;
-  } else {
-    location = dir / (name + ".json");
-    if (!fs::exists(location)) {
-      throw ConfigError(file + ": " + path + ": unknown " + kind + " profile \"" + name +
-                        "\"; known: " + known_profiles(dir));
-    }
-  }
-  json doc = load_json_file(location.string());
-  check_overrides(doc, overrides, file, path);
-  doc.merge_patch(overrides);
-  std::string label = location.string();
-  if (!overrides.empty()) label += " with overrides from " + file;
-  return {doc, label};
-}
-
-LinkCurve read_curve(Reader r) {
-  LinkCurve curve;
-  curve.overhead_ns = r.get<int64_t>("overhead_ns");
-  if (curve.overhead_ns < 0) r.fail("overhead_ns", "must be >= 0");
-  const json points = r.raw("bandwidth_gbps", nullptr);
-  if (!points.is_array() || points.empty()) {
-    r.fail("bandwidth_gbps", "expected a non-empty array of [transfer_bytes, GB/s] pairs");
-  }
-  for (size_t i = 0; i < points.size(); ++i) {
-    const json& p = points[i];
-    const std::string at = "bandwidth_gbps[" + std::to_string(i) + "]";
-    if (!p.is_array() || p.size() != 2 || !is_non_negative_integer(p[0]) || !p[1].is_number() ||
-        p[1].get<double>() <= 0) {
-      r.fail(at, "expected [transfer_bytes (unsigned integer), GB/s (positive number)]");
-    }
-    const Bytes size = p[0].get<Bytes>();
-    if (!curve.points.empty() && size <= curve.points.back().first) {
-      r.fail(at, "transfer sizes must be strictly ascending");
-    }
-    curve.points.emplace_back(size, p[1].get<double>());
-  }
-  r.finish();
-  return curve;
-}
-
-EvictionOrder read_eviction(Reader& r) {
-  const std::string order = r.get<std::string>("eviction", "fifo");
-  if (order == "fifo") return EvictionOrder::kFifo;
-  if (order == "lru") return EvictionOrder::kLru;
-  r.fail("eviction", "expected \"fifo\" or \"lru\", got \"" + order + "\"");
-}
-
-DriverConfig read_driver(Reader r) {
-  DriverConfig d;
-  d.batch_size = r.get<uint32_t>("batch_size", d.batch_size);
-  if (d.batch_size == 0) r.fail("batch_size", "must be at least 1");
-  d.prefetch = r.get<bool>("prefetch", d.prefetch);
-  d.prefetch_threshold = r.get<uint32_t>("prefetch_threshold", d.prefetch_threshold);
-  if (d.prefetch_threshold < 1 || d.prefetch_threshold > 100) {
-    r.fail("prefetch_threshold", "expected a percentage from 1 to 100");
-  }
-  d.eviction = read_eviction(r);
-  d.thrashing_detection = r.get<bool>("thrashing_detection", d.thrashing_detection);
-  d.thrashing_threshold = r.get<uint32_t>("thrashing_threshold", d.thrashing_threshold);
-  if (d.thrashing_threshold < 2) r.fail("thrashing_threshold", "must be at least 2");
-  d.thrashing_lapse_ns = r.get<int64_t>("thrashing_lapse_ns", d.thrashing_lapse_ns);
-  d.thrashing_pin_ns = r.get<int64_t>("thrashing_pin_ns", d.thrashing_pin_ns);
-  d.peer_reserve_bytes = r.get<uint64_t>("peer_reserve_bytes", d.peer_reserve_bytes);
-  d.block_eviction = r.get<bool>("block_eviction", d.block_eviction);
-  d.peer_write_back = r.get<bool>("peer_write_back", d.peer_write_back);
-  d.hierarchical_eviction = r.get<bool>("hierarchical_eviction", d.hierarchical_eviction);
-  if (d.thrashing_lapse_ns <= 0) r.fail("thrashing_lapse_ns", "must be positive");
-  if (d.thrashing_pin_ns <= 0) r.fail("thrashing_pin_ns", "must be positive");
-  r.finish();
-  return d;
+const Fields<RunConfig>& capacity_mode_fields() {
+  static const Fields<RunConfig> fields = {
+      choice(&RunConfig::capacity_mode, "mode",
+             {{"driver", Mode::kDriver}, {"budget", Mode::kBudget}},
+             "who keeps residency within capacity (the run's own capacity only). \"driver\": the "
+             "driver evicts when a fault finds the GPU full (predictions). \"budget\": as "
+             "`faultline replay` enforces its budget, so that simulator and GPU run the same "
+             "experiment: before each kernel the oldest chunks it does not need go to the host, "
+             "prefetches are one call per 2 MB block on a migration stream, migrations issued "
+             "before a kernel's launch finish before it starts, and a fault-watching policy gets "
+             "the pages each kernel finds off the GPU at its launch, at its end; needs "
+             "`driver.eviction` \"fifo\"; a kernel needing more chunks than the budget is an "
+             "error"),
+  };
+  return fields;
 }
 
 CapacitySpec read_capacity_spec(Reader& r) {
-  CapacitySpec c;
   const int given = r.has("bytes") + r.has("fraction_of_footprint") + r.has("spare_fraction");
   if (given != 1) {
     r.fail("bytes",
            "give exactly one of \"bytes\", \"fraction_of_footprint\" and \"spare_fraction\"");
   }
-  if (r.has("bytes")) {
-    c.bytes = r.get<uint64_t>("bytes");
-    if (c.bytes < kBlockSize) r.fail("bytes", "must be at least one 2 MB chunk");
-  } else if (r.has("fraction_of_footprint")) {
-    c.fraction = r.get<double>("fraction_of_footprint");
-    if (!(c.fraction > 0) || c.fraction > 1e6) {
-      r.fail("fraction_of_footprint", "must be a positive number");
-    }
-  } else {
-    c.spare_fraction = r.get<double>("spare_fraction");
-    if (!(c.spare_fraction >= 0 && c.spare_fraction < 1)) {
-      r.fail("spare_fraction", "expected a fraction in [0, 1)");
-    }
-  }
+  CapacitySpec c;
+  read_fields(r, c, capacity_fields());
   return c;
 }
 
-void read_capacity(Reader r, RunConfig& c) {
-  c.capacity = read_capacity_spec(r);
-  const std::string mode = r.get<std::string>("mode", "driver");
-  if (mode == "budget")
-    c.capacity_mode = RunConfig::CapacityMode::kBudget;
-  else if (mode != "driver")
-    r.fail("mode", "expected \"driver\" (evict on fault) or \"budget\" (as faultline replay)");
-  r.finish();
+struct PolicySpec {
+  std::string name;
+  json params = json::object();
+};
+
+const Fields<PolicySpec>& policy_fields() {
+  static const Fields<PolicySpec> fields = {
+      field(&PolicySpec::name, "name", "a registered policy (see `policy.NAME` sections)")
+          .required(),
+      raw_object(&PolicySpec::params, "params", "the policy's parameters, read by the policy"),
+  };
+  return fields;
 }
 
 std::pair<std::string, json> read_policy_spec(Reader r) {
-  const std::string name = r.get<std::string>("name");
-  if (!config::policy_names().has(name))
+  PolicySpec p;
+  read_fields(r, p, policy_fields());
+  if (!config::policy_names().has(p.name))
     r.fail("name",
-           "unknown policy \"" + name + "\"; known policies: " + config::policy_names().known());
-  json params = r.raw("params", json::object());
-  if (!params.is_object()) r.fail("params", "expected object");
+           "unknown policy \"" + p.name + "\"; known policies: " + config::policy_names().known());
   r.finish();
-  return {name, params};
+  return {p.name, p.params};
 }
 
-void read_policy(Reader r, RunConfig& c) {
-  std::tie(c.policy, c.policy_params) = read_policy_spec(r);
+Binding<RunConfig> capacity() {
+  return custom<RunConfig>({"capacity", "object", "", "", "required", "keys of `run.capacity`",
+                            "GPU 0's capacity for the run's own trace"},
+                           [](Reader& r, RunConfig& c) {
+                             Reader cap = r.child("capacity");
+                             c.capacity = read_capacity_spec(cap);
+                             read_fields(cap, c, capacity_mode_fields());
+                             cap.finish();
+                           });
 }
 
-TopologySpec uniform_topology(const RunConfig& c) {
-  TopologySpec t;
-  t.name = "uniform";
-  for (unsigned i = 0; i < c.gpus; ++i) t.gpus.push_back({"GPU" + std::to_string(i), c.gpu});
-  for (unsigned i = 0; i < c.gpus; ++i) {
-    t.links.push_back({"host", t.gpus[i].name, c.host_link, 1});
-    for (unsigned j = i + 1; j < c.gpus; ++j)
-      t.links.push_back({t.gpus[i].name, t.gpus[j].name, c.peer_link, 1});
-  }
-  return t;
-}
+struct IdleGpu {
+  uint32_t gpu = 0;
+  Bytes bytes = 0;
+};
 
-// A node name not used yet ("host" is taken).
-std::string read_new_name(Reader& r, std::vector<std::string>& nodes) {
-  const std::string name = r.get<std::string>("name");
-  if (name.empty() || std::find(nodes.begin(), nodes.end(), name) != nodes.end())
-    r.fail("name", "expected a name not used by another node (\"host\" is the host)");
-  nodes.push_back(name);
-  return name;
-}
-
-std::string read_node(Reader& r, const std::string& key, const std::vector<std::string>& nodes) {
-  const std::string name = r.get<std::string>(key);
-  if (std::find(nodes.begin(), nodes.end(), name) == nodes.end()) {
-    std::string known;
-    for (const auto& n : nodes) known += (known.empty() ? "" : ", ") + n;
-    r.fail(key, "unknown node \"" + name + "\"; the topology has: " + known);
-  }
-  return name;
-}
-
-TopologySpec read_topology(const json& spec, const std::string& file, json& resolved) {
-  // A preset or file by name, or the topology itself written inline.
-  const bool inline_doc = spec.is_object() && !spec.contains("profile");
-  Profile p =
-      inline_doc ? Profile{spec, file} : resolve_profile("topologies", spec, file, "$.topology");
-  Reader r(p.doc, p.label, "$.topology");
-  TopologySpec t;
-  t.name = r.get<std::string>("name");
-  r.raw("sources", json::array());
-  std::vector<std::string> nodes = {"host"};
-  const size_t gpus = r.array_size("gpus");
-  if (gpus == 0 || gpus > kMaxGpus)
-    r.fail("gpus", "expected 1 to " + std::to_string(kMaxGpus) + " GPUs");
-  json gpu_resolved = json::array();
-  for (size_t i = 0; i < gpus; ++i) {
-    Reader g = r.element("gpus", i);
-    json one;
-    t.gpus.push_back({read_new_name(g, nodes), load_gpu_profile(g.raw("profile", nullptr), p.label,
-                                                                g.path() + ".profile", one)});
-    g.finish();
-    gpu_resolved.push_back({{"name", t.gpus.back().name}, {"profile", one}});
-  }
-  const size_t switches = r.has("switches") ? r.array_size("switches") : 0;
-  for (size_t i = 0; i < switches; ++i) {
-    Reader sw = r.element("switches", i);
-    t.switches.push_back(read_new_name(sw, nodes));
-    sw.finish();
-  }
-  const size_t links = r.array_size("links");
-  json link_resolved = json::array();
-  for (size_t i = 0; i < links; ++i) {
-    Reader l = r.element("links", i);
-    TopologySpec::Link link;
-    link.a = read_node(l, "from", nodes);
-    link.b = read_node(l, "to", nodes);
-    if (link.a == link.b) l.fail("to", "a link joins two different nodes");
-    json one;
-    link.profile = load_link_profile(l.raw("link", nullptr), p.label, l.path() + ".link", one);
-    link.count = l.get<uint32_t>("count", 1);
-    if (link.count == 0 || link.count > 64) l.fail("count", "expected 1 to 64 links");
-    for (const auto& other : t.links)
-      if ((other.a == link.a && other.b == link.b) || (other.a == link.b && other.b == link.a))
-        l.fail("to",
-               "a second link between " + link.a + " and " + link.b + "; give one with a count");
-    l.finish();
-    link_resolved.push_back(
-        {{"from", link.a}, {"to", link.b}, {"count", link.count}, {"link", one}});
-    t.links.push_back(std::move(link));
-  }
-  r.finish();
-  resolved = r.resolved();
-  resolved["gpus"] = gpu_resolved;
-  resolved["links"] = link_resolved;
-  return t;
+const Fields<IdleGpu>& idle_gpu_fields() {
+  static const Fields<IdleGpu> fields = {
+      field(&IdleGpu::gpu, "gpu", "a GPU without a job (1 to the last)").required(),
+      field(&IdleGpu::bytes, "bytes", "memory it offers other jobs")
+          .unit("bytes")
+          .required()
+          .at_least(kBlockSize)
+          .bound_note("one 2 MB chunk"),
+  };
+  return fields;
 }
 
 void read_idle_gpus(Reader& r, RunConfig& c) {
   const size_t n = r.has("idle_gpus") ? r.array_size("idle_gpus") : 0;
   for (size_t i = 0; i < n; ++i) {
     Reader g = r.element("idle_gpus", i);
-    const unsigned gpu = g.get<uint32_t>("gpu");
-    if (gpu == 0 || gpu >= c.gpus)
+    IdleGpu idle;
+    read_fields(g, idle, idle_gpu_fields());
+    if (idle.gpu == 0 || idle.gpu >= c.gpus)
       g.fail("gpu", "expected a GPU from 1 to " + std::to_string(c.gpus - 1));
     for (const auto& job : c.neighbours)
-      if (job.gpu == gpu) g.fail("gpu", "GPU " + std::to_string(gpu) + " runs a neighbour job");
-    const Bytes bytes = g.get<uint64_t>("bytes");
-    if (bytes < kBlockSize) g.fail("bytes", "must be at least one 2 MB chunk");
+      if (job.gpu == idle.gpu)
+        g.fail("gpu", "GPU " + std::to_string(idle.gpu) + " runs a neighbour job");
     g.finish();
-    c.idle_gpu_bytes.push_back({gpu, bytes});
+    c.idle_gpu_bytes.push_back({idle.gpu, idle.bytes});
   }
+}
+
+const Fields<NeighbourJob>& neighbour_fields() {
+  using J = NeighbourJob;
+  static const Fields<NeighbourJob> fields = {
+      field(&J::name, "name", "the job's name in results").required(),
+      field(&J::trace, "trace", "the job's trace file").required(),
+      field(&J::gpu, "gpu", "its GPU, one no other job runs on (GPU 0 runs the run's own trace)")
+          .required(),
+      custom<NeighbourJob>(
+          {"policy", "object", "", "", "required", "keys of `run.policy`", "its policy"},
+          [](Reader& r, NeighbourJob& j) {
+            std::tie(j.policy, j.policy_params) = read_policy_spec(r.child("policy"));
+          }),
+      custom<NeighbourJob>({"capacity", "object", "", "", "required",
+                            "one key of `run.capacity` but `mode`", "its GPU's capacity"},
+                           [](Reader& r, NeighbourJob& j) {
+                             Reader cap = r.child("capacity");
+                             j.capacity = read_capacity_spec(cap);
+                             cap.finish();
+                           }),
+      field(&J::repeat, "repeat", "replay the trace again for as long as the run's own job runs"),
+  };
+  return fields;
 }
 
 std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
@@ -298,34 +208,115 @@ std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
   for (size_t i = 0; i < n; ++i) {
     Reader j = r.element("neighbour_jobs", i);
     NeighbourJob job;
-    job.name = j.get<std::string>("name");
-    job.trace = j.get<std::string>("trace");
+    read_fields(j, job, neighbour_fields());
     if (!fs::exists(job.trace)) j.fail("trace", "file " + job.trace + " does not exist");
-    job.gpu = j.get<uint32_t>("gpu");
     if (job.gpu >= c.gpus) j.fail("gpu", "the machine has GPUs 0 to " + std::to_string(c.gpus - 1));
     if (std::find(used.begin(), used.end(), job.gpu) != used.end())
       j.fail("gpu", "GPU " + std::to_string(job.gpu) +
                         " already runs a job (GPU 0 runs the run's own trace)");
     used.push_back(job.gpu);
-    std::tie(job.policy, job.policy_params) = read_policy_spec(j.child("policy"));
-    Reader cap = j.child("capacity");
-    job.capacity = read_capacity_spec(cap);
-    cap.finish();
-    job.repeat = j.get<bool>("repeat", false);
     j.finish();
     jobs.push_back(std::move(job));
   }
   return jobs;
 }
 
-// Optional, and recorded in the resolved config only when given: its default is the trace's.
-void read_iterations(Reader& r, RunConfig& c) {
-  if (!r.has("iterations")) return;
-  c.iterations = r.get<uint64_t>("iterations");
-  if (c.iterations < 1 || c.iterations > kMaxIterations)
-    r.fail("iterations", "expected 1 to " + std::to_string(kMaxIterations) + " steps, got " +
-                             std::to_string(c.iterations));
+// The machine: profiles by name (the patches of the resolved config go to c.resolved, which
+// parse_run_config lays over the Reader's record), or a topology instead.
+Binding<RunConfig> profile(const std::string& key, const std::string& about,
+                           const std::string& default_value, const std::string& default_note) {
+  return custom<RunConfig>(
+      {key, "profile: a name, a path or {\"profile\": name, overrides...}", "", default_value,
+       default_note, "", about},
+      [key](Reader& r, RunConfig& c) {
+        if (r.has("topology")) return;
+        const std::string path = "$." + key;
+        json& out = c.resolved[key];
+        if (key == "gpu") c.gpu = load_gpu_profile(r.raw(key, "h200"), r.file(), path, out);
+        if (key == "host_link")
+          c.host_link = load_link_profile(r.raw(key, c.gpu.host_link), r.file(), path, out);
+        if (key == "peer_link")
+          c.peer_link = load_link_profile(r.raw(key, c.gpu.peer_link), r.file(), path, out);
+      });
 }
+
+Binding<RunConfig> topology() {
+  return custom<RunConfig>(
+      {"topology", "preset name, file or object", "", "", "none", "",
+       "the machine instead of `gpu`/`host_link`/`peer_link`/`gpus` (which may then not be "
+       "given); see \"Topologies\""},
+      [](Reader& r, RunConfig& c) {
+        if (!r.has("topology")) return;
+        for (const char* key : {"gpu", "host_link", "peer_link", "gpus"})
+          if (r.has(key)) r.fail(key, "give the GPUs and links in the topology, not beside it");
+        c.topology = read_topology(r.raw("topology", nullptr), r.file(), c.resolved["topology"]);
+        c.gpu = c.topology.gpus[0].profile;
+        c.gpus = static_cast<unsigned>(c.topology.gpus.size());
+      });
+}
+
+const Fields<RunConfig>& run_fields() {
+  using C = RunConfig;
+  static const Fields<RunConfig> fields = {
+      field(&C::description, "description", "free text"),
+      profile("gpu", "GPU profile (section `gpu`)", "\"h200\"", ""),
+      profile("host_link", "link profile between host and GPU (section `link`)", "",
+              "the GPU's `host_link`"),
+      profile("peer_link", "link profile between GPUs", "", "the GPU's `peer_link`"),
+      unless_given<RunConfig>(
+          "topology", field(&C::gpus, "gpus",
+                            "number of GPUs of the `gpu` profile, each on its own `host_link`, "
+                            "every pair joined by `peer_link`")
+                          .range(1, kMaxGpus)),
+      topology(),
+      capacity(),
+      custom<RunConfig>({"neighbour_jobs", "array of objects", "", "[]", "",
+                         "keys of `run.neighbour_jobs[]`",
+                         "jobs besides the run's own trace (which runs on GPU 0), one per GPU"},
+                        [](Reader& r, RunConfig& c) { c.neighbours = read_neighbours(r, c); }),
+      custom<RunConfig>({"idle_gpus", "array of objects", "", "[]", "", "keys of `run.idle_gpus[]`",
+                         "memory a GPU without a job offers others; default all of its memory"},
+                        read_idle_gpus),
+      object(&C::driver, "driver", &driver_fields, "run.driver",
+             "the UVM driver's settings; may be left out (all defaults)", true),
+      custom<RunConfig>({"policy", "object", "", "", "required", "keys of `run.policy`",
+                         "the policy and its parameters"},
+                        [](Reader& r, RunConfig& c) {
+                          std::tie(c.policy, c.policy_params) = read_policy_spec(r.child("policy"));
+                        }),
+      field(&C::per_kernel, "per_kernel", "per-kernel results"),
+      field(&C::iterations, "iterations",
+            "training steps to run: the trace's first N steps (its header's `steps`, "
+            "`traces/FORMAT.md`; a trace without them is one step), or all of them and then its "
+            "last step again until N have run (`sim/trace/step_repeater.h`). `faultline sim "
+            "--iterations N` overrides it. Recorded in the resolved config only when given; "
+            "results always carry `iterations` and a row per step (`steps`)")
+          .optional("the trace's own number of steps")
+          .range(1, kMaxIterations),
+      field(&C::progress_every, "progress_every",
+            "kernels between progress lines on stderr; 0 = off"),
+      field(&C::watchdog_ns, "watchdog_ns",
+            "simulated time without progress before the run is aborted")
+          .unit("ns")
+          .at_least(1),
+  };
+  return fields;
+}
+
+Section run_capacity_section() {
+  std::vector<Field> fields = docs(capacity_fields());
+  for (const Field& f : docs(capacity_mode_fields())) fields.push_back(f);
+  return {"run.capacity", "a run config's `capacity`; a neighbour job's without `mode`", fields};
+}
+
+FAULTLINE_REGISTER_SCHEMA("run", "a run config, configs/runs/NAME.json", run_fields);
+FAULTLINE_REGISTER_SCHEMA("run.driver", "a run config's `driver`", driver_fields);
+FAULTLINE_REGISTER_SCHEMA("run.policy", "a run config's `policy`, and a neighbour job's",
+                          policy_fields);
+FAULTLINE_REGISTER_SCHEMA("run.neighbour_jobs[]", "each of a run config's `neighbour_jobs`",
+                          neighbour_fields);
+FAULTLINE_REGISTER_SCHEMA("run.idle_gpus[]", "each of a run config's `idle_gpus`", idle_gpu_fields);
+[[maybe_unused]] const bool kCapacityRegistered = register_section(run_capacity_section);
 
 } // namespace
 
@@ -336,134 +327,19 @@ uint64_t CapacitySpec::chunks(uint64_t footprint_chunks) const {
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
 }
 
-Time LinkCurve::transfer_ns(Bytes bytes) const {
-  if (bytes == 0) return 0;
-  double gbps = points.front().second;
-  if (bytes >= points.back().first) {
-    gbps = points.back().second;
-  } else if (bytes > points.front().first) {
-    auto hi = std::upper_bound(points.begin(), points.end(), bytes,
-                               [](Bytes b, const auto& p) { return b < p.first; });
-    auto lo = hi - 1;
-    const double x = std::log2(static_cast<double>(bytes));
-    const double x0 = std::log2(static_cast<double>(lo->first));
-    const double x1 = std::log2(static_cast<double>(hi->first));
-    gbps = lo->second + (hi->second - lo->second) * (x - x0) / (x1 - x0);
-  }
-  // GB/s is bytes per ns; round up so that every transfer takes time.
-  return overhead_ns + static_cast<Time>(std::ceil(static_cast<double>(bytes) / gbps));
-}
-
-std::string configs_dir() {
-  if (const char* env = std::getenv("FAULTLINE_CONFIGS")) return env;
-  return FAULTLINE_SOURCE_CONFIGS;
-}
-
-LinkProfile load_link_profile(const json& spec, const std::string& file, const std::string& path,
-                              json& resolved) {
-  Profile p = resolve_profile("links", spec, file, path);
-  Reader r(p.doc, p.label, path);
-  LinkProfile link;
-  link.name = r.get<std::string>("name");
-  r.raw("sources", json::array());
-  link.kind = r.get<std::string>("kind");
-  if (link.kind != "pcie" && link.kind != "nvlink")
-    r.fail("kind", "expected \"pcie\" or \"nvlink\"");
-  link.forward = read_curve(r.child("forward"));
-  link.reverse = read_curve(r.child("reverse"));
-  r.finish();
-  resolved = r.resolved();
-  return link;
-}
-
-GpuProfile load_gpu_profile(const json& spec, const std::string& file, const std::string& path,
-                            json& resolved) {
-  Profile p = resolve_profile("gpus", spec, file, path);
-  Reader r(p.doc, p.label, path);
-  GpuProfile g;
-  g.name = r.get<std::string>("name");
-  r.raw("sources", json::array());
-  g.memory_bytes = r.get<uint64_t>("memory_bytes");
-  g.host_link = r.get<std::string>("host_link");
-  g.peer_link = r.get<std::string>("peer_link");
-  g.batch_fixed_ns = r.get<int64_t>("batch_fixed_ns");
-  g.per_vablock_ns = r.get<int64_t>("per_vablock_ns");
-  g.per_fault_ns = r.get<int64_t>("per_fault_ns");
-  g.page_table_update_ns = r.get<int64_t>("page_table_update_ns");
-  g.eviction_ns = r.get<int64_t>("eviction_ns");
-  g.host_fault_ns = r.get<int64_t>("host_fault_ns");
-  g.fault_parallelism = r.get<uint32_t>("fault_parallelism");
-  g.populate_ns = r.get<int64_t>("populate_ns", 0);
-  g.fault_migrate_ns = r.get<int64_t>("fault_migrate_ns", 0);
-  g.prefetch_call_ns = r.get<int64_t>("prefetch_call_ns", 0);
-  g.prefetch_populate_ns = r.get<int64_t>("prefetch_populate_ns", 0);
-  g.prefetch_copy_extra_ns = r.get<int64_t>("prefetch_copy_extra_ns", 0);
-  g.launch_ns = r.get<int64_t>("launch_ns", 0);
-  g.peer_eviction_ns = r.get<int64_t>("peer_eviction_ns", g.eviction_ns);
-  g.peer_fault_migrate_ns = r.get<int64_t>("peer_fault_migrate_ns", g.fault_migrate_ns);
-  for (const char* key :
-       {"batch_fixed_ns", "per_vablock_ns", "per_fault_ns", "page_table_update_ns", "eviction_ns",
-        "host_fault_ns", "populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-        "prefetch_populate_ns", "prefetch_copy_extra_ns", "launch_ns", "peer_eviction_ns",
-        "peer_fault_migrate_ns"}) {
-    if (p.doc.value(key, int64_t{0}) < 0) r.fail(key, "must be >= 0");
-  }
-  if (g.fault_parallelism == 0) r.fail("fault_parallelism", "must be at least 1");
-  if (g.memory_bytes < kBlockSize) r.fail("memory_bytes", "must be at least 2 MB");
-  r.finish();
-  resolved = r.resolved();
-  return g;
-}
-
 RunConfig parse_run_config(const json& doc, const std::string& file) {
   Reader r(doc, file);
   RunConfig c;
-  r.get<std::string>("description", "");
-  json gpu_resolved, host_resolved, peer_resolved, topology_resolved;
-  if (r.has("topology")) {
-    for (const char* key : {"gpu", "host_link", "peer_link", "gpus"})
-      if (r.has(key)) r.fail(key, "give the GPUs and links in the topology, not beside it");
-    c.topology = read_topology(r.raw("topology", nullptr), file, topology_resolved);
-    c.gpu = c.topology.gpus[0].profile;
-    c.gpus = static_cast<unsigned>(c.topology.gpus.size());
-  } else {
-    c.gpu = load_gpu_profile(r.raw("gpu", "h200"), file, "$.gpu", gpu_resolved);
-    c.host_link =
-        load_link_profile(r.raw("host_link", c.gpu.host_link), file, "$.host_link", host_resolved);
-    c.peer_link =
-        load_link_profile(r.raw("peer_link", c.gpu.peer_link), file, "$.peer_link", peer_resolved);
-    c.gpus = r.get<uint32_t>("gpus", 1);
-    if (c.gpus == 0 || c.gpus > kMaxGpus)
-      r.fail("gpus", "expected 1 to " + std::to_string(kMaxGpus) + " GPUs");
-  }
-  read_capacity(r.child("capacity"), c);
-  c.neighbours = read_neighbours(r, c);
-  read_idle_gpus(r, c);
-  c.driver = read_driver(r.optional_child("driver"));
-  if (c.capacity_mode == RunConfig::CapacityMode::kBudget &&
-      c.driver.eviction != EvictionOrder::kFifo)
+  c.resolved = json::object(); // the profiles' and topology's records, laid over r's below
+  read_fields(r, c, run_fields());
+  if (c.capacity_mode == Mode::kBudget && c.driver.eviction != EvictionOrder::kFifo)
     r.fail("driver", "capacity mode \"budget\" evicts in first-residency order, as the live "
                      "replay does: set \"eviction\": \"fifo\"");
-  read_policy(r.child("policy"), c);
-  c.per_kernel = r.get<bool>("per_kernel", false);
-  read_iterations(r, c);
-  c.progress_every = r.get<uint32_t>("progress_every", 0);
-  c.watchdog_ns = r.get<int64_t>("watchdog_ns", c.watchdog_ns);
-  if (c.watchdog_ns <= 0) r.fail("watchdog_ns", "must be positive");
   r.finish();
+  const json expanded = std::move(c.resolved);
   c.resolved = r.resolved();
-  if (topology_resolved.is_null()) {
-    c.resolved["gpu"] = gpu_resolved;
-    c.resolved["host_link"] = host_resolved;
-    c.resolved["peer_link"] = peer_resolved;
-  } else {
-    c.resolved["topology"] = topology_resolved;
-  }
+  for (const auto& [key, value] : expanded.items()) c.resolved[key] = value;
   return c;
-}
-
-TopologySpec machine_topology(const RunConfig& c) {
-  return c.topology.gpus.empty() ? uniform_topology(c) : c.topology;
 }
 
 RunConfig load_run_config(const std::string& path) {

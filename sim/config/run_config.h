@@ -122,7 +122,8 @@ struct DriverConfig {
 };
 
 struct RunConfig {
-  GpuProfile gpu; // GPU 0's profile
+  std::string description; // free text
+  GpuProfile gpu;          // GPU 0's profile
   LinkProfile host_link;
   LinkProfile peer_link;
   unsigned gpus = 1;
@@ -159,6 +160,11 @@ RunConfig parse_run_config(const nlohmann::json& doc, const std::string& file);
 // The machine a run simulates: the config's topology, or (without one) `gpus` GPUs of the
 // config's profile, each on its own host link, every pair joined by the peer link.
 TopologySpec machine_topology(const RunConfig& c);
+
+// A topology given by name, path or inline object (at $.topology of `file`); `resolved`
+// receives it with its profiles expanded.
+TopologySpec read_topology(const nlohmann::json& spec, const std::string& file,
+                           nlohmann::json& resolved);
 
 LinkProfile load_link_profile(const nlohmann::json& spec, const std::string& file,
                               const std::string& path, nlohmann::json& resolved);

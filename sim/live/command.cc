@@ -1,5 +1,6 @@
 #include "sim/live/command.h"
 
+#include "sim/config/reader.h"
 #include "sim/config/run_config.h"
 #include "sim/core/error.h"
 #include "sim/core/values.h"
@@ -234,11 +235,9 @@ std::string command_line(int argc, char** argv) {
 
 // A calibration document written earlier; its name and base stand unless given again.
 nlohmann::json load_calibration(const std::string& path, CalibrateArgs& c) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": no such calibration file");
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("measurements") ||
-      !doc.contains("measured_by"))
+  if (!fs::exists(path)) throw Error(path + ": no such calibration file");
+  nlohmann::json doc = config::load_json_file(path); // a syntax error names line, column
+  if (!doc.is_object() || !doc.contains("measurements") || !doc.contains("measured_by"))
     throw Error(path + ": expected a calibration document with \"measurements\" and "
                        "\"measured_by\" (written by faultline calibrate)");
   if (!c.named) c.job.name = doc.value("name", c.job.name);

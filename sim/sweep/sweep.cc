@@ -1,8 +1,8 @@
 #include "sim/sweep/sweep.h"
 
 #include "policies/registry.h"
-#include "sim/config/reader.h"
 #include "sim/config/run_config.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 #include "sim/run/results.h"
 
@@ -85,6 +85,61 @@ std::vector<std::string> strings(config::Reader& r, const std::string& key) {
   return out;
 }
 
+// The sweep file's keys, as read; load_sweep expands them into points.
+struct SweepSpec {
+  std::string name, out;
+  json base;
+  std::vector<std::string> traces;
+  std::vector<json> policies;
+  std::vector<double> fractions;
+  json vary = json::object();
+};
+
+void read_policies(config::Reader& r, SweepSpec& s) {
+  const json list = r.raw("policies", json());
+  if (!list.is_array() || list.empty())
+    r.fail("policies", "expected a non-empty array of policies");
+  for (size_t i = 0; i < list.size(); ++i)
+    s.policies.push_back(policy_spec(list[i], r.file(), "$.policies[" + std::to_string(i) + "]"));
+}
+
+const config::Fields<SweepSpec>& sweep_fields() {
+  using config::custom;
+  using S = SweepSpec;
+  static const config::Fields<SweepSpec> fields = {
+      config::field(&S::name, "name", "the sweep's name").required(),
+      config::field(&S::out, "out",
+                    "output directory: OUT/points/NNNN.json per point, OUT/results.csv and "
+                    "OUT/results.json for all")
+          .required(),
+      custom<S>({"base", "run config file name or object", "", "", "required", "",
+                 "the run config every point starts from (a path relative to the working "
+                 "directory); each point replaces its policy and capacity fraction"},
+                [](config::Reader& r, S& s) { s.base = base_config(r); }),
+      custom<S>({"traces", "array of strings", "", "", "required", "non-empty",
+                 "trace files, relative to the working directory"},
+                [](config::Reader& r, S& s) { s.traces = strings(r, "traces"); }),
+      custom<S>({"policies", "array", "", "", "required", "non-empty",
+                 "policies: a name, or {\"name\", \"params\"} as a run config's `policy`"},
+                read_policies),
+      custom<S>({"capacity_fractions", "array of numbers", "", "", "required",
+                 "non-empty; each more than 0 and at most 1",
+                 "capacities as fractions of the footprint; the base's capacity mode is kept"},
+                [](config::Reader& r, S& s) { s.fractions = fractions(r); }),
+      custom<S>({"vary", "object", "", "{}", "", "JSON pointer -> non-empty array of values",
+                 "run config values to vary, every combination, in the order the keys are listed "
+                 "(e.g. {\"/driver/eviction\": [\"fifo\", \"lru\"]})"},
+                [](config::Reader& r, S& s) {
+                  s.vary = r.raw("vary", json::object());
+                  if (!s.vary.is_object())
+                    r.fail("vary", "expected an object of JSON pointer -> values");
+                }),
+  };
+  return fields;
+}
+
+FAULTLINE_REGISTER_SCHEMA("sweep", "a sweep file, configs/sweeps/NAME.json", sweep_fields);
+
 json point_config(const json& base, const json& policy, double fraction, const json& varied) {
   json c = base;
   c.erase("description");
@@ -113,10 +168,15 @@ std::string point_file(const Sweep& s, const Point& p) {
 
 // The point's stored result, if a previous run finished this very point.
 json finished(const Sweep& s, const Point& p) {
-  std::ifstream in(point_file(s, p));
-  if (!in) return json();
-  json doc = json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("point") || doc["point"] != p.describe()) return json();
+  const std::string file = point_file(s, p);
+  if (!fs::exists(file)) return json();
+  json doc;
+  try {
+    doc = config::load_json_file(file);
+  } catch (const ConfigError&) {
+    return json(); // not a finished point (the run rewrites it)
+  }
+  if (!doc.is_object() || !doc.contains("point") || doc["point"] != p.describe()) return json();
   // A point computed by another build is stale: the model may have changed.
   if (doc["result"]["faultline"]["git_revision"] != git_revision()) return json();
   return doc;
@@ -238,27 +298,18 @@ json Point::describe() const {
 Sweep load_sweep(const std::string& path) {
   const json doc = config::load_json_file(path);
   config::Reader r(doc, path);
-  Sweep s;
-  s.name = r.get<std::string>("name");
-  s.out_dir = r.get<std::string>("out");
-  const json base = base_config(r);
-  const std::vector<std::string> traces = strings(r, "traces");
-  const json policy_list = r.raw("policies", json());
-  if (!policy_list.is_array() || policy_list.empty())
-    r.fail("policies", "expected a non-empty array of policies");
-  std::vector<json> policies;
-  for (size_t i = 0; i < policy_list.size(); ++i)
-    policies.push_back(policy_spec(policy_list[i], path, "$.policies[" + std::to_string(i) + "]"));
-  const std::vector<double> caps = fractions(r);
-  const json vary = r.raw("vary", json::object());
-  if (!vary.is_object()) r.fail("vary", "expected an object of JSON pointer -> values");
+  SweepSpec spec;
+  config::read_fields(r, spec, sweep_fields());
   r.finish();
-  for (const std::string& trace : traces)
-    for (const json& policy : policies)
-      for (double fraction : caps)
-        for (const json& varied : combinations(vary, path)) {
+  Sweep s;
+  s.name = spec.name;
+  s.out_dir = spec.out;
+  for (const std::string& trace : spec.traces)
+    for (const json& policy : spec.policies)
+      for (double fraction : spec.fractions)
+        for (const json& varied : combinations(spec.vary, path)) {
           Point p{s.points.size(), trace,  policy,
-                  fraction,        varied, point_config(base, policy, fraction, varied)};
+                  fraction,        varied, point_config(spec.base, policy, fraction, varied)};
           validate(p, path);
           s.points.push_back(std::move(p));
         }

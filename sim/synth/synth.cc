@@ -1,6 +1,6 @@
 #include "sim/synth/synth.h"
 
-#include "sim/config/reader.h"
+#include "sim/config/schema.h"
 #include "sim/core/error.h"
 #include "sim/trace/steps.h"
 #include "sim/trace/writer.h"
@@ -157,28 +157,41 @@ void dnn(const Params& p, Builder& b) {
 
 } // namespace
 
+namespace {
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn"},
+                     "stream: kernels sweep slices in turn; random: kernels touch random 64 KB "
+                     "pages; dnn: layers forward, backward, then an optimizer step"),
+      config::field(&Params::footprint, "footprint", "managed memory the workload spans")
+          .unit("bytes")
+          .at_least(kBlockSize)
+          .bound_note("2 MB"),
+      config::field(&Params::iterations, "iterations", "training steps").at_least(1),
+      config::field(&Params::seed, "seed", "random seed (pattern random)"),
+      config::field(&Params::kernels_per_iteration, "kernels_per_iteration",
+                    "kernels per step (patterns stream and random)")
+          .at_least(1),
+      config::field(&Params::layers, "layers", "layers (pattern dnn)").at_least(1),
+      config::field(&Params::touches, "touches", "times each 64 KB page is read within a kernel")
+          .at_least(1),
+      config::field(&Params::ns_per_access, "ns_per_access",
+                    "compute time per 64 KB access when resident")
+          .unit("ns")
+          .at_least(1),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("synth",
+                          "`faultline synth` options, as JSON keys (options: --footprint, "
+                          "--kernels for kernels_per_iteration, --ns-per-access...)",
+                          fields);
+
+} // namespace
+
 Params params_from_json(const nlohmann::json& j, const std::string& where) {
-  config::Reader r(j, where);
-  Params p;
-  p.pattern = r.get<std::string>("pattern", p.pattern);
-  if (p.pattern != "stream" && p.pattern != "random" && p.pattern != "dnn") {
-    r.fail("pattern", "expected \"stream\", \"random\" or \"dnn\", got \"" + p.pattern + "\"");
-  }
-  p.footprint = r.get<uint64_t>("footprint", p.footprint);
-  p.iterations = r.get<uint32_t>("iterations", p.iterations);
-  p.seed = r.get<uint64_t>("seed", p.seed);
-  p.kernels_per_iteration = r.get<uint32_t>("kernels_per_iteration", p.kernels_per_iteration);
-  p.layers = r.get<uint32_t>("layers", p.layers);
-  p.touches = r.get<uint32_t>("touches", p.touches);
-  p.ns_per_access = r.get<int64_t>("ns_per_access", p.ns_per_access);
-  r.finish();
-  if (p.footprint < kBlockSize) r.fail("footprint", "must be at least 2 MB");
-  if (p.iterations == 0) r.fail("iterations", "must be at least 1");
-  if (p.kernels_per_iteration == 0) r.fail("kernels_per_iteration", "must be at least 1");
-  if (p.layers == 0) r.fail("layers", "must be at least 1");
-  if (p.touches == 0) r.fail("touches", "must be at least 1");
-  if (p.ns_per_access <= 0) r.fail("ns_per_access", "must be positive");
-  return p;
+  return config::read_object(j, where, "$", fields());
 }
 
 nlohmann::json to_json(const Params& p) {

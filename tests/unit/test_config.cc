@@ -270,7 +270,7 @@ TEST_CASE("config: profile overrides", "[config]") {
   SECTION("a negative cost") {
     const std::string msg =
         config_error(config_with({{"gpu", {{"profile", "testgpu"}, {"eviction_ns", -1}}}}));
-    CHECK_THAT(msg, Contains("$.gpu.eviction_ns") && Contains("must be >= 0"));
+    CHECK_THAT(msg, Contains("$.gpu.eviction_ns") && Contains("expected at least 0, got -1"));
   }
   SECTION("a gpu spec that is neither a name nor an object with a profile") {
     CHECK_THAT(config_error(config_with({{"gpu", 5}})),
@@ -310,7 +310,7 @@ TEST_CASE("config: run config errors", "[config]") {
     gpu["prefetch_call_ns"] = -1;
     fltest::write_json(dir.path() / "gpus" / "badgpu.json", gpu);
     CHECK_THAT(config_error(config_with({{"gpu", "badgpu"}})),
-               Contains("prefetch_call_ns") && Contains("must be >= 0"));
+               Contains("prefetch_call_ns") && Contains("expected at least 0, got -1"));
   }
   SECTION("policy params that are not an object") {
     CHECK_THAT(config_error(config_with({{"policy", {{"params", 5}}}})),
@@ -337,9 +337,10 @@ TEST_CASE("config: run config errors", "[config]") {
   SECTION("capacity below one chunk or not positive") {
     CHECK_THAT(config_error(config_with(
                    {{"capacity", {{"fraction_of_footprint", nullptr}, {"bytes", 4096}}}})),
-               Contains("$.capacity.bytes") && Contains("at least one 2 MB chunk"));
+               Contains("$.capacity.bytes") &&
+                   Contains("expected at least 2097152 (one 2 MB chunk), got 4096"));
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction_of_footprint", 0}}}})),
-               Contains("$.capacity.fraction_of_footprint") && Contains("positive"));
+               Contains("$.capacity.fraction_of_footprint") && Contains("more than 0"));
   }
   SECTION("capacity with an unknown key") {
     CHECK_THAT(config_error(config_with({{"capacity", {{"fraction", 0.5}}}})),
@@ -364,7 +365,7 @@ TEST_CASE("config: run config errors", "[config]") {
     CHECK_THAT(config_error(config_with({{"driver", {{"thrashing_threshold", 1}}}})),
                Contains("$.driver.thrashing_threshold"));
     CHECK_THAT(config_error(config_with({{"driver", {{"thrashing_lapse_ns", 0}}}})),
-               Contains("$.driver.thrashing_lapse_ns") && Contains("positive"));
+               Contains("$.driver.thrashing_lapse_ns") && Contains("expected at least 1, got 0"));
     CHECK_THAT(config_error(config_with({{"driver", {{"batch_size", -1}}}})),
                Contains("$.driver.batch_size") && Contains("expected unsigned 32-bit integer"));
   }
@@ -381,7 +382,7 @@ TEST_CASE("config: run config errors", "[config]") {
   }
   SECTION("watchdog not positive") {
     CHECK_THAT(config_error(config_with({{"watchdog_ns", 0}})),
-               Contains("$.watchdog_ns") && Contains("positive"));
+               Contains("$.watchdog_ns") && Contains("expected at least 1, got 0"));
   }
   SECTION("a config that is not an object") {
     CHECK_THAT(config_error(json::array()), Contains("test.json: $: expected object"));
