@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(build-essential cmake ninja-build pkg-config git libzstd-dev nlohmann-json3-dev
-          catch2 libnlopt-cxx-dev libbenchmark-dev libboost-graph-dev python3 python3-venv python3-pip)
+          catch2 libnlopt-cxx-dev libbenchmark-dev libboost-graph-dev libcli11-dev python3
+          python3-venv python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -203,7 +203,7 @@ expect "capture bad meta" 2 stderr "expected KEY=VALUE" -- \
   "$FAULTLINE" capture --meta novalue --out "$WORK/c.fltrace" -- true
 expect "capture missing injection library" 2 stderr "does not exist" -- \
   "$FAULTLINE" capture --inject "$WORK/none.so" --out "$WORK/c.fltrace" -- true
-expect "capture convert missing inputs" 2 stderr "are required" -- \
+expect "capture convert missing inputs" 2 stderr "--timing is required" -- \
   "$FAULTLINE" capture convert --out "$WORK/c.fltrace"
 expect "capture convert missing raw stream" 1 stderr "cannot open raw stream" -- \
   "$FAULTLINE" capture convert --timing "$WORK/none.raw" --access "$DATA/strided-access.raw" \

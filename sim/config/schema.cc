@@ -32,11 +32,6 @@ std::string type_cell(const Field& f) {
   return f.unit.empty() ? f.type : f.type + ", " + f.unit;
 }
 
-const char* kUsage = "usage: faultline config schema [--format markdown|json] [SECTION]\n"
-                     "Prints every config key: its type, unit, default, allowed values and\n"
-                     "meaning, one table per section (run config, driver, GPU and link profiles,\n"
-                     "each policy's params, allocator and synth options, sweeps), or SECTION's.\n";
-
 } // namespace
 
 namespace detail {
@@ -106,23 +101,9 @@ json schema_json(const Section& s) {
   return {{"section", s.name}, {"where", s.where}, {"fields", fields}};
 }
 
-int schema_command(const std::vector<std::string>& args) {
-  std::string format = "markdown", wanted;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") return std::cout << kUsage, 0;
-    if (args[i] == "--format") {
-      if (i + 1 >= args.size()) throw UsageError("--format needs a value");
-      format = args[++i];
-      if (format != "markdown" && format != "json")
-        throw UsageError("--format " + format + ": expected markdown or json");
-    } else if (args[i].rfind("--", 0) == 0) {
-      throw UsageError("unknown option " + args[i]);
-    } else if (wanted.empty()) {
-      wanted = args[i];
-    } else {
-      throw UsageError("unexpected argument " + args[i]);
-    }
-  }
+void print_schema(std::ostream& out, const std::string& format, const std::string& wanted) {
+  if (format != "markdown" && format != "json")
+    throw UsageError("--format " + format + ": expected markdown or json");
   std::vector<Section> sections = schema_sections();
   if (!wanted.empty()) {
     auto it = std::find_if(sections.begin(), sections.end(),
@@ -137,17 +118,16 @@ int schema_command(const std::vector<std::string>& args) {
   if (format == "json") {
     json all = json::array();
     for (const Section& s : sections) all.push_back(schema_json(s));
-    std::cout << (wanted.empty() ? all : all[0]).dump(2) << "\n";
+    out << (wanted.empty() ? all : all[0]).dump(2) << "\n";
   } else if (!wanted.empty()) {
-    std::cout << schema_markdown(sections[0]);
+    out << schema_markdown(sections[0]);
   } else {
     for (size_t i = 0; i < sections.size(); ++i) {
-      std::cout << (i ? "\n" : "") << "## " << sections[i].name << "\n\n"
+      out << (i ? "\n" : "") << "## " << sections[i].name << "\n\n"
                 << sections[i].where << "\n\n"
                 << schema_markdown(sections[i]);
     }
   }
-  return 0;
 }
 
 } // namespace faultline::config

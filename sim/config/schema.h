@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -61,8 +62,9 @@ std::vector<Section> schema_sections();        // sorted by name
 std::string schema_markdown(const Section& s); // the table alone, as the READMEs hold it
 nlohmann::json schema_json(const Section& s);
 
-// `faultline config schema [--format markdown|json] [SECTION]`; args are those after "schema".
-int schema_command(const std::vector<std::string>& args);
+// What `faultline config schema` prints: every section (or the one named) as Markdown tables
+// (the READMEs') or JSON. Throws UsageError for an unknown format or section.
+void print_schema(std::ostream& out, const std::string& format, const std::string& section);
 
 namespace detail {
 

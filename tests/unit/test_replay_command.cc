@@ -1,6 +1,6 @@
 // `faultline replay --config`: the run config `faultline sim` takes drives the live replay's
 // job, and options on the command line override it. No GPU is touched.
-#include "sim/live/command.h"
+#include "sim/cli/commands.h"
 #include "test_support.h"
 
 #include <catch2/catch.hpp>
@@ -11,11 +11,8 @@ using namespace faultline;
 
 namespace {
 
-live::ReplayJob job_of(std::vector<std::string> args) {
-  args.insert(args.begin(), {"faultline", "replay"});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  return live::replay_job(static_cast<int>(argv.size()), argv.data());
+live::ReplayJob job_of(const std::vector<std::string>& args) {
+  return cli::replay_job(args);
 }
 
 } // namespace

@@ -1,8 +1,7 @@
 #include "tracer/capture/capture.h"
-#include "source_dir.h"
 
 #include "sim/core/error.h"
-#include "sim/core/values.h"
+#include "source_dir.h"
 #include "tracer/capture/observe.h"
 #include "tracer/convert/assemble.h"
 #include "tracer/convert/raw_reader.h"
@@ -26,100 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kUsage =
-    "usage: faultline capture [options] -- COMMAND [ARGS...]\n"
-    "       faultline capture convert --timing RAW --access RAW [--history JSON] --out TRACE\n"
-    "                                 [--meta KEY=VALUE]...\n"
-    "Runs COMMAND, unmodified, under the injection library.\n"
-    "  --mode sanitize    (default) run it twice: a timing pass with each launch's data resident\n"
-    "                     (CUPTI), and an access pass under the CUDA Sanitizer API that patches\n"
-    "                     every kernel to record the 64 KB pages it touches and records the\n"
-    "                     host's touches of managed memory; check that both ran the same\n"
-    "                     operations; write the trace to --out\n"
-    "  --mode cupti       the same with the older access pass, which sends all managed memory to\n"
-    "                     the host around every operation and reads CUPTI's migration records\n"
-    "                     (for setups without the Sanitizer API; about 0.1 s per operation)\n"
-    "  --mode observe     run it once, change nothing, write a JSON summary of the faults and\n"
-    "                     migrations it caused to --out\n"
-    "  --out FILE         output (required)\n"
-    "  --managed          make the program's cudaMalloc allocate managed memory\n"
-    "  --torch            record PyTorch's allocator blocks (implies --managed)\n"
-    "  --range profiler   record only between cudaProfilerStart and cudaProfilerStop\n"
-    "  --margin BYTES     GPU memory managed allocations must leave free (default 2G; K, M, G);\n"
-    "                     a managed allocation beyond free memory minus this stops the program\n"
-    "  --meta KEY=VALUE   add to the trace header (VALUE is JSON if it parses, else a string)\n"
-    "  --keep DIR         keep the raw streams in DIR\n"
-    "  --inject LIB       the injection library (default: next to this binary)\n"
-    "  --no-host-touches  sanitize mode: do not protect managed memory from the CPU to record\n"
-    "                     the host's touches (for programs with their own SIGSEGV handler)\n"
-    "Steps: the start of the range and every faultline_mark_step() call (the --torch hook makes\n"
-    "one after each optimizer step) or further cudaProfilerStart inside it mark a step; the trace\n"
-    "header lists them under \"steps\".\n";
-
-struct Options {
-  std::string out, mode = "sanitize", range = "all", keep, inject;
-  bool managed = false, torch = false, host_touches = true;
-  uint64_t margin = 2ull << 30;
-  nlohmann::json meta = nlohmann::json::object();
-  std::vector<std::string> command;
-};
-
-void add_meta(nlohmann::json& meta, const std::string& kv) {
-  auto eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0) throw UsageError("--meta " + kv + ": expected KEY=VALUE");
-  for (const char* reserved : {"steps", "page_size", "access_granularity", "capture"})
-    if (kv.substr(0, eq) == reserved)
-      throw UsageError("--meta " + kv + ": the header key \"" + reserved +
-                       "\" is the converter's own (traces/FORMAT.md)");
-  nlohmann::json v = nlohmann::json::parse(kv.substr(eq + 1), nullptr, false);
-  meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  int i = 2;
-  auto value = [&](const std::string& name) -> std::string {
-    if (i + 1 >= argc) throw UsageError(name + " needs a value");
-    return argv[++i];
-  };
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      o.command.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    if (a == "--out")
-      o.out = value(a);
-    else if (a == "--mode")
-      o.mode = value(a);
-    else if (a == "--range")
-      o.range = value(a);
-    else if (a == "--keep")
-      o.keep = value(a);
-    else if (a == "--inject")
-      o.inject = value(a);
-    else if (a == "--margin")
-      o.margin = parse_number(value(a), "--margin");
-    else if (a == "--meta")
-      add_meta(o.meta, value(a));
-    else if (a == "--managed")
-      o.managed = true;
-    else if (a == "--no-host-touches")
-      o.host_touches = false;
-    else if (a == "--torch")
-      o.torch = o.managed = true;
-    else
-      throw UsageError("capture: unknown option " + a);
-  }
-  if (o.mode == "access-set") o.mode = "cupti"; // the older name
-  if (o.mode != "sanitize" && o.mode != "cupti" && o.mode != "observe")
-    throw UsageError("--mode " + o.mode + ": expected sanitize, cupti or observe");
-  if (o.range != "all" && o.range != "profiler")
-    throw UsageError("--range " + o.range + ": expected all or profiler");
-  if (o.out.empty()) throw UsageError("capture: --out is required");
-  if (o.command.empty()) throw UsageError("capture: no command given after --");
-  return o;
-}
+// The meta keys the converter writes itself.
+const char* const kReserved[] = {"steps", "page_size", "access_granularity", "capture"};
 
 std::string find_injection_library(const std::string& given) {
   std::string path = given;
@@ -127,7 +34,7 @@ std::string find_injection_library(const std::string& given) {
   if (path.empty())
     path = (fs::read_symlink("/proc/self/exe").parent_path() / "libfaultline_inject.so").string();
   if (!fs::exists(path))
-    throw UsageError("capture: the injection library " + path + " does not exist; it is built " +
+    throw UsageError("the injection library " + path + " does not exist; it is built " +
                      "only where the CUDA toolkit is found (or pass --inject LIB)");
   return fs::absolute(path).string();
 }
@@ -259,39 +166,26 @@ int run_observe(const Options& o, const std::string& lib, const std::string& dir
   return 0;
 }
 
-int convert_command(int argc, char** argv) {
-  ConvertJob job;
-  for (int i = 3; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) throw UsageError("capture convert: " + a + " needs a value");
-    std::string v = argv[++i];
-    if (a == "--timing")
-      job.timing_path = v;
-    else if (a == "--access")
-      job.access_path = v;
-    else if (a == "--history")
-      job.history_path = v;
-    else if (a == "--out")
-      job.out_path = v;
-    else if (a == "--meta")
-      add_meta(job.metadata, v);
-    else
-      throw UsageError("capture convert: unknown option " + a);
-  }
-  if (job.timing_path.empty() || job.access_path.empty() || job.out_path.empty())
-    throw UsageError("capture convert: --timing, --access and --out are required");
+} // namespace
+
+void add_meta(nlohmann::json& meta, const std::string& kv) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError("--meta " + kv + ": expected KEY=VALUE");
+  for (const char* reserved : kReserved)
+    if (kv.substr(0, eq) == reserved)
+      throw UsageError("--meta " + kv + ": the header key \"" + reserved +
+                       "\" is the converter's own (traces/FORMAT.md)");
+  nlohmann::json v = nlohmann::json::parse(kv.substr(eq + 1), nullptr, false);
+  meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
+}
+
+int run_convert(const ConvertJob& job) {
   nlohmann::json summary = convert_capture(job);
   std::cerr << "faultline capture: wrote " << job.out_path << "\n" << summary.dump(2) << "\n";
   return 0;
 }
 
-} // namespace
-
-int capture_command(int argc, char** argv) {
-  if (argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))
-    return std::cout << kUsage, 0;
-  if (argc >= 3 && std::string(argv[2]) == "convert") return convert_command(argc, argv);
-  Options o = parse(argc, argv);
+int run_capture(const Options& o) {
   const std::string lib = find_injection_library(o.inject);
   const std::string dir = work_dir(o);
   struct Cleanup { // raw streams are large: keep them only when asked to

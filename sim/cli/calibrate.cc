@@ -1,0 +1,52 @@
+// `faultline calibrate`: measure a GPU and fit a profile (sim/live/command.h and
+// sim/live/calibrate.h do the work).
+#include "sim/cli/app.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/core/error.h"
+#include "sim/live/command.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace faultline::cli {
+
+void add_calibrate(CLI::App& app) {
+  CLI::App* sub = add_command(
+      app, "calibrate", "measure a GPU's fault, migration and eviction costs and fit a profile",
+      "Runs microbenchmarks on the GPU (fault batches against blocks and pages per block, first\n"
+      "touch and host-to-GPU faults, prefetch bandwidth each way against size, eviction, CPU\n"
+      "faults, peer copies where there is a second GPU; each the median of --repeats runs,\n"
+      "default 5), fits a GPU profile to them and writes\n"
+      "DIR/calibration/NAME.json (measurements, command, fit report), DIR/gpus/NAME.json and\n"
+      "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. The memory size\n"
+      "(and the peer link without a second GPU) come from --base (default h200). --refit fits\n"
+      "committed measurements again without a GPU, with their name and base unless given.");
+  auto c = std::make_shared<live::CalibrateRequest>();
+  auto repeats = std::make_shared<std::optional<uint64_t>>();
+  CLI::Option* name = sub->add_option("--name", c->job.name,
+                                      "the profile's name (required "
+                                      "unless --refit)")
+                          ->type_name("NAME");
+  CLI::Option* base = sub->add_option("--base", c->job.base,
+                                      "the profile whose memory size and peer link stand "
+                                      "(default h200)")
+                          ->type_name("PROFILE");
+  add_count(*sub, "--repeats", *repeats, "runs per point, their median kept (default 5)");
+  add_bytes(*sub, "--margin", c->job.margin, "GPU memory to leave free (default 2G)");
+  add_device(*sub, c->device);
+  sub->add_flag("--quick", c->job.quick, "fewer and smaller points, for tests and smoke runs");
+  sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
+      ->type_name("DIR");
+  sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
+      ->type_name("MEASUREMENTS.json");
+  sub->callback([c, repeats, name, base] {
+    c->named = name->count() > 0;
+    c->based = base->count() > 0;
+    if (!c->named && c->refit.empty()) throw UsageError("--name is required");
+    if (*repeats) c->job.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
+    live::run_calibrate(*c, command_line());
+  });
+}
+
+} // namespace faultline::cli
