@@ -63,6 +63,23 @@ def simulate(trace, config, faultline=None, **overrides):
     return json.loads(out.stdout)
 
 
+def trace_at(path, revision=None):
+    """The trace PATH (relative to the repository) as it was at git REVISION, extracted once into
+    out/traces/REVISION/PATH; PATH itself when REVISION is None. A campaign replayed on traces
+    since recaptured names their revision in its manifest (`traces_revision`)."""
+    if not revision:
+        return path
+    out = os.path.join(REPO, "out", "traces", revision, path)
+    if not os.path.exists(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        blob = subprocess.run(["git", "-C", REPO, "show", f"{revision}:{path}"],
+                              capture_output=True, check=True).stdout
+        with open(out + ".part", "wb") as f:
+            f.write(blob)
+        os.replace(out + ".part", out)
+    return out
+
+
 def trace_name(path):
     """traces/real/gpt2-small.fltrace -> gpt2-small"""
     return os.path.basename(path).split(".")[0]

@@ -206,8 +206,10 @@ def main():
     runs, refused = read_live(args.live_dir)
     order = {p: i for i, p in enumerate(POLICIES)}
     runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
+    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu, r["trace_path"],
+        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu,
+                                                common.trace_at(r["trace_path"], traces_revision),
                                                 r["policy"], r["budget"]), runs))
     rows, failed = [], []
     for run, sim in zip(runs, sims):

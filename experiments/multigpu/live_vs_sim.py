@@ -36,8 +36,9 @@ def sim_config(live):
             "idle_gpus": [{"gpu": 1, "bytes": cfg["peer_budget_bytes"]}]}
 
 
-def simulate(faultline, live):
-    return common.simulate(live["trace"]["path"], sim_config(live), faultline)
+def simulate(faultline, live, traces_revision=None):
+    trace = common.trace_at(live["trace"]["path"], traces_revision)
+    return common.simulate(trace, sim_config(live), faultline)
 
 
 def variant(run):
@@ -115,7 +116,8 @@ def main():
     runs = common.load_runs(args.live_dir)
     runs = [r for r in runs if os.path.basename(r["path"]) != "neighbour.json"]
     lives = [r["doc"] for r in runs]
-    sims = [simulate(args.faultline, live) for live in lives]
+    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
+    sims = [simulate(args.faultline, live, traces_revision) for live in lives]
     rows = [row(r, s) for r, s in zip(runs, sims)]
     rows.sort(key=lambda r: (r["trace"], r["budget"], VARIANTS.index(r["variant"])))
     os.makedirs(args.out_dir, exist_ok=True)
