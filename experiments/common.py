@@ -74,9 +74,9 @@ def trace_at(path, revision=None):
         os.makedirs(os.path.dirname(out), exist_ok=True)
         blob = subprocess.run(["git", "-C", REPO, "show", f"{revision}:{path}"],
                               capture_output=True, check=True).stdout
-        with open(out + ".part", "wb") as f:
-            f.write(blob)
-        os.replace(out + ".part", out)
+        with tempfile.NamedTemporaryFile("wb", dir=os.path.dirname(out), delete=False) as f:
+            f.write(blob)  # threads may extract the same trace: each its own file, then one name
+        os.replace(f.name, out)
     return out
 
 
