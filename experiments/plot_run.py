@@ -6,12 +6,13 @@ usage: plot_run.py RESULTS.json OUT.png [--timeline TIMELINE.json]
 """
 import argparse
 import json
+import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = common.pyplot()
 
 
 def load(path):
@@ -78,7 +79,7 @@ def main():
     fig.suptitle(f"{cfg['gpu']['name']}, capacity {capacity:.2f} GiB, policy "
                  f"{cfg['policy']['name']} — {doc['trace']['path']}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    common.save_figure(fig, args.out)
     print(f"wrote {args.out}")
 
 

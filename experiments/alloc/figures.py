@@ -1,7 +1,8 @@
 """Tables and figures of the allocator study (experiments/alloc/study.sh runs this last):
-    python3 experiments/alloc/figures.py OUT_DIR RESULTS_DIR
-OUT_DIR holds study.sh's simulations (sim/, limit/, um/); RESULTS_DIR/h200 holds what the H200
-measured (capture/, live/, maxbatch/). Writes into RESULTS_DIR: fragmentation.md (every trace:
+    python3 experiments/alloc/figures.py OUT_DIR DATA_DIR REPORTS_DIR
+OUT_DIR holds study.sh's simulations (sim/, limit/, um/); DATA_DIR (experiments/alloc/data) holds
+what the H200 measured (the campaigns h200-capture/, h200-live/, h200-maxbatch/). Writes into
+REPORTS_DIR: fragmentation.md (every trace:
 measured and simulated), live.md (live allocators beside the simulator's predictions),
 maxbatch.md, um.md (the UM simulation of re-placed traces), claims.md (against GMLake's
 claims), fragmentation.png, saved.png, timeline.png and live_vs_sim.png.
@@ -12,10 +13,10 @@ import os
 import statistics
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = common.pyplot()
 
 GiB = 2**30
 MODELS = ["caching", "expandable", "gmlake"]
@@ -32,11 +33,11 @@ def by_model(doc):
     return {r["allocator"]: r for r in doc["results"]}
 
 
-def sim_rows(out, results):
+def sim_rows(out, data):
     rows = []
     for path in sorted(glob.glob(os.path.join(out, "sim", "*.json"))):
         name = os.path.basename(path)[:-5]
-        measured_path = os.path.join(results, "h200", "capture", name + ".json")
+        measured_path = os.path.join(data, "h200-capture", name + ".json")
         if not os.path.exists(measured_path):
             continue
         rows.append({"name": name, "measured": load(measured_path), "sim": by_model(load(path)),
@@ -81,7 +82,7 @@ def plot_fragmentation(rows, path):
     ax.set_title("1 - peak allocated / peak reserved, per allocation trace")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
 def plot_saved(rows, path):
@@ -97,7 +98,7 @@ def plot_saved(rows, path):
     ax.axhline(0, color="k", lw=0.5)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
 def plot_timeline(rows, name, path):
@@ -115,7 +116,7 @@ def plot_timeline(rows, name, path):
     ax.set_title(row["name"])
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
 LIVE_MODEL = {"default": "caching", "expandable": "expandable", "faultline-gmlake": "gmlake",
@@ -125,9 +126,9 @@ LIVE_LABEL = {"default": "PyTorch default", "expandable": "PyTorch expandable se
               "faultline-caching": "faultline caching model (live library)"}
 
 
-def live_rows(out, results):
+def live_rows(out, data):
     rows = []
-    for path in sorted(glob.glob(os.path.join(results, "h200", "live", "*.json"))):
+    for path in sorted(glob.glob(os.path.join(data, "h200-live", "*.json"))):
         live = load(path)
         workload = f"{live['model']}-{live['technique']}-b{live['batch']}"
         kind = os.path.basename(path)[len(workload) + 1:-5]
@@ -166,10 +167,10 @@ def plot_live(rows, path):
     ax.set_ylabel("simulated peak reserved (GiB)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
-def maxbatch_table(out, results):
+def maxbatch_table(out, data):
     lines = ["| allocator | live largest batch (16 GiB) | simulated largest batch | "
              "simulated: fits at batch 4..9 |", "|---|---|---|---|"]
     sims = {}
@@ -178,7 +179,7 @@ def maxbatch_table(out, results):
         sims[batch] = by_model(load(path))
     for live_name, model in [("default", "caching"), ("expandable", "expandable"),
                              ("faultline", "gmlake")]:
-        live = load(os.path.join(results, "h200", "maxbatch", f"gpt2-large-recompute-{live_name}.json"))
+        live = load(os.path.join(data, "h200-maxbatch", f"gpt2-large-recompute-{live_name}.json"))
         fits = {b: sims[b][model]["completed"] for b in sorted(sims)}
         largest = max([b for b, ok in fits.items() if ok], default=None)
         lines.append(f"| {LABEL[model]} | {live['max_batch']} | {largest} | "
@@ -208,7 +209,10 @@ def claims(rows):
               for r in rows]
     reducing = [r for r in rows if r["measured"]["technique"] != "none"]
     plain = [r for r in rows if r["measured"]["technique"] == "none"]
-    mean_frag = lambda rs: statistics.mean(100 * r["measured"]["fragmentation"] for r in rs)
+
+    def mean_frag(rs):
+        return statistics.mean(100 * r["measured"]["fragmentation"] for r in rs)
+
     return (
         "| | GMLake paper (8 LLMs, A100-80GB) | this study (models of the H200 traces) |\n"
         "|---|---|---|\n"
@@ -223,13 +227,14 @@ def claims(rows):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         sys.exit(__doc__)
-    out, results = sys.argv[1], sys.argv[2]
-    rows = sim_rows(out, results)
-    lrows = live_rows(out, results)
+    out, data, results = sys.argv[1:4]
+    os.makedirs(results, exist_ok=True)
+    rows = sim_rows(out, data)
+    lrows = live_rows(out, data)
     docs = {"fragmentation.md": fragmentation_table(rows), "live.md": live_table(lrows),
-            "maxbatch.md": maxbatch_table(out, results), "um.md": um_table(out),
+            "maxbatch.md": maxbatch_table(out, data), "um.md": um_table(out),
             "claims.md": claims(rows)}
     for name, text in docs.items():
         with open(os.path.join(results, name), "w") as f:

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # GMLake's evaluation, its shape, from the allocation traces captured on the H200
 # (traces/alloc/, by capture.sh and capture_batches.sh), and the link to the UM simulation:
-#   experiments/alloc/study.sh
+#   experiments/alloc/study.sh [--write-reports]
 # 1. every trace through the caching, expandable and GMLake models (configs/alloc/default.json);
 # 2. the batch traces of GPT-2 large with recompute under 16 GiB (configs/alloc/limit-16g.json):
 #    the largest batch each model fits, beside live.sh's measurement;
 # 3. the shipped UM traces re-placed by each model (faultline alloc relayout) and simulated at
 #    one capacity: what a defragmenting allocator changes in faults and migrated bytes;
-# then the tables and figures in experiments/alloc/results/ (figures.py).
+# then the tables and figures (figures.py) in out/alloc/reports/, or with --write-reports in
+# experiments/alloc/reports/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
 [ -x build/faultline ] || { echo "study: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
 out=out/alloc
+reports=$out/reports
+[ "${1:-}" = --write-reports ] && reports=experiments/alloc/reports
 mkdir -p "$out/sim" "$out/limit" "$out/um"
 for t in traces/alloc/*.pickle.zst; do
   name=$(basename "$t" .pickle.zst)
@@ -36,4 +39,4 @@ for trace in gpt2-small bert-large gpt2-medium; do
       --trace "$out/um/$trace-$a.fltrace" --out "$out/um/$trace-$a.sim.json" --no-progress
   done
 done
-exec "$python" experiments/alloc/figures.py "$out" experiments/alloc/results
+exec "$python" experiments/alloc/figures.py "$out" experiments/alloc/data "$reports"

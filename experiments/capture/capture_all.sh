@@ -10,7 +10,7 @@
 #   cupti    faultline capture --mode cupti (timing pass + the older evict-and-drain pass)
 #   observe  faultline capture --mode observe -> OUT_DIR/NAME.observe.json
 # and appends one line per run to OUT_DIR/NAME.runs.jsonl: mode, wall seconds, program output.
-# experiments/capture/overhead.py turns the runs into results/overhead.json.
+# experiments/capture/overhead.py turns the runs into capture/reports/overhead.json (make_reports.sh).
 set -euo pipefail
 out=${1:?usage: capture_all.sh OUT_DIR WORKLOAD...}
 shift

@@ -8,13 +8,14 @@ grouped into Hopper tensor-core kernels (names starting sm90_ or nvjet: their op
 tensor-map copies, which the Sanitizer API does not see, so A takes the PyTorch blocks their
 arguments name) and the others. Explanations tested:
   - a page only in B inside an aligned window (2 to 32 pages of B's address space) more than half
-    of whose pages B holds and A saw the kernel touch: the driver's density prefetcher brought it in during B's access pass
-    (B counts every page an operation left on the GPU);
+    of whose pages B holds and A saw the kernel touch: the driver's density prefetcher brought it
+    in during B's access pass (B counts every page an operation left on the GPU);
   - a page only in A of a tensor-core kernel, inside a block its arguments name: the argument
     rule took the whole block; split by whether B saw the kernel touch that block at all.
 Prints a JSON report: per group, kernels, kernels whose sets agree to 99% (|A and B| / |A or B|)
 before and after removing the explained pages, and the page counts of each explanation."""
 import bisect
+import functools
 import json
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def main():
         g["pages_union"] += len(union)
         g["agree_99"] += not union or len(ka & kb) >= 0.99 * len(union)
         explained = set()
-        name_b = lambda q: named(seg_b, blocks_b, q)  # noqa: E731
+        name_b = functools.partial(named, seg_b, blocks_b)
         for page in pages_b:
             p = name_b(page)
             if p in ka:

@@ -1,19 +1,22 @@
 """Turns capture_all.sh's run logs into the overhead table.
-    python3 overhead.py RUNS_DIR... > experiments/capture/results/overhead.json
+    python3 experiments/capture/overhead.py RUNS_DIR... > OUT.json
+(the committed report: experiments/make_reports.sh, from capture/data/h100-runs-*)
 One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s", "steps",
 "ratio", "cupti_ratio", "machines"}; a mode that was not run is null; "machines" names, per mode,
-the machine.txt of the folder its run came from. When a workload was run more than once in a mode,
-the last run counts."""
+the machine of the folder its run came from (its manifest's machine text). When a workload was
+run more than once in a mode, the last run counts."""
 import glob
 import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
 rows = {}
 for folder in sys.argv[1:]:
-    machine = None
-    if os.path.exists(os.path.join(folder, "machine.txt")):
-        machine = open(os.path.join(folder, "machine.txt")).read().strip()
+    machines = common.load_manifest(folder).get("machine") or [{}]
+    machine = "\n".join(machines[0].get("text", [])) or None
     for path in sorted(glob.glob(os.path.join(folder, "*.runs.jsonl"))):
         for line in open(path):
             run = json.loads(line)

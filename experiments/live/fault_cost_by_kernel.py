@@ -8,9 +8,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 
@@ -18,14 +19,7 @@ BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 def simulate(faultline, trace, policy, budget, gpu):
     config = {"gpu": gpu, "policy": {"name": policy, "params": {}},
               "capacity": {"fraction_of_footprint": budget, "mode": "budget"}, "per_kernel": True}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-    try:
-        out = subprocess.run([faultline, "sim", "--config", f.name, "--trace", trace,
-                              "--no-progress"], capture_output=True, text=True, check=True)
-    finally:
-        os.unlink(f.name)
-    return json.loads(out.stdout)["kernels"]
+    return common.simulate(trace, config, faultline)["kernels"]
 
 
 def main():

@@ -2,11 +2,12 @@
 
     python3 experiments/live/fidelity.py LIVE_DIR OUT_DIR [--gpu PROFILE] [--faultline BIN]
 
-LIVE_DIR holds what experiments/live/replay_all.sh wrote on the GPU machine: one
-TRACE-POLICY-BUDGET.json per live replay, and TRACE-POLICY-BUDGET.err where the replay could not
-run. For every live result this runs `faultline sim` with the same trace, policy and budget, the
-GPU profile PROFILE (default h200, the calibrated one) and capacity mode "budget" (the live
-replay's budget semantics), and writes into OUT_DIR:
+LIVE_DIR is a campaign (experiments/live/data/NAME/): what experiments/live/replay_all.sh wrote
+on the GPU machine, one result per live replay, and its manifest.json, whose refusals are the
+runs the replay could not make. For every live result this runs `faultline sim` with the same
+trace, policy and budget (read from the result), the GPU profile PROFILE (default: the
+manifest's gpu_profile, else h200) and capacity mode "budget" (the live replay's budget
+semantics), and writes into OUT_DIR:
   fidelity.csv / fidelity.md  one row per run: time, faults and bytes each way, live and simulated
   summary.json                median and max relative time error, ranking agreement per
                               (trace, budget), the sim configs' common part, the git revision
@@ -14,19 +15,14 @@ replay's budget semantics), and writes into OUT_DIR:
 """
 import argparse
 import concurrent.futures
-import csv
-import glob
 import itertools
 import json
 import os
 import statistics
-import subprocess
-import tempfile
+import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
 POLICIES = ["ondemand", "deepum", "pump", "oracle"]
 
@@ -40,50 +36,26 @@ def sim_config(gpu, policy, fraction):
 
 
 def simulate(faultline, gpu, trace, policy, fraction):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(sim_config(gpu, policy, fraction), f)
     try:
-        out = subprocess.run([faultline, "sim", "--config", f.name, "--trace", trace,
-                              "--no-progress"], capture_output=True, text=True)
-    finally:
-        os.unlink(f.name)
-    if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
-        return {"error": lines[-1] if lines else f"exit status {out.returncode}"}
-    return json.loads(out.stdout)
+        return common.simulate(trace, sim_config(gpu, policy, fraction), faultline)
+    except common.SimulationError as e:
+        return {"error": str(e)}
 
 
 def read_live(live_dir):
-    """Live runs, one per (trace, policy, budget): the repeats' median run, with all their times."""
-    groups = {}
-    for path in sorted(glob.glob(os.path.join(live_dir, "*.json"))):
-        doc = json.load(open(path))
-        if doc["config"]["budget"]["fraction_of_footprint"] is None:
-            print(f"{path}: skipped, its budget is in bytes, not a fraction of the footprint")
-            continue
-        run = {"trace_path": doc["trace"]["path"],
-               "trace": os.path.basename(doc["trace"]["path"]).split(".")[0],
-               "policy": doc["config"]["policy"]["name"],
-               "budget": doc["config"]["budget"]["fraction_of_footprint"],
-               "live": doc["results"], "device": doc["config"]["device"],
-               "revision": doc["faultline"]["git_revision"],
-               "repeat": int(path.rsplit(".r", 1)[1][:-5]) if ".r" in os.path.basename(path)
-               else 1}
-        groups.setdefault((run["trace"], run["policy"], run["budget"]), []).append(run)
+    """Live runs, one per (trace, policy, budget): the repeats' median run, with all their times;
+    and the runs the GPU machine refused (the campaign manifest's refusals)."""
     runs = []
-    for repeats in groups.values():
-        repeats.sort(key=lambda r: r["live"]["total_time_ns"])
-        median = dict(repeats[(len(repeats) - 1) // 2])
-        median["repeats_s"] = [r["live"]["total_time_ns"] / 1e9 for r in repeats]
-        median["by_repeat"] = {r["repeat"]: r["live"]["total_time_ns"] for r in repeats}
-        runs.append(median)
-    refused = []
-    for path in sorted(glob.glob(os.path.join(live_dir, "*.err"))):
-        name = os.path.basename(path)[:-4]
-        trace, rest = name.rsplit("-", 2)[0], name.rsplit("-", 2)[1:]
-        reason = open(path).read().strip().splitlines()
-        refused.append({"trace": trace, "policy": rest[0], "budget": float(rest[1]),
-                        "reason": reason[-1] if reason else "failed"})
+    for run in common.load_runs(live_dir):
+        if run["budget"] is None:
+            print(f"{run['path']}: skipped, its budget is in bytes, not a fraction of the footprint")
+            continue
+        run["live"] = run["results"]
+        runs.append(run)
+    runs = common.median_of_repeats(runs)
+    refused = [{"trace": common.trace_name(r["trace"]), "policy": r["policy"],
+                "budget": r["budget"], "reason": r["message"]}
+               for r in common.refusals(live_dir)]
     return runs, refused
 
 
@@ -154,11 +126,7 @@ def rankings(rows):
 
 
 def write_tables(rows, refused, ranks, out_dir):
-    keys = list(rows[0].keys())
-    with open(os.path.join(out_dir, "fidelity.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, keys)
-        w.writeheader()
-        w.writerows(rows)
+    common.write_csv(os.path.join(out_dir, "fidelity.csv"), rows)
     lines = ["| trace | policy | budget | time GPU (median; range of repeats) | time sim | error "
              "| HtoD GPU / sim (GB) | DtoH GPU / sim (GB) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -189,10 +157,11 @@ def write_tables(rows, refused, ranks, out_dir):
         lines += ["", "Not run live (the replay's message):", ""]
         for r in refused:
             lines.append(f"- {r['trace']} {r['policy']} {r['budget']:.0%}: {r['reason']}")
-    open(os.path.join(out_dir, "fidelity.md"), "w").write("\n".join(lines) + "\n")
+    common.write_lines(os.path.join(out_dir, "fidelity.md"), lines)
 
 
 def plot(rows, out_path):
+    plt = common.pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8))
     markers = {"ondemand": "o", "deepum": "s", "pump": "^", "oracle": "D"}
     for p in POLICIES:
@@ -221,23 +190,26 @@ def plot(rows, out_path):
     b.set_ylabel("time error (%), simulated vs GPU")
     b.set_title("error per run (grey: within 10%)")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    common.save_figure(fig, out_path)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("live_dir")
     ap.add_argument("out_dir")
-    ap.add_argument("--gpu", default="h200")
+    ap.add_argument("--gpu", help="the GPU profile (default: the campaign's gpu_profile)")
     ap.add_argument("--faultline", default="build/faultline")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
+    args.gpu = args.gpu or common.load_manifest(args.live_dir).get("gpu_profile", "h200")
     runs, refused = read_live(args.live_dir)
     order = {p: i for i, p in enumerate(POLICIES)}
     runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
+    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu, r["trace_path"],
+        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu,
+                                                common.trace_at(r["trace_path"], traces_revision),
                                                 r["policy"], r["budget"]), runs))
     rows, failed = [], []
     for run, sim in zip(runs, sims):
@@ -270,7 +242,7 @@ def main():
                "simulator_failed": failed, "not_runnable_live": refused}
     write_tables(rows, refused, ranks, args.out_dir)
     plot(rows, os.path.join(args.out_dir, "fidelity.png"))
-    json.dump(summary, open(os.path.join(args.out_dir, "summary.json"), "w"), indent=2)
+    common.write_json(os.path.join(args.out_dir, "summary.json"), summary, newline=False)
     print(f"{len(rows)} runs: median |time error| {summary['median_abs_time_error']:.1%}, "
           f"max {summary['max_abs_time_error']:.1%}; same ranking in "
           f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups "

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# The fidelity report from the committed live replays: every run simulated with the calibrated
-# profile of the GPU it ran on, in capacity mode "budget", then the table, the figure and the
-# summary.
-#   experiments/live/fidelity.sh [GPU]     GPU: h200 (default; all 7 traces) or h100 (2 traces)
+# The fidelity report from a campaign of live replays (live/data/CAMPAIGN/): every run simulated
+# with the calibrated profile of the GPU it ran on (the manifest's gpu_profile), in capacity mode
+# "budget", then the table, the figure and the summary, in out/live/CAMPAIGN/, or with
+# --write-reports in experiments/live/reports/CAMPAIGN/ (the committed report).
+#   experiments/live/fidelity.sh [CAMPAIGN] [--write-reports]
+#     CAMPAIGN: h200 (default; all 7 traces), h100 (2 traces), h200-other-instance,
+#               h100-sanitize-traces
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-gpu=${1:-h200}
-live=experiments/live/results/$gpu/live
-out=experiments/live/results/$gpu
+campaign=h200 out_root=out/live
+for a in "$@"; do
+  case $a in
+  --write-reports) out_root=experiments/live/reports ;;
+  *) campaign=$a ;;
+  esac
+done
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
 [ -x build/faultline ] || { echo "fidelity: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-exec "$python" experiments/live/fidelity.py "$live" "$out" --gpu "$gpu" --faultline build/faultline
+exec "$python" experiments/live/fidelity.py "experiments/live/data/$campaign" \
+  "$out_root/$campaign" --faultline build/faultline

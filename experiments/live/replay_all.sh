@@ -10,7 +10,8 @@
 # commands have a time limit); runs whose result exists already are skipped, so a second call
 # goes on where the first stopped. With REPEATS=N every run is made N times, one whole pass of
 # the grid after another (repeat R > 1 writes TRACE-POLICY-BUDGET.rR.json); the report takes the
-# median.
+# median. Brought back here as experiments/live/data/CAMPAIGN/, the folder gets its manifest (the
+# .err files become its refusals) from experiments/make_manifest.py.
 set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}

@@ -10,10 +10,10 @@ import json
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = common.pyplot()
 
 
 def variant(point):
@@ -64,7 +64,7 @@ def consolidation(rows, out):
     ax.set_title("consolidation cases on p3.8xlarge (harvester at 50% of its footprint)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "consolidation.png"), dpi=120)
+    common.save_figure(fig, os.path.join(out, "consolidation.png"))
 
 
 def line(rows, key, xlabel, path, title):
@@ -77,7 +77,7 @@ def line(rows, key, xlabel, path, title):
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
 def ablation(rows, out):
@@ -96,7 +96,7 @@ def ablation(rows, out):
     ax.set_ylabel("pagerank time (s)")
     ax.set_title("ablation, each step adding to the last")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "ablation.png"), dpi=120)
+    common.save_figure(fig, os.path.join(out, "ablation.png"))
     return {label.replace("\n", " "): y for label, y in zip(labels, ys)}
 
 
@@ -149,9 +149,7 @@ def main():
     summary = {"harvest_over_pre_ef_host": speedups, "max": max(speedups.values()),
                "ablation_time_s": steps,
                "revisions": sorted({r["revision"] for r in cons + spare + prefetch + abl})}
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2, sort_keys=True)
-        f.write("\n")
+    common.write_json(os.path.join(out, "summary.json"), summary, sort_keys=True)
     print(json.dumps(summary["harvest_over_pre_ef_host"], indent=1))
 
 

@@ -10,7 +10,9 @@
 # HARVESTERS (traces), BUDGETS, PEER_BUDGET and NEIGHBOUR (a trace, or "none": GPU 1 idle)
 # choose the runs. One result per run in
 # OUT_DIR/TRACE-VARIANT-BUDGET.json (.err when it failed); the neighbour's last run in
-# OUT_DIR/neighbour.json and how many times it ran in OUT_DIR/neighbour.runs.
+# OUT_DIR/neighbour.json and how many times it ran in OUT_DIR/neighbour.runs. Brought back here as
+# experiments/multigpu/data/CAMPAIGN/, the folder gets its manifest from
+# experiments/make_manifest.py.
 set -u
 out=${1:?usage: live_harvest.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}

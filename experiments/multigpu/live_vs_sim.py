@@ -3,26 +3,23 @@ each simulated on the same setup, side by side.
 
     python3 experiments/multigpu/live_vs_sim.py LIVE_DIR OUT_DIR [--faultline BIN]
 
-For every TRACE-VARIANT-BUDGET.json in LIVE_DIR this runs `faultline sim` on the h200x2
-topology (calibrated H200 profiles, measured NVLink) in capacity mode "budget" with the live
-run's policy and parameters; GPU 1 offers the live run's --peer-budget (idle_gpus) and keeps the
-same reserve; nothing is written back in the background, as live (one copy per page). It writes OUT_DIR/fidelity.md, fidelity.csv, fidelity.png and summary.json (median
-and max time error, whether the simulator orders the variants as the GPU does, the common sim
+LIVE_DIR is a campaign (experiments/multigpu/data/NAME/). For every live result in it (the
+variant read from the result's policy and parameters, as live_harvest.sh sets them) this runs
+`faultline sim` on the h200x2 topology (calibrated H200 profiles, measured NVLink) in capacity
+mode "budget" with the live run's policy and parameters; GPU 1 offers the live run's
+--peer-budget (idle_gpus) and keeps the same reserve; nothing is written back in the background,
+as live (one copy per page). It writes OUT_DIR/fidelity.md, fidelity.csv, fidelity.png and
+summary.json (median and max time error, whether the simulator orders the variants as the GPU does, the common sim
 config, the revisions).
 """
 import argparse
-import csv
-import glob
 import json
 import os
 import statistics
-import subprocess
-import tempfile
+import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
 VARIANTS = ["host", "preevict", "peer", "harvest"]
 
@@ -39,24 +36,25 @@ def sim_config(live):
             "idle_gpus": [{"gpu": 1, "bytes": cfg["peer_budget_bytes"]}]}
 
 
-def simulate(faultline, live):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(sim_config(live), f)
-    try:
-        out = subprocess.run([faultline, "sim", "--config", f.name, "--trace",
-                              live["trace"]["path"], "--no-progress"],
-                             capture_output=True, text=True, check=True)
-    finally:
-        os.unlink(f.name)
-    return json.loads(out.stdout)
+def simulate(faultline, live, traces_revision=None):
+    trace = common.trace_at(live["trace"]["path"], traces_revision)
+    return common.simulate(trace, sim_config(live), faultline)
 
 
-def row(path, live, sim):
-    name = os.path.basename(path)[:-5]
-    trace, variant, budget = name.rsplit("-", 2)
-    lr, sr = live["results"], sim["results"]
+def variant(run):
+    """live_harvest.sh's variant from the policy and parameters it gave the replay."""
+    if run["policy"] == "ondemand":
+        return "host"
+    params = run["params"]
+    if params.get("multi_path_prefetch", True):
+        return "harvest"
+    return "peer" if params.get("evict_to_peer", True) else "preevict"
+
+
+def row(run, sim):
+    lr, sr = run["results"], sim["results"]
     gb = 1e9
-    return {"trace": trace, "variant": variant, "budget": float(budget),
+    return {"trace": run["trace"], "variant": variant(run), "budget": run["budget"],
             "live_s": lr["total_time_ns"] / 1e9, "sim_s": sr["total_time_ns"] / 1e9,
             "time_error": sr["total_time_ns"] / lr["total_time_ns"] - 1,
             "live_to_peer_gb": lr["peers"]["bytes_to_peer"] / gb,
@@ -76,11 +74,7 @@ def order(rows, key):
 
 
 def write(rows, out):
-    fields = list(rows[0].keys())
-    with open(os.path.join(out, "fidelity.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
+    common.write_csv(os.path.join(out, "fidelity.csv"), rows)
     lines = ["| trace | variant | budget | live s | sim s | error | to peer GB live/sim | "
              "staged GB live/sim | device-to-device GB live/sim | host->GPU GB live/sim | "
              "GPU->host GB live/sim |", "|" + "---|" * 11]
@@ -91,10 +85,11 @@ def write(rows, out):
             f"{r['sim_to_peer_gb']:.1f} | {r['live_staged_gb']:.1f} / {r['sim_staged_gb']:.1f} | "
             f"{r['live_d2d_gb']:.1f} / {r['sim_d2d_gb']:.1f} | {r['live_htod_gb']:.1f} / "
             f"{r['sim_htod_gb']:.1f} | {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
-    open(os.path.join(out, "fidelity.md"), "w").write("\n".join(lines) + "\n")
+    common.write_lines(os.path.join(out, "fidelity.md"), lines)
 
 
 def plot(rows, path):
+    plt = common.pyplot()
     traces = sorted({r["trace"] for r in rows})
     fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 3.6), squeeze=False)
     for ax, t in zip(axes[0], traces):
@@ -109,7 +104,7 @@ def plot(rows, path):
         ax.set_title(f"{t}, budget {rows[0]['budget']:.0%}")
     axes[0][0].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    common.save_figure(fig, path)
 
 
 def main():
@@ -118,10 +113,12 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--faultline", default="build/faultline")
     args = ap.parse_args()
-    paths = sorted(p for p in glob.glob(os.path.join(args.live_dir, "*-*-*.json")))
-    lives = [json.load(open(p)) for p in paths]
-    sims = [simulate(args.faultline, live) for live in lives]
-    rows = [row(p, l, s) for p, l, s in zip(paths, lives, sims)]
+    runs = common.load_runs(args.live_dir)
+    runs = [r for r in runs if os.path.basename(r["path"]) != "neighbour.json"]
+    lives = [r["doc"] for r in runs]
+    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
+    sims = [simulate(args.faultline, live, traces_revision) for live in lives]
+    rows = [row(r, s) for r, s in zip(runs, sims)]
     rows.sort(key=lambda r: (r["trace"], r["budget"], VARIANTS.index(r["variant"])))
     os.makedirs(args.out_dir, exist_ok=True)
     write(rows, args.out_dir)
@@ -132,20 +129,18 @@ def main():
         groups.setdefault((r["trace"], r["budget"]), []).append(r)
     ranking = {f"{t} {b}": {"live": order(g, "live_s"), "sim": order(g, "sim_s")}
                for (t, b), g in groups.items()}
-    common = sim_config(lives[0])
-    common.pop("policy")
+    shared = sim_config(lives[0])
+    shared.pop("policy")
     summary = {"runs": len(rows),
                "median_abs_time_error": statistics.median(errors),
                "max_abs_time_error": max(errors),
                "ranking": ranking,
                "ranking_identical": sum(v["live"] == v["sim"] for v in ranking.values()),
-               "sim_config_common": common,
-               "live_revisions": sorted({l["faultline"]["git_revision"] for l in lives}),
+               "sim_config_common": shared,
+               "live_revisions": sorted({live["faultline"]["git_revision"] for live in lives}),
                "sim_revision": sims[0]["faultline"]["git_revision"],
                "device": lives[0]["config"]["device"]}
-    with open(os.path.join(args.out_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2, sort_keys=True)
-        f.write("\n")
+    common.write_json(os.path.join(args.out_dir, "summary.json"), summary, sort_keys=True)
     print(json.dumps({k: summary[k] for k in ("runs", "median_abs_time_error",
                                              "max_abs_time_error", "ranking_identical")}))
 

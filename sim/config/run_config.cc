@@ -196,7 +196,7 @@ const Fields<NeighbourJob>& neighbour_fields() {
                              j.capacity = read_capacity_spec(cap);
                              cap.finish();
                            }),
-      field(&J::repeat, "repeat", "replay the trace again for as long as the run's own job runs"),
+      field(&J::repeat, "repeat", "run the trace again for as long as the run's own job runs"),
   };
   return fields;
 }

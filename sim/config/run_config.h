@@ -92,7 +92,7 @@ struct NeighbourJob {
   std::string policy;
   nlohmann::json policy_params;
   CapacitySpec capacity;
-  bool repeat = false; // replay the trace again while the run's own job runs
+  bool repeat = false; // run the trace again while the run's own job runs
 };
 
 enum class EvictionOrder { kFifo, kLru };

@@ -235,7 +235,8 @@ private:
   // unpopulated (populate) or on the host (migrate); the launch overhead is taken off. Just before
   // it, a kernel faults one fresh page of a scratch allocation: in a workload faults follow
   // kernels, while a fault path left idle (here, while the benchmark allocates) costs up to some
-  // hundred microseconds more on its next batch (probes/results/h200.txt, first-touch cases).
+  // hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
+  // first-touch cases).
   Time faults(bool migrate, uint64_t blocks, uint64_t k) {
     const uint32_t repeats = std::max(1u, job_.repeats);
     std::vector<Touch> touches;

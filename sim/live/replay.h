@@ -6,7 +6,7 @@
 // reach the policy at its end: by default the pages it found off the GPU, from the replay's own
 // books (exact, since under the budget only the replay and the kernels move memory); with --faults
 // cupti, CUPTI's fault records, which lose most faults on the driver measured
-// (experiments/live/results/h200/README.md).
+// (experiments/live/reports/h200/README.md).
 #pragma once
 
 #include "sim/live/device.h"

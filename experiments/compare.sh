@@ -1,7 +1,0 @@
-#!/usr/bin/env bash
-# The policy comparison: every policy (with DeepUM's ablation) x every real trace x capacity
-# {100, 80, 67, 50, 33}% of the footprint, then the table and figures in out/compare/.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-build/faultline sweep configs/sweeps/real-traces.json
-.venv/bin/python experiments/compare.py out/sweeps/real-traces/results.json out/compare

@@ -1,0 +1,131 @@
+"""The policy comparison: a table and figures from a sweep's results.json.
+
+    python compare.py RESULTS_JSON OUT_DIR
+
+Writes OUT_DIR/comparison.csv, OUT_DIR/comparison.md and four figures: time normalised to no
+oversubscription (ondemand at 100% capacity of the same trace), speedup over ondemand, fraction
+of the oracle bound (oracle time / policy time), and faults and bytes moved at 50% capacity.
+"""
+import csv
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+plt = common.pyplot()
+
+ABLATION = {("deepum", '{"discard_freed":false,"pre_evict":false}'): "deepum: prefetch",
+            ("deepum", '{"discard_freed":false}'): "deepum: +pre-evict",
+            ("deepum", "{}"): "deepum: +discard"}
+
+
+def label(policy):
+    params = json.dumps(policy["params"], sort_keys=True, separators=(",", ":"))
+    return ABLATION.get((policy["name"], params),
+                        policy["name"] + ("" if params == "{}" else " " + params))
+
+
+def load(path):
+    rows = []
+    for p in json.load(open(path))["points"]:
+        r = p["results"]
+        rows.append({"trace": os.path.basename(p["point"]["trace"]).replace(".fltrace", ""),
+                     "policy": label(p["point"]["policy"]),
+                     "capacity": p["point"]["capacity_fraction"],
+                     "time": r["total_time_ns"], "faults": r["faults"],
+                     "bytes": r["bytes_host_to_gpu"] + r["bytes_gpu_to_host"],
+                     "fault_stall": r["fault_stall_ns"]})
+    return rows
+
+
+def derive(rows):
+    by = {(r["trace"], r["policy"], r["capacity"]): r for r in rows}
+    for r in rows:
+        base = by[(r["trace"], "ondemand", 1.0)]["time"]
+        r["normalised"] = r["time"] / base
+        r["speedup"] = by[(r["trace"], "ondemand", r["capacity"])]["time"] / r["time"]
+        r["of_oracle"] = by[(r["trace"], "oracle", r["capacity"])]["time"] / r["time"]
+        r["fault_stall_reduction"] = 1 - r["fault_stall"] / max(
+            1, by[(r["trace"], "ondemand", r["capacity"])]["fault_stall"])
+    return rows
+
+
+def write_tables(rows, out):
+    keys = ["trace", "policy", "capacity", "time", "normalised", "speedup", "of_oracle",
+            "fault_stall_reduction", "faults", "bytes"]
+    with open(os.path.join(out, "comparison.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    lines = ["Speedup over ondemand (fraction of the oracle bound in brackets), by trace and "
+             "GPU capacity as a fraction of the footprint.", "",
+             "| trace | capacity | " + " | ".join(policies) + " |",
+             "|---|---|" + "---|" * len(policies)]
+    by = {(r["trace"], r["capacity"], r["policy"]): r for r in rows}
+    for trace in dict.fromkeys(r["trace"] for r in rows):
+        for cap in sorted({r["capacity"] for r in rows}, reverse=True):
+            cells = [f"{by[(trace, cap, p)]['speedup']:.2f} ({by[(trace, cap, p)]['of_oracle']:.2f})"
+                     for p in policies]
+            lines.append(f"| {trace} | {cap:.0%} | " + " | ".join(cells) + " |")
+    open(os.path.join(out, "comparison.md"), "w").write("\n".join(lines) + "\n")
+
+
+def per_trace_figure(rows, key, ylabel, path, log=False):
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    fig, axes = plt.subplots(1, len(traces), figsize=(4 * len(traces), 3.6), sharey=False)
+    for ax, trace in zip(axes, traces):
+        for p in policies:
+            pts = sorted((r["capacity"], r[key]) for r in rows if r["trace"] == trace and r["policy"] == p)
+            ax.plot([c for c, _ in pts], [v for _, v in pts], marker="o", label=p)
+        ax.set_title(trace)
+        ax.set_xlabel("GPU capacity / footprint")
+        ax.invert_xaxis()
+        if log:
+            ax.set_yscale("log")
+    axes[0].set_ylabel(ylabel)
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    common.save_figure(fig, path)
+    plt.close(fig)
+
+
+def traffic_figure(rows, path, capacity=0.5):
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
+    width = 0.8 / len(policies)
+    for i, p in enumerate(policies):
+        sel = {r["trace"]: r for r in rows if r["policy"] == p and r["capacity"] == capacity}
+        xs = [j + i * width for j in range(len(traces))]
+        left.bar(xs, [sel[t]["faults"] for t in traces], width, label=p)
+        right.bar(xs, [sel[t]["bytes"] / 2**30 for t in traces], width, label=p)
+    for ax, title in ((left, "faults"), (right, "GiB moved (both directions)")):
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(traces))])
+        ax.set_xticklabels(traces, fontsize=8)
+        ax.set_title(f"{title} at {capacity:.0%} capacity")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    common.save_figure(fig, path)
+    plt.close(fig)
+
+
+def main():
+    results, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    rows = derive(load(results))
+    write_tables(rows, out)
+    per_trace_figure(rows, "normalised", "time / ondemand at 100%",
+                     os.path.join(out, "time_normalised.png"))
+    per_trace_figure(rows, "speedup", "speedup over ondemand", os.path.join(out, "speedup.png"))
+    per_trace_figure(rows, "of_oracle", "oracle time / policy time",
+                     os.path.join(out, "fraction_of_oracle.png"))
+    traffic_figure(rows, os.path.join(out, "faults_and_bytes.png"))
+    print(open(os.path.join(out, "comparison.md")).read())
+
+
+if __name__ == "__main__":
+    main()
