@@ -3,6 +3,7 @@
 #include "sim/core/error.h"
 #include "sim/run/results.h"
 #include "sim/trace/reader.h"
+#include "sim/trace/steps.h"
 #include "sim/trace/writer.h"
 
 #include <algorithm>
@@ -219,12 +220,23 @@ RelayoutStats relayout(const std::string& in_path, const std::string& out_path,
   nlohmann::json metadata = reader.metadata();
   metadata["relayout"] = {
       {"allocator", allocator}, {"source_trace", in_path}, {"faultline_revision", git_revision()}};
+  // The new trace has other records (segments come and go), so its steps begin at other
+  // indices: each where the new trace stands when the old step's first record comes.
+  const bool has_steps = metadata.contains("steps");
+  std::vector<trace::Step> steps = trace::parse_steps(metadata, in_path);
+  metadata.erase("steps");
   trace::TraceWriter writer(out_path, metadata);
   Relayout r(allocator, config, s, writer, stats);
   Record record;
-  while (reader.next(record)) r.apply(record, reader.where());
+  size_t next_step = 0;
+  for (uint64_t old_index = 0; reader.next(record); ++old_index) {
+    if (next_step < steps.size() && steps[next_step].first_record == old_index)
+      steps[next_step++].first_record = writer.records();
+    r.apply(record, reader.where());
+  }
   r.finish();
   writer.close();
+  if (has_steps) trace::rewrite_steps(out_path, steps);
   return stats;
 }
 

@@ -1,6 +1,10 @@
 #include "sim/trace/steps.h"
 
 #include "sim/core/error.h"
+#include "sim/trace/reader.h"
+#include "sim/trace/writer.h"
+
+#include <filesystem>
 
 namespace faultline::trace {
 namespace {
@@ -88,6 +92,20 @@ nlohmann::json steps_json(const std::vector<Step>& steps) {
   for (const Step& s : steps)
     out.push_back({{"first_record", s.first_record}, {"start_ns", s.start_ns}});
   return out;
+}
+
+void rewrite_steps(const std::string& path, const std::vector<Step>& steps) {
+  const std::string temporary = path + ".steps";
+  {
+    TraceReader in(path);
+    nlohmann::json header = in.metadata();
+    header["steps"] = steps_json(steps);
+    TraceWriter out(temporary, header);
+    Record r;
+    while (in.next(r)) out.write(r);
+    out.close();
+  }
+  std::filesystem::rename(temporary, path);
 }
 
 } // namespace faultline::trace

@@ -25,6 +25,10 @@ std::vector<Step> parse_steps(const nlohmann::json& metadata, const std::string&
 // The "steps" value of a header (what a writer puts into its metadata).
 nlohmann::json steps_json(const std::vector<Step>& steps);
 
+// Rewrites the trace at `path` with the header's "steps" set to `steps` (through a temporary
+// file beside it). For writers that learn where steps begin only after writing the records.
+void rewrite_steps(const std::string& path, const std::vector<Step>& steps);
+
 // `PATH: header: "steps"[i].field: what`, the form of every steps error.
 std::string steps_error(const std::string& path, size_t index, const char* field,
                         const std::string& what);

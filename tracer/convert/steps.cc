@@ -1,10 +1,7 @@
 #include "tracer/convert/steps.h"
 
 #include "sim/core/error.h"
-#include "sim/trace/reader.h"
-#include "sim/trace/writer.h"
-
-#include <filesystem>
+#include "sim/trace/steps.h"
 
 namespace faultline::capture {
 
@@ -32,20 +29,9 @@ std::vector<bool> step_starts(const RawStream& raw, const Pass& pass) {
 }
 
 void write_steps(const std::string& path, const std::vector<StepMark>& steps) {
-  const std::string temporary = path + ".steps";
-  {
-    trace::TraceReader in(path);
-    nlohmann::json header = in.metadata();
-    nlohmann::json list = nlohmann::json::array();
-    for (const StepMark& s : steps)
-      list.push_back({{"first_record", s.first_record}, {"start_ns", s.start_ns}});
-    header["steps"] = list;
-    trace::TraceWriter out(temporary, header);
-    trace::Record r;
-    while (in.next(r)) out.write(r);
-    out.close();
-  }
-  std::filesystem::rename(temporary, path);
+  std::vector<trace::Step> out;
+  for (const StepMark& s : steps) out.push_back({s.first_record, s.start_ns});
+  trace::rewrite_steps(path, out);
 }
 
 } // namespace faultline::capture
