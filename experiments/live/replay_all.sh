@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Replays shipped traces on the GPU machine with `faultline replay` for each policy and budget,
-# writing one result per run into OUT_DIR/TRACE-POLICY-BUDGET.json.
+# writing one result per run into OUT_DIR/TRACE-POLICY-BUDGET.json. Each point is a run config,
+# OUT_DIR/configs/POLICY-BUDGET.json, that `faultline sim --config` takes as it is: one
+# experiment file drives both backends.
 #   experiments/live/replay_all.sh OUT_DIR [FAULTLINE_BIN]
 # TRACES, POLICIES and BUDGETS (space-separated) choose the grid (default: every shipped trace,
 # the four policies of the fidelity report, 100%, 75% and 50%); libfaultline_live.so must sit
@@ -15,7 +17,7 @@
 set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}
-mkdir -p "$out"
+mkdir -p "$out/configs"
 all=$(ls traces/real/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
 for r in $(seq 1 "${REPEATS:-1}"); do
   suffix=$([ "$r" = 1 ] || echo ".r$r")
@@ -29,8 +31,11 @@ for r in $(seq 1 "${REPEATS:-1}"); do
           echo "$t $p $b$suffix not started: STOP_AFTER reached"
           continue
         fi
-        if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --policy "$p" \
-          --budget "$b" --out "$name.json" 2>"$name.err"; then
+        config="$out/configs/$p-$b.json"
+        [ -f "$config" ] || printf '{"description": "%s at %s of the footprint, as faultline replay keeps it", "capacity": {"fraction_of_footprint": %s, "mode": "budget"}, "policy": {"name": "%s"}}\n' \
+          "$p" "$b" "$b" "$p" >"$config"
+        if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --config "$config" \
+          --out "$name.json" 2>"$name.err"; then
           rm -f "$name.err"
           echo "$t $p $b$suffix done"
         else
