@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: simulate the shipped trace under the default config, then draw its figure.
+# The main run: simulate the shipped trace under the default config, then draw its figure.
 # Writes out/main/{results.json,timeline.json,figure.png}.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -79,7 +79,7 @@ struct StartEvent {
   unsigned gpu = 0;       // the GPU the job runs on
   std::vector<unsigned> nvlink_peers; // GPUs joined to it by NVLink, widest first
   const MemoryView* memory = nullptr; // valid for the whole run
-  // The trace being replayed, and the steps it runs for (0: its own; more repeat its last step,
+  // The trace being run, and the steps it runs for (0: its own; more repeat its last step,
   // trace::StepRepeater). Only offline bounds (the oracle) read it, through a StepRepeater of
   // the same iterations: an online policy must learn from events alone.
   std::string trace_path;
@@ -116,8 +116,8 @@ struct FaultBatchEvent {
   std::vector<Addr> faults; // distinct faulted 64 KB big pages (addresses), ascending
 };
 
-// A kernel's faults (64 KB page addresses) handed over at its end as the driver does: batches of
-// at most 256 in the order given, each sorted and without repeats. The live replay and the
+// A kernel's faults (64 KB big page addresses) handed over at its end as the driver does: batches
+// of at most 256 in the order given, each sorted and without repeats. The live replay and the
 // simulator's budget mode both hand them over so.
 inline std::vector<FaultBatchEvent> driver_batches(Time now, unsigned gpu,
                                                    const std::vector<Addr>& faults) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job's pipeline on a small trace: sim with a timeline, then the figure.
+# The main run's pipeline on a small trace: sim with a timeline, then the figure.
 # usage: plot_smoke.sh FAULTLINE SOURCE_DIR PYTHON
 set -euo pipefail
 faultline=$1 src=$2 python=$3

@@ -1,6 +1,6 @@
 """Compares the access sets of two traces of the same program, operation by operation.
     python3 compare_access.py FAULTLINE_BIN TRACE_A TRACE_B
-Pages are named by (allocation ordinal, 64 KB page offset), so two runs whose allocations landed
+Pages are named by (allocation ordinal, 64 KB big page offset), so two runs whose allocations landed
 at different addresses compare equal when they touched the same data. Prints a summary line and
 the first differing operations; exits 1 when any operation differs."""
 import bisect

@@ -2,7 +2,7 @@
 kernel by kernel, and sorts every page on which they differ by its explanation.
     python3 explain_differences.py FAULTLINE_BIN SANITIZE_TRACE CUPTI_TRACE > report.json
 
-Pages are named by (PyTorch block ordinal, 64 KB page in it), or (segment ordinal, page) outside
+Pages are named by (PyTorch block ordinal, 64 KB big page in it), or (segment ordinal, page) outside
 blocks: two runs of one program can place a block at different offsets of its segment. Kernels are
 grouped into Hopper tensor-core kernels (names starting sm90_ or nvjet: their operands come by
 tensor-map copies, which the Sanitizer API does not see, so A takes the PyTorch blocks their

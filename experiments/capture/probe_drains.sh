@@ -3,7 +3,7 @@
 # with each setting MiB:K (FAULTLINE_DRAIN_BYTES of that many MiB, FAULTLINE_DRAIN_EVERY=K) and
 # checks every access set against a reference: the stream microbenchmark against the access sets
 # um_micro states, GPT-2 small against the shipped trace (captured draining three times per
-# operation). Then it times the drains of a small job with each cuptiActivityFlushAll flag.
+# operation). Then it times the drains of a small program with each cuptiActivityFlushAll flag.
 #   experiments/capture/probe_drains.sh OUT_DIR MiB:K...
 # Needs build-gpu/ as capture_all.sh does. Prints one line per capture: setting, wall time,
 # drains, and whether the access sets agree.

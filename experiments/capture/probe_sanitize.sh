@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the sanitize-mode capture on a GPU machine: the microbenchmarks against their declared
-# access sets, the host-initialised stencil (plain and odd sizes), a small PyTorch job, with the
+# access sets, the host-initialised stencil (plain and odd sizes), a small PyTorch program, with the
 # raw streams of the small runs kept for the converter's tests (tests/data/capture).
 #   experiments/capture/probe_sanitize.sh OUT_DIR      (after experiments/capture/stage_device.sh)
 set -uo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUDA parts on a GPU machine and runs the injection library in each mode over the
-# microbenchmarks and a tiny PyTorch job, keeping the raw streams: the recorded record streams that
-# the converter's unit tests read come from here.
+# microbenchmarks and a tiny PyTorch program, keeping the raw streams: the recorded record streams
+# that the converter's unit tests read come from here.
 #   experiments/capture/probe_tracer.sh OUT_DIR
 set -euo pipefail
 out=${1:?usage: probe_tracer.sh OUT_DIR}

@@ -199,7 +199,7 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--gpu", help="the GPU profile (default: the campaign's gpu_profile)")
     ap.add_argument("--faultline", default="build/faultline")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=2, help="threads to simulate on")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     args.gpu = args.gpu or common.load_manifest(args.live_dir).get("gpu_profile", "h200")

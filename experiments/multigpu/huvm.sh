@@ -2,7 +2,7 @@
 # HUVM's evaluation, its shape, in the simulator on HUVM's machine (p3.8xlarge): consolidation
 # cases, the spare-memory sweep, the prefetch-size sweep and the ablation, then the figures and
 # the table in out/multigpu/huvm/, or with --write-reports in experiments/multigpu/reports/huvm/.
-#   experiments/multigpu/huvm.sh [--write-reports] [--jobs N]
+#   experiments/multigpu/huvm.sh [--write-reports] [--jobs N]    (the sweeps on N threads)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python=python3

@@ -1,5 +1,5 @@
 // oracle: an offline bound with perfect knowledge of the trace. Before each launch it makes the
-// GPU hold exactly the 64 KB pages the next kernels need, as many kernels ahead as fit in the
+// GPU hold exactly the 64 KB big pages the next kernels need, as many kernels ahead as fit in the
 // GPU's 2 MB chunks: what is missing is prefetched in order of need (the link queues it as early
 // as it can), and room is made by evicting the resident blocks whose next use lies farthest in
 // the future (Belady's MIN). It reads the trace itself; no online policy can know what it knows.
@@ -25,7 +25,7 @@ static_assert(kPagesPerBlock == 32);
 
 struct BlockUse {
   uint64_t block;
-  PageBits pages; // the 64 KB pages of the block the kernel touches
+  PageBits pages; // the 64 KB big pages of the block the kernel touches
 };
 
 // The trace as the oracle needs it: per kernel, the managed 2 MB blocks it touches in order
@@ -34,7 +34,7 @@ struct Future {
   std::vector<std::vector<BlockUse>> blocks_of_kernel;
   std::unordered_map<uint64_t, std::vector<uint64_t>> kernels_of_block;
 
-  // The records the backend replays: the trace run for `iterations` steps.
+  // The records the backend plays: the trace run for `iterations` steps.
   Future(const std::string& path, uint64_t iterations) {
     trace::StepRepeater reader(path, iterations);
     trace::Record r;

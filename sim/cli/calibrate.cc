@@ -24,18 +24,18 @@ void add_calibrate(CLI::App& app) {
       "committed measurements again without a GPU, with their name and base unless given.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
-  CLI::Option* name = sub->add_option("--name", c->job.name,
+  CLI::Option* name = sub->add_option("--name", c->settings.name,
                                       "the profile's name (required "
                                       "unless --refit)")
                           ->type_name("NAME");
-  CLI::Option* base = sub->add_option("--base", c->job.base,
+  CLI::Option* base = sub->add_option("--base", c->settings.base,
                                       "the profile whose memory size and peer link stand "
                                       "(default h200)")
                           ->type_name("PROFILE");
   add_count(*sub, "--repeats", *repeats, "runs per point, their median kept (default 5)");
-  add_bytes(*sub, "--margin", c->job.margin, "GPU memory to leave free (default 2G)");
+  add_bytes(*sub, "--margin", c->settings.margin, "GPU memory to leave free (default 2G)");
   add_device(*sub, c->device);
-  sub->add_flag("--quick", c->job.quick, "fewer and smaller points, for tests and smoke runs");
+  sub->add_flag("--quick", c->settings.quick, "fewer and smaller points, for tests and smoke runs");
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");
   sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
@@ -44,7 +44,7 @@ void add_calibrate(CLI::App& app) {
     c->named = name->count() > 0;
     c->based = base->count() > 0;
     if (!c->named && c->refit.empty()) throw UsageError("--name is required");
-    if (*repeats) c->job.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
+    if (*repeats) c->settings.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
     live::run_calibrate(*c, command_line());
   });
 }

@@ -16,9 +16,9 @@ const char* kExplanation =
     "Runs COMMAND, unmodified, under the injection library. --mode:\n"
     "  sanitize  (default) run it twice: a timing pass with each launch's data resident\n"
     "            (CUPTI), and an access pass under the CUDA Sanitizer API that patches every\n"
-    "            kernel to record the 64 KB pages it touches and records the host's touches of\n"
-    "            managed memory; check that both ran the same operations; write the trace to\n"
-    "            --out\n"
+    "            kernel to record the 64 KB big pages it touches and records the host's\n"
+    "            touches of managed memory; check that both ran the same operations; write the\n"
+    "            trace to --out\n"
     "  cupti     the same with the older access pass, which sends all managed memory to the\n"
     "            host around every operation and reads CUPTI's migration records (for setups\n"
     "            without the Sanitizer API; about 0.1 s per operation)\n"
@@ -59,18 +59,18 @@ void add_meta_option(CLI::App& app, nlohmann::json& meta) {
 void add_convert(CLI::App& capture) {
   CLI::App* sub =
       add_command(capture, "convert", "assemble a trace from the raw streams of a capture", "");
-  auto job = std::make_shared<capture::ConvertJob>();
-  sub->add_option("--timing", job->timing_path, "the timing pass's raw stream")
+  auto request = std::make_shared<capture::ConvertRequest>();
+  sub->add_option("--timing", request->timing_path, "the timing pass's raw stream")
       ->required()
       ->type_name("RAW");
-  sub->add_option("--access", job->access_path, "the access pass's raw stream")
+  sub->add_option("--access", request->access_path, "the access pass's raw stream")
       ->required()
       ->type_name("RAW");
-  sub->add_option("--history", job->history_path, "the PyTorch allocator history")
+  sub->add_option("--history", request->history_path, "the PyTorch allocator history")
       ->type_name("JSON");
-  add_output(*sub, job->out_path, "the trace to write")->required()->type_name("TRACE");
-  add_meta_option(*sub, job->metadata);
-  sub->callback([job] { capture::run_convert(*job); });
+  add_output(*sub, request->out_path, "the trace to write")->required()->type_name("TRACE");
+  add_meta_option(*sub, request->metadata);
+  sub->callback([request] { capture::run_convert(*request); });
 }
 
 } // namespace

@@ -24,9 +24,9 @@ void add_alloc(CLI::App& app);
 void add_results(CLI::App& app);
 void add_config(CLI::App& app);
 
-// The replay job `faultline replay ARGS` would run: the run config of --config, then the
+// The replay request `faultline replay ARGS` would run: the run config of --config, then the
 // options, wherever they stand. Throws UsageError, ConfigError and CLI::ParseError; touches no
 // GPU. For tests.
-live::ReplayJob replay_job(const std::vector<std::string>& args);
+live::ReplayRequest replay_request(const std::vector<std::string>& args);
 
 } // namespace faultline::cli

@@ -1,4 +1,4 @@
-// The faultline command line: one binary, one subcommand per job. Each subcommand's options and
+// The faultline command line: one binary, one subcommand per task. Each subcommand's options and
 // help are in sim/cli/NAME.cc (commands.h); app.h says how help and errors read.
 #include "sim/cli/app.h"
 #include "sim/cli/commands.h"

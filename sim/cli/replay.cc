@@ -33,7 +33,7 @@ const char* kExplanation =
     "Needs libfaultline_live.so (built where the CUDA toolkit is) beside the binary or in\n"
     "$FAULTLINE_LIVE.";
 
-// The options as given; job_of applies them over the run config, so that the order on the
+// The options as given; request_of applies them over the run config, so that the order on the
 // command line does not matter.
 struct Options {
   std::string trace, config, policy, params, faults, out;
@@ -63,43 +63,43 @@ void define(CLI::App& sub, Options& o) {
   add_output(sub, o.out, "where the results go (default: stdout)")->type_name("results.json");
 }
 
-void apply_faults(const Options& o, live::ReplayJob& job) {
-  using Source = live::ReplayJob::FaultSource;
+void apply_faults(const Options& o, live::ReplayRequest& request) {
+  using Source = live::ReplayRequest::FaultSource;
   if (o.faults == "cupti")
-    job.fault_source = Source::kCupti;
+    request.fault_source = Source::kCupti;
   else if (!o.faults.empty() && o.faults != "books")
     throw UsageError("--faults " + o.faults + ": expected books or cupti");
   if (!o.drain_every) return;
-  if (job.fault_source != Source::kCupti)
+  if (request.fault_source != Source::kCupti)
     throw UsageError("--drain-every applies only with --faults cupti");
   if (*o.drain_every == 0) throw UsageError("--drain-every 0: expected 1 or more");
-  job.drain_every = static_cast<uint32_t>(*o.drain_every);
+  request.drain_every = static_cast<uint32_t>(*o.drain_every);
 }
 
-live::ReplayJob job_of(const Options& o) {
-  live::ReplayJob job;
-  if (!o.config.empty()) live::apply_run_config(o.config, job);
-  job.trace_path = o.trace;
+live::ReplayRequest request_of(const Options& o) {
+  live::ReplayRequest request;
+  if (!o.config.empty()) live::apply_run_config(o.config, request);
+  request.trace_path = o.trace;
   if (!o.policy.empty()) {
-    job.policy = o.policy;
-    job.policy_params = nlohmann::json::object(); // the config's params were another's
+    request.policy = o.policy;
+    request.policy_params = nlohmann::json::object(); // the config's params were another's
   }
   if (!o.params.empty()) {
-    job.policy_params = nlohmann::json::parse(o.params, nullptr, false);
-    if (!job.policy_params.is_object())
+    request.policy_params = nlohmann::json::parse(o.params, nullptr, false);
+    if (!request.policy_params.is_object())
       throw UsageError("--params " + o.params + ": expected a JSON object");
   }
   if (o.budget) { // replaces the run config's, bytes or fraction
-    job.budget_bytes = o.budget->bytes;
-    if (o.budget->fraction > 0) job.budget_fraction = o.budget->fraction;
+    request.budget_bytes = o.budget->bytes;
+    if (o.budget->fraction > 0) request.budget_fraction = o.budget->fraction;
   }
-  if (o.margin) job.margin = *o.margin;
-  if (o.peer_budget) job.peer_budget_bytes = *o.peer_budget;
-  if (o.peer_reserve) job.peer_reserve_bytes = *o.peer_reserve;
-  apply_faults(o, job);
-  if (o.per_kernel) job.per_kernel = true;
-  if (o.iterations) job.iterations = o.iterations;
-  return job;
+  if (o.margin) request.margin = *o.margin;
+  if (o.peer_budget) request.peer_budget_bytes = *o.peer_budget;
+  if (o.peer_reserve) request.peer_reserve_bytes = *o.peer_reserve;
+  apply_faults(o, request);
+  if (o.per_kernel) request.per_kernel = true;
+  if (o.iterations) request.iterations = o.iterations;
+  return request;
 }
 
 } // namespace
@@ -110,16 +110,16 @@ void add_replay(CLI::App& app) {
       kExplanation);
   auto o = std::make_shared<Options>();
   define(*sub, *o);
-  sub->callback([o] { write_result(live::replay_on_gpu(job_of(*o), o->device), o->out); });
+  sub->callback([o] { write_result(live::replay_on_gpu(request_of(*o), o->device), o->out); });
 }
 
-live::ReplayJob replay_job(const std::vector<std::string>& args) {
+live::ReplayRequest replay_request(const std::vector<std::string>& args) {
   CLI::App app("replay", "replay");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Options o;
   define(app, o);
   app.parse(std::vector<std::string>(args.rbegin(), args.rend())); // CLI11 takes them reversed
-  return job_of(o);
+  return request_of(o);
 }
 
 } // namespace faultline::cli

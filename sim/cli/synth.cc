@@ -16,10 +16,11 @@ void add_synth(CLI::App& app) {
   CLI::App* sub = add_command(
       app, "synth", "write a synthetic trace (tests and benchmarks only)",
       "Writes a synthetic trace. stream: K kernels sweep K slices in turn; random: K kernels\n"
-      "touch random 64 KB pages; dnn: L layers forward then backward then an optimizer step,\n"
-      "weights reused every iteration, activations freed in reverse order. Each iteration is a\n"
-      "training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024). Defaults:\n"
-      "footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1, ns-per-access 100.");
+      "touch random 64 KB big pages; dnn: L layers forward then backward then an optimizer\n"
+      "step, weights reused every iteration, activations freed in reverse order. Each iteration\n"
+      "is a training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024).\n"
+      "Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1,\n"
+      "ns-per-access 100.");
   struct Options {
     std::string pattern, out;
     // The synth parameters given, by their key in synth::params_from_json.
@@ -35,7 +36,7 @@ void add_synth(CLI::App& app) {
       {"--seed", "seed", "random seed (default 1)"},
       {"--kernels", "kernels_per_iteration", "kernels per iteration (default 16)"},
       {"--layers", "layers", "dnn: layers (default 12)"},
-      {"--touches", "touches", "times a kernel reads each 64 KB page (default 1)"},
+      {"--touches", "touches", "times a kernel reads each 64 KB big page (default 1)"},
       {"--ns-per-access", "ns_per_access", "kernel time per access (default 100)"}};
   for (const auto& [option, key, help] : counts) add_count(*sub, option, o->numbers[key], help);
   sub->callback([o] {

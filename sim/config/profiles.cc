@@ -114,7 +114,8 @@ const Fields<GpuProfile>& gpu_fields() {
       field(&G::host_link, "host_link", "link profile between host and GPU (links/NAME.json)")
           .required(),
       field(&G::peer_link, "peer_link", "link profile between GPUs (links/NAME.json)").required(),
-      cost(&G::batch_fixed_ns, "batch_fixed_ns", "per fault batch: fetch, sort, replay").required(),
+      cost(&G::batch_fixed_ns, "batch_fixed_ns", "per fault batch: fetch, sort, fault replay")
+          .required(),
       cost(&G::per_vablock_ns, "per_vablock_ns",
            "per 2 MB VA block serviced: lock, residency decision, DMA map")
           .required(),

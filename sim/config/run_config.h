@@ -32,7 +32,7 @@ struct GpuProfile {
   std::string host_link;
   std::string peer_link;
   // Replayable-fault servicing costs, see huvm-uvm-driver.md Part C and h200-probe.md.
-  Time batch_fixed_ns = 0;       // fetch, sort, replay: paid once per batch
+  Time batch_fixed_ns = 0;       // fetch, sort, fault replay: paid once per batch
   Time per_vablock_ns = 0;       // lock, residency decision, DMA map per VA block
   Time per_fault_ns = 0;         // per fault entry fetched (duplicates included)
   Time page_table_update_ns = 0; // PTE writes and TLB invalidate, per VA block serviced

@@ -1,6 +1,6 @@
 // Runs one kernel at a time on a GPU: its accesses happen at their recorded offsets (shifted
 // by the time it has stalled so far); a miss enters the fault buffer and the kernel keeps
-// running until `fault_parallelism` faults are outstanding, then stalls until a replay.
+// running until `fault_parallelism` faults are outstanding, then stalls until a fault replay.
 #pragma once
 
 #include "sim/core/engine.h"

@@ -56,12 +56,12 @@ public:
   void launch(uint64_t kernel, const std::string& name, const std::vector<uint64_t>& args,
               Time now);
   void kernel_end(uint64_t kernel, Time now);
-  // Faults as the driver services them: one batch (64 KB page addresses, ascending, distinct),
+  // Faults as the driver services them: one batch (64 KB big page addresses, ascending, distinct),
   // and, when the batch made the driver evict, the pressure it felt.
   void fault_batch(const policies::FaultBatchEvent& batch,
                    const policies::MemoryPressureEvent* pressure = nullptr);
   // A kernel's faults handed over at its end, as the driver hands them over
-  // (policies::driver_batches): 64 KB page addresses in the order found.
+  // (policies::driver_batches): 64 KB big page addresses in the order found.
   void kernel_faults(unsigned gpu, const std::vector<Addr>& faults, Time now);
 
   bool observes_faults() const { return policy_->observes_faults(); }

@@ -5,7 +5,7 @@
 namespace faultline::live {
 namespace {
 
-// Calls f(chunk, page bit) for each 64 KB page [address, address + n) overlaps, as the books
+// Calls f(chunk, page bit) for each 64 KB big page [address, address + n) overlaps, as the books
 // count pages (forget).
 template <typename F> void for_pages(uint64_t address, Bytes n, F f) {
   for (uint64_t q = address / kBigPageSize; q * kBigPageSize < address + n; ++q)

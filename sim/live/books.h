@@ -88,7 +88,7 @@ private:
   uint64_t peer_chunks_, peer_reserve_chunks_;
   std::unordered_set<uint64_t> on_peer_; // live chunks placed on the neighbour
   std::unordered_set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet
-  std::unordered_map<uint64_t, uint32_t> discarded_; // live chunk -> its discarded 64 KB pages
+  std::unordered_map<uint64_t, uint32_t> discarded_; // live chunk -> its discarded 64 KB big pages
   std::map<Addr, LiveAlloc> live_;                   // trace address -> live
   std::map<uint64_t, LiveRange> by_live_;            // live address -> range
   std::vector<uint64_t> slot_base_;                  // slot -> live address

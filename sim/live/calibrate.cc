@@ -23,7 +23,7 @@ Time median(std::vector<Time> v) {
   return v[v.size() / 2];
 }
 
-// The grid: fault benchmarks over blocks x touched 64 KB pages per block, and transfer sizes.
+// The grid: fault benchmarks over blocks x touched 64 KB big pages per block, and transfer sizes.
 struct Grid {
   std::vector<uint64_t> blocks, pages_per_block, sizes, peer_sizes;
   uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks;
@@ -42,14 +42,15 @@ Grid grid(bool quick) {
 
 class Bench {
 public:
-  Bench(LiveDevice& device, const CalibrationJob& job) : d_(device), job_(job) {}
+  Bench(LiveDevice& device, const CalibrationSettings& settings)
+      : d_(device), settings_(settings) {}
 
   json run() {
-    const Grid g = grid(job_.quick);
+    const Grid g = grid(settings_.quick);
     check_memory(g);
     json out;
     out["device"] = d_.name();
-    out["repeats"] = job_.repeats;
+    out["repeats"] = settings_.repeats;
     out["faultline"] = {{"git_revision", git_revision()}};
     overhead_ = kernel_overhead();
     out["kernel_overhead_ns"] = overhead_;
@@ -82,15 +83,15 @@ public:
 private:
   void check_memory(const Grid& g) {
     const uint64_t largest =
-        std::max({g.sizes.back(), (g.blocks.back() + std::max(1u, job_.repeats)) * kBlockSize,
+        std::max({g.sizes.back(), (g.blocks.back() + std::max(1u, settings_.repeats)) * kBlockSize,
                   g.eviction_chunks * kBlockSize, g.prefetch_blocks * kBlockSize,
                   g.host_fault_blocks * kBlockSize});
     const uint64_t free = d_.free_bytes();
-    if (largest + job_.margin > free) {
+    if (largest + settings_.margin > free) {
       throw Error("faultline calibrate: refusing to run: the largest benchmark needs " +
                   std::to_string(largest) + " managed bytes and the GPU has " +
                   std::to_string(free) + " bytes free, less the margin of " +
-                  std::to_string(job_.margin) + " bytes (--margin)");
+                  std::to_string(settings_.margin) + " bytes (--margin)");
     }
   }
 
@@ -115,7 +116,7 @@ private:
 
   template <typename F> Time repeated(F f) {
     std::vector<Time> times;
-    for (uint32_t i = 0; i < std::max(1u, job_.repeats); ++i) times.push_back(f());
+    for (uint32_t i = 0; i < std::max(1u, settings_.repeats); ++i) times.push_back(f());
     return median(times);
   }
 
@@ -175,7 +176,7 @@ private:
   // cudaMemPrefetchAsync of host-populated memory to the GPU, then back, in one call each.
   std::pair<Time, Time> transfer(uint64_t size) {
     std::vector<Time> h2d, d2h;
-    for (uint32_t i = 0; i < std::max(1u, job_.repeats); ++i) {
+    for (uint32_t i = 0; i < std::max(1u, settings_.repeats); ++i) {
       void* p = alloc(size);
       d_.host_write(p, size);
       h2d.push_back(timed([&] { d_.prefetch_to_gpu(p, size); }));
@@ -231,14 +232,14 @@ private:
     });
   }
 
-  // One kernel touching `k` evenly spread 64 KB pages in each of `blocks` 2 MB blocks that are
+  // One kernel touching `k` evenly spread 64 KB big pages in each of `blocks` 2 MB blocks that are
   // unpopulated (populate) or on the host (migrate); the launch overhead is taken off. Just before
   // it, a kernel faults one fresh page of a scratch allocation: in a workload faults follow
   // kernels, while a fault path left idle (here, while the benchmark allocates) costs up to some
   // hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
   // first-touch cases).
   Time faults(bool migrate, uint64_t blocks, uint64_t k) {
-    const uint32_t repeats = std::max(1u, job_.repeats);
+    const uint32_t repeats = std::max(1u, settings_.repeats);
     std::vector<Touch> touches;
     for (uint64_t b = 0; b < blocks; ++b)
       for (uint64_t j = 0; j < k; ++j)
@@ -287,7 +288,7 @@ private:
   // GPU, against the same kernel on host-resident blocks.
   json peer_uvm(uint64_t chunks, uint64_t blocks) {
     const uint64_t largest = std::max(chunks, blocks) * kBlockSize;
-    if (largest + job_.margin > d_.peer_free_bytes())
+    if (largest + settings_.margin > d_.peer_free_bytes())
       throw Error("faultline calibrate: refusing the peer benchmarks: they need " +
                   std::to_string(largest) + " bytes on the next GPU, which has " +
                   std::to_string(d_.peer_free_bytes()) + " free, less the margin");
@@ -325,14 +326,14 @@ private:
   }
 
   LiveDevice& d_;
-  const CalibrationJob& job_;
+  const CalibrationSettings& settings_;
   Time overhead_ = 0;
 };
 
 } // namespace
 
-json measure(LiveDevice& device, const CalibrationJob& job) {
-  return Bench(device, job).run();
+json measure(LiveDevice& device, const CalibrationSettings& settings) {
+  return Bench(device, settings).run();
 }
 
 } // namespace faultline::live

@@ -13,7 +13,7 @@
 
 namespace faultline::live {
 
-struct CalibrationJob {
+struct CalibrationSettings {
   std::string name = "gpu";  // the profile's name: gpus/NAME.json, links/NAME-host.json
   std::string base = "h200"; // profile whose unmeasured values (memory, peer link) are kept
   uint32_t repeats = 5;      // each point is the median of this many runs
@@ -24,7 +24,7 @@ struct CalibrationJob {
 // Contract: allocates at most the largest benchmark's managed memory at a time and refuses
 // (Error) before allocating anything if that would come within the margin of the GPU's free
 // memory. Times are host wall-clock nanoseconds, medians over `repeats`.
-nlohmann::json measure(LiveDevice& device, const CalibrationJob& job);
+nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 
 struct FittedProfile {
   nlohmann::json gpu;       // configs/gpus/NAME.json
@@ -35,6 +35,6 @@ struct FittedProfile {
 
 // Contract: deterministic for a given measurements document; throws Error naming the JSON path
 // of a missing or malformed measurement.
-FittedProfile fit(const nlohmann::json& measurements, const CalibrationJob& job);
+FittedProfile fit(const nlohmann::json& measurements, const CalibrationSettings& settings);
 
 } // namespace faultline::live

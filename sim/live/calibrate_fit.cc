@@ -255,12 +255,12 @@ std::vector<FaultBench> fault_benches(const Measurements& m, const TempDir& dir)
   return out;
 }
 
-config::RunConfig base_config(const CalibrationJob& job, json& base_resolved) {
-  json doc = {{"gpu", job.base},
+config::RunConfig base_config(const CalibrationSettings& settings, json& base_resolved) {
+  json doc = {{"gpu", settings.base},
               {"capacity", {{"fraction_of_footprint", 1.0}}},
               {"policy", {{"name", "ondemand"}}},
               {"per_kernel", true}};
-  config::RunConfig c = config::parse_run_config(doc, "calibrate --base " + job.base);
+  config::RunConfig c = config::parse_run_config(doc, "calibrate --base " + settings.base);
   base_resolved = c.resolved["gpu"];
   return c;
 }
@@ -370,12 +370,12 @@ void peer_costs(const Measurements& m, const config::RunConfig& config, FittedPr
       "on host-resident blocks");
 }
 
-FittedProfile fit(const json& measurements, const CalibrationJob& job) {
+FittedProfile fit(const json& measurements, const CalibrationSettings& settings) {
   const Measurements m(measurements);
   json base;
-  config::RunConfig config = base_config(job, base);
+  config::RunConfig config = base_config(settings, base);
   const Time call_ns = m.ns(measurements, "prefetch_call_ns", "$");
-  config.host_link.name = job.name + "-host";
+  config.host_link.name = settings.name + "-host";
   config.host_link.forward =
       link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns, "$.host_to_gpu");
   config.host_link.reverse =
@@ -393,8 +393,8 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
       measurements.value("/faultline/git_revision"_json_pointer, std::string("unknown"));
   out.report = fit_report(fault_fit, x);
   out.gpu = base;
-  out.gpu["name"] = job.name;
-  out.gpu["host_link"] = job.name + "-host";
+  out.gpu["name"] = settings.name;
+  out.gpu["host_link"] = settings.name + "-host";
   out.gpu["eviction_ns"] = config.gpu.eviction_ns;
   out.gpu["host_fault_ns"] = config.gpu.host_fault_ns;
   out.gpu["prefetch_call_ns"] = config.gpu.prefetch_call_ns;
@@ -406,7 +406,7 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
       out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
   out.gpu["sources"] = json::array(
       {"fitted by faultline calibrate from measurements on " + device + " (revision " + revision +
-           "); see configs/calibration/" + job.name + ".json",
+           "); see configs/calibration/" + settings.name + ".json",
        "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit of the "
        "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
        "kernel: 16 threads per 64 KB page); median |error| " +
@@ -425,9 +425,10 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
                          "less the kernel")
                 : "prefetch_call_ns: 2 MB calls on resident blocks in a row (these measurements "
                   "predate the replay-rhythm benchmarks)"),
-       "memory_bytes and (unless measured) peer_link: kept from the base profile " + job.base});
+       "memory_bytes and (unless measured) peer_link: kept from the base profile " +
+           settings.base});
   out.host_link = {
-      {"name", job.name + "-host"},
+      {"name", settings.name + "-host"},
       {"sources", json::array({"fitted by faultline calibrate on " + device +
                                ": bandwidth = the largest cudaMemPrefetchAsync of host-populated "
                                "memory each way, less the call's own cost (a prefetch of "
@@ -439,7 +440,7 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
   if (measurements.contains("peer") && !measurements["peer"].is_null()) {
     const json& peer = measurements["peer"];
     out.peer_link = {
-        {"name", job.name + "-peer"},
+        {"name", settings.name + "-peer"},
         {"sources", json::array({"fitted by faultline calibrate from cudaMemcpyPeer "
                                  "between device buffers on " +
                                  device})},
@@ -448,7 +449,7 @@ FittedProfile fit(const json& measurements, const CalibrationJob& job) {
          curve_json(link_curve(m.series(peer, "forward", "$.peer"), 0, "$.peer.forward"))},
         {"reverse",
          curve_json(link_curve(m.series(peer, "reverse", "$.peer"), 0, "$.peer.reverse"))}};
-    out.gpu["peer_link"] = job.name + "-peer";
+    out.gpu["peer_link"] = settings.name + "-peer";
     if (measurements.contains("peer_uvm")) peer_costs(m, config, out);
   }
   return out;

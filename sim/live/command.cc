@@ -22,17 +22,17 @@ namespace fs = std::filesystem;
 
 // One GPU, one job: a config that simulates more has no live counterpart here (the two-GPU
 // harvest runs take --peer-budget).
-void apply_run_config(const std::string& path, ReplayJob& job) {
+void apply_run_config(const std::string& path, ReplayRequest& request) {
   const config::RunConfig c = config::load_run_config(path);
   if (c.gpus > 1 || !c.neighbours.empty())
     throw UsageError(path + ": the live replay runs one trace on one GPU; this config simulates " +
                      std::to_string(c.gpus) + " GPUs and " + std::to_string(c.neighbours.size()) +
                      " neighbour jobs");
-  job.policy = c.policy;
-  job.policy_params = c.policy_params;
-  job.budget_bytes = c.capacity.bytes;
-  if (c.capacity.fraction > 0) job.budget_fraction = c.capacity.fraction;
-  job.iterations = c.iterations;
+  request.policy = c.policy;
+  request.policy_params = c.policy_params;
+  request.budget_bytes = c.capacity.bytes;
+  if (c.capacity.fraction > 0) request.budget_fraction = c.capacity.fraction;
+  request.iterations = c.iterations;
   if (c.capacity_mode == config::RunConfig::CapacityMode::kDriver)
     std::cerr << "faultline replay: " << path << ": capacity.mode \"driver\" has no live "
               << "counterpart; the replay keeps a residency budget (the simulator's \"budget\" "
@@ -71,8 +71,8 @@ nlohmann::json load_calibration(const std::string& path, CalibrateRequest& c) {
   if (!doc.is_object() || !doc.contains("measurements") || !doc.contains("measured_by"))
     throw Error(path + ": expected a calibration document with \"measurements\" and "
                        "\"measured_by\" (written by faultline calibrate)");
-  if (!c.named) c.job.name = doc.value("name", c.job.name);
-  if (!c.based) c.job.base = doc.value("base", c.job.base);
+  if (!c.named) c.settings.name = doc.value("name", c.settings.name);
+  if (!c.based) c.settings.base = doc.value("base", c.settings.base);
   return doc;
 }
 
@@ -82,7 +82,7 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
   nlohmann::json doc;
   if (c.refit.empty()) {
     auto device = open_device(c.device);
-    doc["measurements"] = measure(*device, c.job);
+    doc["measurements"] = measure(*device, c.settings);
     doc["measured_by"] = command_line;
   } else {
     const nlohmann::json old = load_calibration(c.refit, c);
@@ -90,25 +90,25 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     doc["measured_by"] = old["measured_by"];
     doc["refit_by"] = command_line;
   }
-  doc["name"] = c.job.name;
-  doc["base"] = c.job.base;
-  const FittedProfile fitted = fit(doc["measurements"], c.job);
+  doc["name"] = c.settings.name;
+  doc["base"] = c.settings.base;
+  const FittedProfile fitted = fit(doc["measurements"], c.settings);
   doc["fit"] = fitted.report;
   doc["fit_revision"] = git_revision();
   const fs::path dir = c.out_dir;
-  write_json(dir / "calibration" / (c.job.name + ".json"), doc);
-  write_json(dir / "gpus" / (c.job.name + ".json"), fitted.gpu);
-  write_json(dir / "links" / (c.job.name + "-host.json"), fitted.host_link);
+  write_json(dir / "calibration" / (c.settings.name + ".json"), doc);
+  write_json(dir / "gpus" / (c.settings.name + ".json"), fitted.gpu);
+  write_json(dir / "links" / (c.settings.name + "-host.json"), fitted.host_link);
   if (!fitted.peer_link.is_null())
-    write_json(dir / "links" / (c.job.name + "-peer.json"), fitted.peer_link);
+    write_json(dir / "links" / (c.settings.name + "-peer.json"), fitted.peer_link);
   std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"] << ", max "
             << fitted.report["max_abs_error"] << "\n";
 }
 
-nlohmann::json replay_on_gpu(const ReplayJob& job, int device) {
-  if (!fs::exists(job.trace_path)) throw Error(job.trace_path + ": no such trace");
+nlohmann::json replay_on_gpu(const ReplayRequest& request, int device) {
+  if (!fs::exists(request.trace_path)) throw Error(request.trace_path + ": no such trace");
   auto gpu = open_device(device);
-  return run_replay(job, *gpu);
+  return run_replay(request, *gpu);
 }
 
 } // namespace faultline::live

@@ -13,23 +13,23 @@
 
 namespace faultline::live {
 
-// Sets job's policy, params, budget and iterations from the run config at `path` (the one
+// Sets the request's policy, params, budget and iterations from the run config at `path` (the one
 // `faultline sim` takes). UsageError for a config of several GPUs or neighbour jobs, which has
 // no live counterpart; ConfigError for a config that does not read. Warns on stderr that a
 // capacity mode "driver" becomes a budget.
-void apply_run_config(const std::string& path, ReplayJob& job);
+void apply_run_config(const std::string& path, ReplayRequest& request);
 
 // Loads libfaultline_live.so ($FAULTLINE_LIVE, else beside the binary) and opens GPU `device`.
 // Error naming the library when it cannot be loaded (it is built only where the CUDA toolkit
 // is found) or the GPU when it cannot be opened.
 std::unique_ptr<LiveDevice> open_device(int device);
 
-// Error when job.trace_path does not exist (before any GPU is touched); else run_replay on
+// Error when request.trace_path does not exist (before any GPU is touched); else run_replay on
 // GPU `device`.
-nlohmann::json replay_on_gpu(const ReplayJob& job, int device);
+nlohmann::json replay_on_gpu(const ReplayRequest& request, int device);
 
 struct CalibrateRequest {
-  CalibrationJob job;
+  CalibrationSettings settings;
   std::string refit;               // measurements to fit again without a GPU (empty: measure)
   std::string out_dir = "configs"; // DIR/calibration, DIR/gpus, DIR/links
   int device = 0;

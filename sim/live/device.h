@@ -18,7 +18,7 @@ namespace faultline::live {
 
 enum class TouchType : uint32_t { kRead = 0, kWrite = 1, kAtomic = 2 };
 
-// One 64 KB page a kernel touches: allocation slot (see set_slot) and page within it.
+// One 64 KB big page a kernel touches: allocation slot (see set_slot) and page within it.
 struct Touch {
   uint32_t slot_type; // slot << 2 | TouchType
   uint32_t page;

@@ -38,7 +38,7 @@ struct Step {
 struct SlotChunk {
   uint32_t slot;
   uint32_t chunk; // 2 MB stretch of the allocation
-  uint32_t pages; // 64 KB pages touched, one bit each
+  uint32_t pages; // 64 KB big pages touched, one bit each
 };
 
 // Where a training step (the trace header's "steps", repetitions included) begins: before

@@ -99,11 +99,11 @@ struct StepMark {
 // answers its view of memory from the books.
 class Replay : public host::Backend {
 public:
-  Replay(const ReplayJob& job, LiveDevice& device, Plan plan, uint64_t budget_chunks)
-      : job_(job), device_(device), plan_(std::move(plan)),
-        books_(budget_chunks, job.peer_budget_bytes / kBlockSize,
-               (job.peer_reserve_bytes + kBlockSize - 1) / kBlockSize),
-        host_(*this, job.policy, job.policy_params, "replay --policy " + job.policy) {}
+  Replay(const ReplayRequest& request, LiveDevice& device, Plan plan, uint64_t budget_chunks)
+      : request_(request), device_(device), plan_(std::move(plan)),
+        books_(budget_chunks, request.peer_budget_bytes / kBlockSize,
+               (request.peer_reserve_bytes + kBlockSize - 1) / kBlockSize),
+        host_(*this, request.policy, request.policy_params, "replay --policy " + request.policy) {}
 
   Measured run(Time& total_ns) {
     clock_.pause(); // setup, not replay
@@ -113,8 +113,8 @@ public:
     clock_.resume();
     policies::StartEvent start;
     start.gpu_capacity = books_.residency().budget_chunks() * kBlockSize;
-    start.trace_path = job_.trace_path;
-    start.iterations = job_.iterations;
+    start.trace_path = request_.trace_path;
+    start.iterations = request_.iterations;
     if (books_.has_peer()) {
       start.gpus = 2;
       start.nvlink_peers = {1};
@@ -250,7 +250,7 @@ private:
     const std::string what = "kernel #" + std::to_string(index) + " (" + k.name + ")";
     evict_chunks(books_.residency().make_room(chunks, what));
     const bool watched = host_.observes_faults();
-    if (watched && job_.fault_source == ReplayJob::FaultSource::kBooks)
+    if (watched && request_.fault_source == ReplayRequest::FaultSource::kBooks)
       absent_ = host::budget::absent(chunks, books_.residency());
     books_.arrive(chunks);
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
@@ -269,13 +269,13 @@ private:
   // since the last drain (records outside the trace's memory are counted and dropped).
   void report_faults(uint64_t index) {
     std::vector<Addr> faults;
-    if (job_.fault_source == ReplayJob::FaultSource::kBooks) {
+    if (request_.fault_source == ReplayRequest::FaultSource::kBooks) {
       for (const host::ChunkPages& c : absent_)
         for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
           if (c.pages >> p & 1)
             faults.push_back(books_.to_trace(c.chunk * kBlockSize + p * kBigPageSize));
     } else {
-      if ((index + 1) % job_.drain_every != 0) return;
+      if ((index + 1) % request_.drain_every != 0) return;
       device_.quiesce();
       uint64_t addresses[256];
       for (uint64_t n; (n = device_.take_faults(addresses, 256)) > 0;)
@@ -285,7 +285,7 @@ private:
     const auto outside = std::erase(faults, Books::kNoAddress);
     measured_.unmapped_faults += outside;
     measured_.reported_faults += faults.size();
-    if (job_.per_kernel) measured_.rows.back()["faults_reported"] = faults.size();
+    if (request_.per_kernel) measured_.rows.back()["faults_reported"] = faults.size();
     for (Addr& a : faults) a = a / kBigPageSize * kBigPageSize; // as the driver reports them
     host_.kernel_faults(0, faults, last_end_);
   }
@@ -295,7 +295,7 @@ private:
     measured_.accesses += k.count;
     measured_.compute_ns += k.duration;
     measured_.stall_ns += std::max<Time>(0, span - k.duration);
-    if (!job_.per_kernel) return;
+    if (!request_.per_kernel) return;
     measured_.rows.push_back({{"index", index},
                               {"name", k.name},
                               {"start_ns", start},
@@ -322,7 +322,7 @@ private:
     return evicted;
   }
 
-  const ReplayJob& job_;
+  const ReplayRequest& request_;
   LiveDevice& device_;
   Plan plan_;
   Books books_;
@@ -396,48 +396,49 @@ void Replay::prefetch(const policies::Range& range, Time) {
   });
 }
 
-uint64_t budget_chunks(const ReplayJob& job, const trace::TraceStats& stats) {
-  if (job.budget_bytes > 0) return std::max<uint64_t>(1, job.budget_bytes / kBlockSize);
-  const double wanted = job.budget_fraction * static_cast<double>(stats.footprint_chunks);
+uint64_t budget_chunks(const ReplayRequest& request, const trace::TraceStats& stats) {
+  if (request.budget_bytes > 0) return std::max<uint64_t>(1, request.budget_bytes / kBlockSize);
+  const double wanted = request.budget_fraction * static_cast<double>(stats.footprint_chunks);
   return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(wanted - 1e-9)));
 }
 
-void check_memory(const ReplayJob& job, const trace::TraceStats& stats, const Plan& plan,
+void check_memory(const ReplayRequest& request, const trace::TraceStats& stats, const Plan& plan,
                   LiveDevice& device) {
   const uint64_t free = device.free_bytes();
   const uint64_t need =
       stats.peak_managed_bytes + stats.peak_device_bytes + plan.touches.size() * sizeof(Touch);
-  if (need + job.margin > free) {
-    throw Error("faultline replay: refusing to run " + job.trace_path + ": it needs " +
+  if (need + request.margin > free) {
+    throw Error("faultline replay: refusing to run " + request.trace_path + ": it needs " +
                 std::to_string(need) + " bytes of managed and device memory, and the GPU has " +
                 std::to_string(free) + " bytes free, less the margin of " +
-                std::to_string(job.margin) + " bytes (--margin)");
+                std::to_string(request.margin) + " bytes (--margin)");
   }
-  if (job.peer_budget_bytes == 0) return;
+  if (request.peer_budget_bytes == 0) return;
   const uint64_t peer_free = device.peer_free_bytes();
-  if (job.peer_budget_bytes + job.margin > peer_free) {
+  if (request.peer_budget_bytes + request.margin > peer_free) {
     throw Error("faultline replay: refusing a neighbour budget of " +
-                std::to_string(job.peer_budget_bytes) + " bytes: the next GPU has " +
+                std::to_string(request.peer_budget_bytes) + " bytes: the next GPU has " +
                 std::to_string(peer_free) + " bytes free (none if there is no next GPU), less " +
-                "the margin of " + std::to_string(job.margin) + " bytes (--margin)");
+                "the margin of " + std::to_string(request.margin) + " bytes (--margin)");
   }
 }
 
-nlohmann::json resolved(const ReplayJob& job, uint64_t chunks, LiveDevice& device) {
-  return {{"policy", {{"name", job.policy}, {"params", job.policy_params}}},
-          {"budget",
-           {{"fraction_of_footprint",
-             job.budget_bytes ? nlohmann::json() : nlohmann::json(job.budget_fraction)},
-            {"bytes", job.budget_bytes ? nlohmann::json(job.budget_bytes) : nlohmann::json()},
-            {"resolved_bytes", chunks * kBlockSize}}},
-          {"margin", job.margin},
-          {"faults", job.fault_source == ReplayJob::FaultSource::kBooks ? "books" : "cupti"},
-          {"drain_every", job.fault_source == ReplayJob::FaultSource::kBooks
-                              ? nlohmann::json()
-                              : nlohmann::json(job.drain_every)},
-          {"peer_budget_bytes", job.peer_budget_bytes},
-          {"peer_reserve_bytes", job.peer_reserve_bytes},
-          {"device", device.name()}};
+nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevice& device) {
+  return {
+      {"policy", {{"name", request.policy}, {"params", request.policy_params}}},
+      {"budget",
+       {{"fraction_of_footprint",
+         request.budget_bytes ? nlohmann::json() : nlohmann::json(request.budget_fraction)},
+        {"bytes", request.budget_bytes ? nlohmann::json(request.budget_bytes) : nlohmann::json()},
+        {"resolved_bytes", chunks * kBlockSize}}},
+      {"margin", request.margin},
+      {"faults", request.fault_source == ReplayRequest::FaultSource::kBooks ? "books" : "cupti"},
+      {"drain_every", request.fault_source == ReplayRequest::FaultSource::kBooks
+                          ? nlohmann::json()
+                          : nlohmann::json(request.drain_every)},
+      {"peer_budget_bytes", request.peer_budget_bytes},
+      {"peer_reserve_bytes", request.peer_reserve_bytes},
+      {"device", device.name()}};
 }
 
 // What the replay measured as a result document's values, under the simulator's names.
@@ -472,27 +473,27 @@ RunTotals totals_of(const Measured& m, const Counters& c, Time total, uint64_t s
 
 } // namespace
 
-nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device) {
-  const trace::TraceStats stats = trace::compute_stats(job.trace_path);
-  Plan plan = read_plan(job.trace_path, job.iterations);
+nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
+  const trace::TraceStats stats = trace::compute_stats(request.trace_path);
+  Plan plan = read_plan(request.trace_path, request.iterations);
   nlohmann::json iterations = plan.iterations;
-  check_memory(job, stats, plan, device);
-  const uint64_t chunks = budget_chunks(job, stats);
+  check_memory(request, stats, plan, device);
+  const uint64_t chunks = budget_chunks(request, stats);
   const uint64_t skipped = plan.skipped_accesses;
-  Replay replay(job, device, std::move(plan), chunks);
+  Replay replay(request, device, std::move(plan), chunks);
   Time total = 0;
   Measured m = replay.run(total);
   const Counters c = device.counters();
 
   nlohmann::json out;
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
-  out["trace"] = {{"path", job.trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
-  out["config"] = resolved(job, chunks, device);
-  if (job.iterations) out["config"]["iterations"] = job.iterations;
+  out["trace"] = {{"path", request.trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
+  out["config"] = resolved(request, chunks, device);
+  if (request.iterations) out["config"]["iterations"] = request.iterations;
   out["results"] = totals_json(totals_of(m, c, total, skipped, replay.peak_chunks()));
   out["iterations"] = std::move(iterations);
   out["steps"] = std::move(m.steps);
-  if (job.per_kernel) out["kernels"] = std::move(m.rows);
+  if (request.per_kernel) out["kernels"] = std::move(m.rows);
   return out;
 }
 

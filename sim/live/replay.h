@@ -16,7 +16,7 @@
 
 namespace faultline::live {
 
-struct ReplayJob {
+struct ReplayRequest {
   std::string trace_path;
   std::string policy = "ondemand";
   nlohmann::json policy_params = nlohmann::json::object();
@@ -41,13 +41,13 @@ struct ReplayJob {
   uint64_t iterations = 0;
 };
 
-// Contract: runs the trace once on `device`, for job.iterations steps, and returns a result
+// Contract: runs the trace once on `device`, for request.iterations steps, and returns a result
 // document with the same fields as `faultline sim` where they can be measured (a row per
-// training step among them), the resolved job and the git revision. With more than one row,
+// training step among them), the resolved request and the git revision. With more than one row,
 // the replay waits (timed) for the migrations in flight where a step begins and drains the
 // counters (untimed), so that each step's bytes are its own.
 // Refuses (Error) before allocating anything if the trace's managed plus device memory would
 // come closer than the margin to the GPU's free memory.
-nlohmann::json run_replay(const ReplayJob& job, LiveDevice& device);
+nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device);
 
 } // namespace faultline::live

@@ -1,4 +1,4 @@
-// What the live replay believes is on the GPU, in 2 MB chunks of 64 KB pages, and the budget it
+// What the live replay believes is on the GPU, in 2 MB chunks of 64 KB big pages, and the budget it
 // enforces by the budget's rules (sim/host/budget.h): before a kernel or a prefetch would need
 // more chunks than the budget, the oldest resident chunks it does not need go back to the host
 // (first residency first, as the driver evicts). Chunks are live addresses / 2 MB.
@@ -66,7 +66,7 @@ private:
   uint64_t budget_;
   int64_t reserved_ = 0;
   uint64_t peak_ = 0;
-  std::unordered_map<uint64_t, uint32_t> masks_; // chunk -> resident 64 KB pages
+  std::unordered_map<uint64_t, uint32_t> masks_; // chunk -> resident 64 KB big pages
   std::list<uint64_t> order_;                    // chunks, oldest residency first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where_;
 };

@@ -35,7 +35,7 @@ public:
   virtual Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) = 0;
   // The kernel ended at `now`: the policy hears what the strategy hands over then.
   virtual void kernel_done(Time now) = 0;
-  // Of a batch the driver serviced (64 KB pages, model addresses): the faults the policy hears.
+  // Of a batch the driver serviced (64 KB big pages, model addresses): the faults the policy hears.
   virtual std::vector<Addr> batch_faults(const std::vector<uint64_t>& big_pages) const = 0;
   virtual void prefetch(const policies::Range& range, Time now) = 0;
   virtual Time migration_start(Time now) const = 0;

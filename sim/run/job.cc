@@ -56,7 +56,7 @@ void Job::start_policy(Time now) {
   engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
-// The host replays records in trace order. A record is due at its recorded time shifted by the
+// The host plays records in trace order. A record is due at its recorded time shifted by the
 // delay that simulated kernels have built up so far, so recorded gaps between kernels remain.
 void Job::handle(uint32_t, Time now) {
   for (;;) {
@@ -310,7 +310,7 @@ std::vector<Addr> Job::oldest_blocks(unsigned gpu, size_t n) const {
 
 std::string Job::describe_in_flight() const {
   return "job " + setup_.name + " (GPU " + std::to_string(setup_.gpu) +
-         "): " + std::to_string(reader_->records()) + " records replayed" +
+         "): " + std::to_string(reader_->records()) + " records played" +
          (runner_.running() ? ", waiting for a kernel" : "") + (finished_ ? ", finished" : "");
 }
 

@@ -1,4 +1,4 @@
-// One trace replayed on one GPU of the machine: its host replays the trace's records in order,
+// One trace run on one GPU of the machine: its host plays the trace's records in order,
 // its kernels run on its GPU, the driver services its faults, its policy's actions are
 // executed. Jobs share the machine's engine, memory and links; each keeps its own statistics.
 #pragma once
@@ -38,7 +38,7 @@ struct JobSetup {
   unsigned gpu = 0;
   std::string policy;
   nlohmann::json policy_params;
-  // Replays the trace again from its start while this says so (a neighbour that keeps training
+  // Runs the trace again from its start while this says so (a neighbour that keeps training
   // for as long as the run's own job runs); null: once.
   std::function<bool()> again;
   // Training steps a pass runs (trace::StepRepeater); 0: the trace's own.
@@ -90,7 +90,7 @@ private:
   Time apply(trace::Record& record, Time now);
   void begin_step(int64_t step, Time now);
   void close_step(Time now);
-  // The trace ended and `again` says go on: free what it holds, start a fresh policy, replay.
+  // The trace ended and `again` says go on: free what it holds, start a fresh policy, run it again.
   void restart(Time now);
   void start_policy(Time now);
   void on_alloc(const trace::AllocRecord& r, Time now);

@@ -242,35 +242,36 @@ nlohmann::json iterations_json(const trace::StepRepeater& steps) {
           {"skipped_allocs", s.skipped_allocs}, {"dropped_args", s.dropped_args}};
 }
 
-nlohmann::json run_job(const SimJob& job) {
-  config::RunConfig config = job.config_doc.is_null()
-                                 ? config::load_run_config(job.config_path)
-                                 : config::parse_run_config(job.config_doc, job.config_path);
-  if (job.iterations > 0) {
-    config.iterations = job.iterations;
-    config.resolved["iterations"] = job.iterations;
+nlohmann::json run_sim(const SimRequest& request) {
+  config::RunConfig config =
+      request.config_doc.is_null()
+          ? config::load_run_config(request.config_path)
+          : config::parse_run_config(request.config_doc, request.config_path);
+  if (request.iterations > 0) {
+    config.iterations = request.iterations;
+    config.resolved["iterations"] = request.iterations;
   }
-  const trace::TraceStats trace_stats = trace::compute_stats(job.trace_path);
+  const trace::TraceStats trace_stats = trace::compute_stats(request.trace_path);
   const uint64_t chunks = config.capacity.chunks(trace_stats.footprint_chunks);
   config.resolved["capacity"]["resolved_bytes"] = chunks * kBlockSize;
 
-  Simulator sim(config, job.trace_path, chunks);
+  Simulator sim(config, request.trace_path, chunks);
   std::unique_ptr<Timeline> timeline;
-  if (!job.timeline_path.empty()) {
-    timeline = std::make_unique<Timeline>(job.timeline_path);
+  if (!request.timeline_path.empty()) {
+    timeline = std::make_unique<Timeline>(request.timeline_path);
     sim.set_transfer_observer(timeline.get());
     sim.set_batch_observer(timeline.get());
     sim.set_kernel_observer(timeline.get());
   }
   StderrProgress progress;
-  if (job.progress) sim.set_progress(&progress);
-  sim.set_check_invariants(job.check_invariants);
+  if (request.progress) sim.set_progress(&progress);
+  sim.set_check_invariants(request.check_invariants);
   const Stats& stats = sim.run();
   if (timeline) timeline->close();
 
   nlohmann::json out;
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
-  out["trace"] = {{"path", job.trace_path},
+  out["trace"] = {{"path", request.trace_path},
                   {"metadata", sim.reader().metadata()},
                   {"footprint_bytes", trace_stats.footprint_bytes()}};
   for (size_t i = 1; i < sim.jobs(); ++i) {

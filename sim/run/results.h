@@ -1,4 +1,4 @@
-// One simulation from files to a result document: the `faultline sim` job.
+// One simulation from files to a result document: what `faultline sim` runs.
 #pragma once
 
 #include "sim/config/run_config.h"
@@ -11,7 +11,7 @@
 
 namespace faultline {
 
-struct SimJob {
+struct SimRequest {
   std::string config_path; // the run config file; or, when config_doc is set, its name in errors
   std::string trace_path;
   std::string timeline_path; // empty: none
@@ -21,9 +21,9 @@ struct SimJob {
   uint64_t iterations = 0;   // overrides the config's "iterations" (0: the config's)
 };
 
-// Runs the job and returns the result document: measured values, the fully resolved config
+// Runs the simulation and returns the result document: measured values, the fully resolved config
 // (capacity in bytes included), the trace's metadata and the project's git revision.
-nlohmann::json run_job(const SimJob& job);
+nlohmann::json run_sim(const SimRequest& request);
 
 // The one writer of a result document's measured values, for both backends: "results" from
 // RunTotals, a "steps" row from a StepResult; unset fields are left out.

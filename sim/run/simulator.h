@@ -11,7 +11,7 @@ namespace faultline {
 
 // Contract: construct with a validated config, the run's trace and GPU 0's capacity in chunks
 // (neighbour jobs' capacities come from their specs; a GPU without a job offers all its
-// memory); run() replays every job's trace once and returns what the run's own job measured.
+// memory); run() runs every job's trace once and returns what the run's own job measured.
 // Deterministic.
 class Simulator {
 public:

@@ -223,11 +223,11 @@ struct Runner {
       }
       const Point& p = sweep.points[todo[i]];
       try {
-        SimJob job;
-        job.config_path = "sweep " + sweep.name + " point " + std::to_string(p.index);
-        job.config_doc = p.config;
-        job.trace_path = p.trace;
-        json doc = {{"point", p.describe()}, {"result", run_job(job)}};
+        SimRequest request;
+        request.config_path = "sweep " + sweep.name + " point " + std::to_string(p.index);
+        request.config_doc = p.config;
+        request.trace_path = p.trace;
+        json doc = {{"point", p.describe()}, {"result", run_sim(request)}};
         write_atomically(point_file(sweep, p), doc.dump(2) + "\n");
         results[p.index] = std::move(doc);
         progress.done(++finished_count);
@@ -330,10 +330,10 @@ Outcome run_sweep(const Sweep& s, const RunOptions& options) {
   }
   Progress progress(todo.size(), options.progress);
   Runner runner{s, results, todo, {0}, {0}, {}, {}, progress};
-  const unsigned jobs =
+  const unsigned wanted =
       options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::min<size_t>(jobs, todo.size()); ++t)
+  for (unsigned t = 0; t < std::min<size_t>(wanted, todo.size()); ++t)
     threads.emplace_back([&runner] { runner.work(); });
   for (auto& t : threads) t.join();
   if (!runner.error.empty())

@@ -10,8 +10,8 @@
 //    "out": "out/sweeps/NAME"}
 // Paths are relative to the working directory. Each finished point is written to
 // OUT/points/NNNN.json at once (atomically); a rerun skips points whose file holds the same
-// point computed by the same build (git revision), so an interrupted sweep resumes. OUT/results.csv and OUT/results.json list every point
-// in grid order, whatever order they finished in.
+// point computed by the same build (git revision), so an interrupted sweep resumes. OUT/results.csv
+// and OUT/results.json list every point in grid order, whatever order they finished in.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -42,7 +42,7 @@ struct Sweep {
 Sweep load_sweep(const std::string& path);
 
 struct RunOptions {
-  unsigned jobs = 0;     // 0: all cores
+  unsigned jobs = 0;     // threads (--jobs); 0: all cores
   bool progress = false; // a progress bar on stderr
 };
 

@@ -162,7 +162,7 @@ namespace {
 const config::Fields<Params>& fields() {
   static const config::Fields<Params> fields = {
       config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn"},
-                     "stream: kernels sweep slices in turn; random: kernels touch random 64 KB "
+                     "stream: kernels sweep slices in turn; random: kernels touch random 64 KB big "
                      "pages; dnn: layers forward, backward, then an optimizer step"),
       config::field(&Params::footprint, "footprint", "managed memory the workload spans")
           .unit("bytes")
@@ -174,7 +174,8 @@ const config::Fields<Params>& fields() {
                     "kernels per step (patterns stream and random)")
           .at_least(1),
       config::field(&Params::layers, "layers", "layers (pattern dnn)").at_least(1),
-      config::field(&Params::touches, "touches", "times each 64 KB page is read within a kernel")
+      config::field(&Params::touches, "touches",
+                    "times each 64 KB big page is read within a kernel")
           .at_least(1),
       config::field(&Params::ns_per_access, "ns_per_access",
                     "compute time per 64 KB access when resident")

@@ -15,7 +15,7 @@ struct Params {
   uint64_t seed = 1;
   uint32_t kernels_per_iteration = 16; // stream and random
   uint32_t layers = 12;                // dnn
-  uint32_t touches = 1;                // times each 64 KB page is read within a kernel
+  uint32_t touches = 1;                // times each 64 KB big page is read within a kernel
   Time ns_per_access = 100;            // compute time per 64 KB access when resident
 };
 

@@ -35,7 +35,7 @@ struct TraceStats {
   uint64_t distinct_big_pages = 0;
   Time compute_ns = 0; // summed kernel durations
   Time span_ns = 0;    // first to last record
-  // Reuse: accesses to a 64 KB page that an earlier kernel also touched, over all accesses.
+  // Reuse: accesses to a 64 KB big page that an earlier kernel also touched, over all accesses.
   double reuse_fraction = 0;
   uint64_t compressed_bytes = 0;
   // Training steps: 1 for a trace whose header declares none. by_step starts with the set-up

@@ -1,5 +1,6 @@
 // The driver's replayable-fault path for one GPU: fault buffer, batches, per-VA-block servicing
-// with the density prefetcher and synchronous eviction, then replay (huvm-uvm-driver.md B.2).
+// with the density prefetcher and synchronous eviction, then the fault replay (huvm-uvm-driver.md
+// B.2).
 #pragma once
 
 #include "sim/core/engine.h"
@@ -10,7 +11,7 @@
 
 namespace faultline {
 
-// Told when a batch has been fetched (policies see it) and when its replay resolves faults.
+// Told when a batch has been fetched (policies see it) and when its fault replay resolves faults.
 class FaultListener {
 public:
   virtual ~FaultListener() = default;

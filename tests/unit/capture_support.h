@@ -36,12 +36,12 @@ inline std::string data(const std::string& name) {
 // asked) to `out`.
 inline json convert(const std::string& prog, const std::string& out, bool history = false,
                     const std::string& access_pass = "access") {
-  ConvertJob job;
-  job.timing_path = data(prog + "-timing.raw");
-  job.access_path = data(prog + "-" + access_pass + ".raw");
-  if (history) job.history_path = data(prog + "-timing.history.json");
-  job.out_path = out;
-  return convert_capture(job);
+  ConvertRequest request;
+  request.timing_path = data(prog + "-timing.raw");
+  request.access_path = data(prog + "-" + access_pass + ".raw");
+  if (history) request.history_path = data(prog + "-timing.history.json");
+  request.out_path = out;
+  return convert_capture(request);
 }
 
 // A whole trace read back: every alloc record (in order) and every kernel record.
@@ -83,7 +83,7 @@ inline std::vector<trace::AllocRecord> managed(const Contents& c) {
 
 using PageSet = std::vector<std::pair<int64_t, uint64_t>>; // (managed index, page offset)
 
-// A kernel's accesses as (managed allocation index, 64 KB page from its base), sorted;
+// A kernel's accesses as (managed allocation index, 64 KB big page from its base), sorted;
 // a page outside every managed allocation becomes (-1, big page).
 inline PageSet pages_of(const trace::KernelRecord& k, const std::vector<trace::AllocRecord>& m) {
   PageSet out;

@@ -1,5 +1,5 @@
 // A LiveDevice without a GPU for the tests: allocations at made-up addresses, residency tracked
-// per 64 KB page of live address, a fault reported for each chunk a kernel finds absent. A
+// per 64 KB big page of live address, a fault reported for each chunk a kernel finds absent. A
 // kernel's touch brings the rest of its 2 MB block in (within the allocation), as the driver's
 // density prefetch does for dense blocks, so the replay's books know only part of what is there.
 #pragma once
@@ -95,7 +95,7 @@ public:
   uint64_t free = 1ull << 40, peer_free = 0;
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0;
-  // 64 KB pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
+  // 64 KB big pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
   uint64_t undone_discards = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;
   std::vector<std::pair<uint64_t, uint64_t>> prefetched;
@@ -134,8 +134,8 @@ private:
   std::map<uint64_t, uint64_t> sizes_;
   std::map<uint32_t, uint64_t> slots_;
   std::vector<live::Touch> touches_;
-  std::map<uint64_t, uint32_t> resident_; // chunk -> its 64 KB pages on the GPU
-  std::set<uint64_t> discarded_; // 64 KB pages discarded and not touched or prefetched since
+  std::map<uint64_t, uint32_t> resident_; // chunk -> its 64 KB big pages on the GPU
+  std::set<uint64_t> discarded_; // 64 KB big pages discarded and not touched or prefetched since
   std::vector<uint64_t> faults_; // first touch of each chunk not on the GPU
 };
 

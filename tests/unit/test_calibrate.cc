@@ -40,8 +40,8 @@ json measurements() {
       {"peer", nullptr}};
 }
 
-live::CalibrationJob job() {
-  live::CalibrationJob j;
+live::CalibrationSettings settings() {
+  live::CalibrationSettings j;
   j.name = "testgpu";
   j.base = "h200";
   j.quick = true;
@@ -53,7 +53,7 @@ live::CalibrationJob job() {
 TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without room",
           "[calibrate]") {
   fltest::FakeDevice device;
-  live::CalibrationJob j = job();
+  live::CalibrationSettings j = settings();
   j.margin = 0;
   const json m = live::measure(device, j);
   CHECK(m["faults"].size() == 8); // populate and migrate x 2 block counts x 2 densities
@@ -83,14 +83,14 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
 
   fltest::FakeDevice small;
   small.free = 4ull << 20;
-  CHECK_THROWS_WITH(live::measure(small, job()),
+  CHECK_THROWS_WITH(live::measure(small, settings()),
                     Catch::Contains("refusing to run") && Catch::Contains("--margin"));
   CHECK(small.kernel_pages.empty());
 }
 
 TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmarks",
           "[calibrate]") {
-  const live::FittedProfile first = live::fit(measurements(), job());
+  const live::FittedProfile first = live::fit(measurements(), settings());
   CHECK(first.gpu["name"] == "testgpu");
   CHECK(first.gpu["host_link"] == "testgpu-host");
   CHECK(first.peer_link.is_null());
@@ -107,10 +107,10 @@ TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmar
   json again = measurements();
   const json& rows = first.report["faults"];
   for (size_t i = 0; i < rows.size(); ++i) again["faults"][i]["ns"] = rows[i]["simulated_ns"];
-  const live::FittedProfile second = live::fit(again, job());
+  const live::FittedProfile second = live::fit(again, settings());
   CHECK(second.report["median_abs_error"].get<double>() <= 0.02);
   // Deterministic: the same measurements give the same profile.
-  CHECK(live::fit(again, job()).gpu == second.gpu);
+  CHECK(live::fit(again, settings()).gpu == second.gpu);
 }
 
 TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the call between "
@@ -121,41 +121,41 @@ TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the cal
                  {"after_drain_ns", 49000},
                  {"prefetches", 8},
                  {"with_prefetches_ns", 49000}};
-  const live::FittedProfile p = live::fit(m, job());
+  const live::FittedProfile p = live::fit(m, settings());
   CHECK(p.gpu["launch_ns"] == 10000);
   CHECK(p.gpu["prefetch_call_ns"] == 5000);
   // With kernels after 8, 32 and 128 calls, the call costs the slope over all of them: here
   // 5 us a call up to 32, 7 us beyond.
   m["replay"]["calls_per_kernel"] = {{8, 49000}, {32, 169000}, {128, 841000}};
-  const auto slope = live::fit(m, job()).gpu["prefetch_call_ns"].get<int64_t>();
+  const auto slope = live::fit(m, settings()).gpu["prefetch_call_ns"].get<int64_t>();
   CHECK(slope > 6000);
   CHECK(slope < 7000);
   m["replay"]["calls_per_kernel"] = {{32, 169000}, {8, 49000}};
-  CHECK_THROWS_WITH(live::fit(m, job()),
+  CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.replay.calls_per_kernel[1]: expected [calls, ns]"));
   m["replay"].erase("calls_per_kernel");
   m["replay"]["prefetches"] = 0;
-  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$.replay.prefetches"));
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.replay.prefetches"));
 }
 
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
   json m = measurements();
   m.erase("faults");
-  CHECK_THROWS_WITH(live::fit(m, job()), Catch::Contains("$: missing \"faults\""));
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$: missing \"faults\""));
   m = measurements();
   m["host_to_gpu"][1][0] = 100;
-  CHECK_THROWS_WITH(live::fit(m, job()),
+  CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.host_to_gpu[1]") && Catch::Contains("ascending"));
   m = measurements();
   m["faults"][2]["kind"] = "teleport";
-  CHECK_THROWS_WITH(live::fit(m, job()),
+  CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.faults[2].kind") && Catch::Contains("\"populate\""));
   m = measurements();
   m["eviction"]["ns"] = "fast";
-  CHECK_THROWS_WITH(live::fit(m, job()),
+  CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.eviction.ns") && Catch::Contains("nanoseconds"));
   m = measurements();
   m["faults"][0]["pages_per_block"] = 3;
-  CHECK_THROWS_WITH(live::fit(m, job()),
+  CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.faults[0]") && Catch::Contains("divide 32"));
 }

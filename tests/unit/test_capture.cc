@@ -195,12 +195,12 @@ TEST_CASE("capture: raw reader reports where and what is wrong", "[capture]") {
 
 TEST_CASE("capture: passes of different programs do not align", "[capture]") {
   fltest::TempDir dir;
-  ConvertJob job;
-  job.timing_path = data("strided-timing.raw");
-  job.access_path = data("stream-access.raw");
-  job.out_path = dir.file("mixed.fltrace");
-  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
-  CHECK_THAT(msg, Contains(job.timing_path + " and " + job.access_path));
+  ConvertRequest request;
+  request.timing_path = data("strided-timing.raw");
+  request.access_path = data("stream-access.raw");
+  request.out_path = dir.file("mixed.fltrace");
+  const std::string msg = fltest::trace_error_of([&] { convert_capture(request); });
+  CHECK_THAT(msg, Contains(request.timing_path + " and " + request.access_path));
   CHECK_THAT(msg, Contains("allocations"));
   CHECK_THAT(msg, Contains("timing pass made 1 allocations, the access pass 2"));
 }
@@ -237,12 +237,12 @@ TEST_CASE("capture: an operation without its activity record is reported", "[cap
   const size_t before = f.records.size();
   f.records.erase(std::remove_if(f.records.begin(), f.records.end(), this_launch), f.records.end());
   REQUIRE(f.records.size() == before - 1);
-  ConvertJob job;
-  job.timing_path = data("strided-timing.raw");
-  job.access_path = write_raw(dir, "no-act.raw", join(f));
-  job.out_path = dir.file("out.fltrace");
-  const std::string msg = fltest::trace_error_of([&] { convert_capture(job); });
-  CHECK_THAT(msg, Contains(job.access_path + ": operation #2 ("));
+  ConvertRequest request;
+  request.timing_path = data("strided-timing.raw");
+  request.access_path = write_raw(dir, "no-act.raw", join(f));
+  request.out_path = dir.file("out.fltrace");
+  const std::string msg = fltest::trace_error_of([&] { convert_capture(request); });
+  CHECK_THAT(msg, Contains(request.access_path + ": operation #2 ("));
   CHECK_THAT(msg, Contains("touch_strided("));
   CHECK_THAT(msg, Contains("has no activity record"));
 }
@@ -343,16 +343,16 @@ TEST_CASE("capture: a block whose segment the tracer never saw does not hold bac
                            json::array({"alloc", 16, 4096, 0, history["events"][1][4]}));
   const std::string history_path = dir.file("history.json");
   fltest::write_text(history_path, history.dump());
-  ConvertJob job;
-  job.timing_path = data("mlp-timing.raw");
-  job.access_path = data("mlp-access.raw");
-  job.history_path = history_path;
-  job.out_path = dir.file("mlp.fltrace");
-  const json summary = convert_capture(job);
+  ConvertRequest request;
+  request.timing_path = data("mlp-timing.raw");
+  request.access_path = data("mlp-access.raw");
+  request.history_path = history_path;
+  request.out_path = dir.file("mlp.fltrace");
+  const json summary = convert_capture(request);
   CHECK(summary["unplaced_block_events"] == 1);
   CHECK(summary["blocks"] == 44); // every other block is still placed
   size_t naming = 0;
-  const Contents c = read_trace(job.out_path);
+  const Contents c = read_trace(request.out_path);
   std::set<uint64_t> blocks;
   for (const auto& a : c.allocs)
     if (a.kind == trace::MemoryKind::kAllocatorBlock) blocks.insert(a.id);

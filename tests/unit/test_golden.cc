@@ -5,9 +5,9 @@
 //   FAULTLINE_UPDATE_GOLDEN=1 build/tests/faultline_tests "[golden]"
 // and explain the difference in the commit.
 #include "sim/config/reader.h"
-#include "source_dir.h"
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
+#include "source_dir.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -32,7 +32,7 @@ void check_golden(const std::string& name) {
         synth::params_from_json(config::load_json_file((dir / "synth.json").string()), name);
     synth::write_trace(params, trace.string(), "golden " + name);
   }
-  const nlohmann::json out = run_job({(dir / "config.json").string(), trace.string(), ""});
+  const nlohmann::json out = run_sim({(dir / "config.json").string(), trace.string(), ""});
   if (!real) fs::remove(trace);
   nlohmann::json got = {{"results", out["results"]}, {"config", out["config"]}};
   if (out.contains("kernels")) got["kernels"] = out["kernels"];

@@ -26,12 +26,12 @@ std::string dnn_trace(const simtest::Scratch& s, uint32_t iterations,
 
 json run(const simtest::Scratch& s, const std::string& trace, uint64_t iterations,
          json config = simtest::Scratch::run_config()) {
-  SimJob job;
-  job.config_path = "test config";
-  job.config_doc = std::move(config);
-  job.trace_path = trace;
-  job.iterations = iterations;
-  return run_job(job);
+  SimRequest request;
+  request.config_path = "test config";
+  request.config_doc = std::move(config);
+  request.trace_path = trace;
+  request.iterations = iterations;
+  return run_sim(request);
 }
 
 // Every counter of the rows adds up to the run's total; the rows tile the run's time.
@@ -148,11 +148,11 @@ TEST_CASE("iterations: the live replay runs the same records, a row per step", "
   simtest::Scratch s;
   const std::string trace = dnn_trace(s, 2);
   fltest::FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = trace;
-  job.margin = 0;
-  job.iterations = 5;
-  const json out = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = trace;
+  request.margin = 0;
+  request.iterations = 5;
+  const json out = live::run_replay(request, device);
   CHECK(out["iterations"]["used"] == 5);
   CHECK(out["config"]["iterations"] == 5);
   const json& rows = out["steps"];

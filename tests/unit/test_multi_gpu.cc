@@ -313,12 +313,12 @@ json two_job_config(const std::string& policy, const std::string& neighbour_trac
 }
 
 json run_two(const json& config, const std::string& trace) {
-  SimJob job;
-  job.config_path = "two-job config";
-  job.config_doc = config;
-  job.trace_path = trace;
-  job.check_invariants = true;
-  return run_job(job);
+  SimRequest request;
+  request.config_path = "two-job config";
+  request.config_doc = config;
+  request.trace_path = trace;
+  request.check_invariants = true;
+  return run_sim(request);
 }
 
 // The run's own trace (streaming, 128 MB) and a DNN-like neighbour's, in `dir`.

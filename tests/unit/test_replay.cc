@@ -66,11 +66,11 @@ TEST_CASE("replay: the budget holds before every kernel, on random DNN-like trac
       for (uint64_t misalign : {uint64_t{0}, 5 * kBigPageSize}) {
         FakeDevice device;
         device.misalign = misalign;
-        live::ReplayJob job;
-        job.trace_path = dnn_trace(dir, seed);
-        job.budget_fraction = fraction;
-        job.margin = 0;
-        const auto result = live::run_replay(job, device);
+        live::ReplayRequest request;
+        request.trace_path = dnn_trace(dir, seed);
+        request.budget_fraction = fraction;
+        request.margin = 0;
+        const auto result = live::run_replay(request, device);
         const uint64_t budget = result["config"]["budget"]["resolved_bytes"].get<uint64_t>();
         INFO("seed " << seed << " budget " << fraction << " misalign " << misalign);
         CHECK(device.peak_chunks * kBlockSize <= budget);
@@ -87,10 +87,10 @@ TEST_CASE("replay: kernels touch the recorded pages, in order, at the live addre
   fltest::TempDir dir;
   const std::string trace = dnn_trace(dir, 7);
   FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = trace;
-  job.margin = 0;
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = trace;
+  request.margin = 0;
+  const auto result = live::run_replay(request, device);
   // The same trace read by the simulator's reader: offsets within allocations must agree.
   faultline::trace::TraceReader reader(trace);
   faultline::trace::Record r;
@@ -120,12 +120,12 @@ TEST_CASE("replay: kernels touch the recorded pages, in order, at the live addre
 TEST_CASE("replay: policy prefetches reach the device inside live allocations", "[live]") {
   fltest::TempDir dir;
   FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = dnn_trace(dir, 3);
-  job.policy = "pump";
-  job.budget_fraction = 0.5;
-  job.margin = 0;
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 3);
+  request.policy = "pump";
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  const auto result = live::run_replay(request, device);
   REQUIRE(!device.prefetched.empty());
   for (const auto& [address, bytes] : device.prefetched) {
     CHECK(address >= (1ull << 30));
@@ -140,10 +140,10 @@ TEST_CASE("replay: refuses a trace that would not fit below the GPU's free memor
   fltest::TempDir dir;
   FakeDevice device;
   device.free = 80ull << 20; // 64 MB of trace + touches + a 32 MB margin do not fit
-  live::ReplayJob job;
-  job.trace_path = dnn_trace(dir, 1);
-  job.margin = 32ull << 20;
-  CHECK_THROWS_WITH(live::run_replay(job, device),
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 1);
+  request.margin = 32ull << 20;
+  CHECK_THROWS_WITH(live::run_replay(request, device),
                     Catch::Contains("refusing to run") && Catch::Contains("--margin"));
   CHECK(device.kernel_pages.empty());
 }
@@ -151,11 +151,11 @@ TEST_CASE("replay: refuses a trace that would not fit below the GPU's free memor
 TEST_CASE("replay: an unknown policy is refused with the known names", "[live]") {
   fltest::TempDir dir;
   FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = dnn_trace(dir, 1);
-  job.policy = "nosuch";
-  job.margin = 0;
-  CHECK_THROWS_WITH(live::run_replay(job, device),
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 1);
+  request.policy = "nosuch";
+  request.margin = 0;
+  CHECK_THROWS_WITH(live::run_replay(request, device),
                     Catch::Contains("nosuch") && Catch::Contains("ondemand"));
 }
 
@@ -183,13 +183,13 @@ TEST_CASE("replay: every step waits for the recorded host time before it, the fi
     w.close();
   }
   FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = path;
-  job.margin = 0;
-  job.per_kernel = true;
-  job.policy = "deepum"; // watches faults; acting on them is switched off
-  job.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = path;
+  request.margin = 0;
+  request.per_kernel = true;
+  request.policy = "deepum"; // watches faults; acting on them is switched off
+  request.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
+  const auto result = live::run_replay(request, device);
   const auto& rows = result["kernels"];
   CHECK(rows.at(0)["start_ns"].get<int64_t>() >= 3'000'000);
   CHECK(rows.at(1)["start_ns"].get<int64_t>() >=
@@ -242,18 +242,18 @@ TEST_CASE("residency: pages group by chunk in order of first appearance", "[live
 TEST_CASE("replay: the kernels' faults reach the policy as batches, and every policy runs live",
           "[live]") {
   fltest::TempDir dir;
-  using Source = live::ReplayJob::FaultSource;
+  using Source = live::ReplayRequest::FaultSource;
   for (const Source source : {Source::kBooks, Source::kCupti})
     for (const char* policy : {"ondemand", "deepum", "pump", "oracle"}) {
       FakeDevice device;
-      live::ReplayJob job;
-      job.trace_path = dnn_trace(dir, 3);
-      job.policy = policy;
-      job.budget_fraction = 0.5;
-      job.fault_source = source;
-      job.margin = 0;
+      live::ReplayRequest request;
+      request.trace_path = dnn_trace(dir, 3);
+      request.policy = policy;
+      request.budget_fraction = 0.5;
+      request.fault_source = source;
+      request.margin = 0;
       INFO(policy << (source == Source::kBooks ? " books" : " cupti"));
-      const auto result = live::run_replay(job, device);
+      const auto result = live::run_replay(request, device);
       // Only a policy that watches faults gets them; only CUPTI's are drained, after every
       // kernel. Every replay drains once at the end, for the counters, and where each step
       // after the first row begins (set-up, two steps: twice), for the step's counters.
@@ -299,13 +299,13 @@ TEST_CASE("replay: from its books, a policy gets each kernel's pages that were o
   for (uint64_t misalign : {uint64_t{0}, 5 * kBigPageSize}) {
     FakeDevice device;
     device.misalign = misalign;
-    live::ReplayJob job;
-    job.trace_path = trace;
-    job.policy = "deepum"; // watches faults; acting on them is switched off
-    job.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
-    job.margin = 0;
-    job.per_kernel = true;
-    const auto result = live::run_replay(job, device);
+    live::ReplayRequest request;
+    request.trace_path = trace;
+    request.policy = "deepum"; // watches faults; acting on them is switched off
+    request.policy_params = {{"prefetch", false}, {"pre_evict", false}, {"discard_freed", false}};
+    request.margin = 0;
+    request.per_kernel = true;
+    const auto result = live::run_replay(request, device);
     const auto& rows = result["kernels"];
     REQUIRE(rows.size() == expected.size());
     INFO("misalign " << misalign);
@@ -329,13 +329,13 @@ TEST_CASE("budget mode: the simulator hands a policy the faults the replay hands
         std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/" + name + ".fltrace";
     std::vector<std::vector<faultline::Addr>> live_log, sim_log;
     FakeDevice device;
-    live::ReplayJob job;
-    job.trace_path = trace;
-    job.policy = "test-fault-log";
-    job.budget_fraction = 0.75;
-    job.margin = 0;
+    live::ReplayRequest request;
+    request.trace_path = trace;
+    request.policy = "test-fault-log";
+    request.budget_fraction = 0.75;
+    request.margin = 0;
     fault_log = &live_log;
-    const auto result = live::run_replay(job, device);
+    const auto result = live::run_replay(request, device);
     const uint64_t chunks =
         result["config"]["budget"]["resolved_bytes"].get<uint64_t>() / kBlockSize;
 
@@ -388,11 +388,11 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
     w.close();
   }
   FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = path;
-  job.budget_bytes = 2 * kBlockSize;
-  job.margin = 0;
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = path;
+  request.budget_bytes = 2 * kBlockSize;
+  request.margin = 0;
+  const auto result = live::run_replay(request, device);
   CHECK(result["results"]["evictions"].get<uint64_t>() == 6);
   CHECK(device.peak_chunks <= 2);
 }
@@ -402,13 +402,13 @@ TEST_CASE("replay: an eviction never undoes a discard", "[live]") {
   // 2 MB blocks around them; the eviction must leave the discarded pages out.
   for (const char* trace : {"resnet50", "pagerank"}) {
     FakeDevice device;
-    live::ReplayJob job;
-    job.trace_path = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/" + trace + ".fltrace";
-    job.policy = "deepum";
-    job.budget_fraction = 0.75;
-    job.margin = 0;
+    live::ReplayRequest request;
+    request.trace_path = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/" + trace + ".fltrace";
+    request.policy = "deepum";
+    request.budget_fraction = 0.75;
+    request.margin = 0;
     INFO(trace);
-    const auto result = live::run_replay(job, device);
+    const auto result = live::run_replay(request, device);
     CHECK(result["results"]["discarded_bytes"].get<uint64_t>() > 0);
     CHECK(device.undone_discards == 0);
   }
@@ -420,15 +420,15 @@ TEST_CASE("replay: harvest evicts to the neighbour within its spare budget and k
   fltest::TempDir dir;
   FakeDevice device;
   device.peer_free = 1ull << 40;
-  live::ReplayJob job;
-  job.trace_path = dnn_trace(dir, 3);
-  job.budget_fraction = 0.5;
-  job.margin = 0;
-  job.policy = "harvest";
-  job.policy_params = {{"reserve_chunks", 2}};
-  job.peer_budget_bytes = 16 * kBlockSize;
-  job.peer_reserve_bytes = 4 * kBlockSize;
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 3);
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  request.policy = "harvest";
+  request.policy_params = {{"reserve_chunks", 2}};
+  request.peer_budget_bytes = 16 * kBlockSize;
+  request.peer_reserve_bytes = 4 * kBlockSize;
+  const auto result = live::run_replay(request, device);
   const auto& peers = result["results"]["peers"];
   CHECK(peers["evictions_to_peer"].get<uint64_t>() > 0);
   CHECK(!device.to_peer.empty());
@@ -443,16 +443,16 @@ TEST_CASE("replay: harvest evicts to the neighbour within its spare budget and k
 
   // Without a neighbour budget, the same policy evicts to the host only.
   FakeDevice alone;
-  job.peer_budget_bytes = 0;
-  const auto host_only = live::run_replay(job, alone);
+  request.peer_budget_bytes = 0;
+  const auto host_only = live::run_replay(request, alone);
   CHECK(alone.to_peer.empty());
   CHECK(host_only["results"]["peers"]["evictions_to_peer"] == 0);
 
   // A neighbour budget the next GPU cannot hold is refused before anything runs.
   FakeDevice small;
   small.peer_free = 8 * kBlockSize;
-  job.peer_budget_bytes = 16 * kBlockSize;
-  CHECK_THROWS_WITH(live::run_replay(job, small),
+  request.peer_budget_bytes = 16 * kBlockSize;
+  CHECK_THROWS_WITH(live::run_replay(request, small),
                     Catch::Matchers::Contains("refusing a neighbour budget"));
   CHECK(small.kernel_pages.empty());
 }

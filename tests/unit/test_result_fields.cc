@@ -54,24 +54,24 @@ TEST_CASE("results: every field the simulator writes is declared", "[results]") 
   simtest::Scratch s;
   json config = simtest::Scratch::run_config();
   config["per_kernel"] = true;
-  SimJob job;
-  job.config_path = "test config";
-  job.config_doc = config;
-  job.trace_path = dnn_trace(s);
-  job.iterations = 4;
-  check_declared(run_job(job));
+  SimRequest request;
+  request.config_path = "test config";
+  request.config_doc = config;
+  request.trace_path = dnn_trace(s);
+  request.iterations = 4;
+  check_declared(run_sim(request));
 }
 
 TEST_CASE("results: every field the live replay writes is declared", "[results]") {
   simtest::Scratch s;
   fltest::FakeDevice device;
-  live::ReplayJob job;
-  job.trace_path = dnn_trace(s);
-  job.budget_fraction = 0.5;
-  job.margin = 0;
-  job.per_kernel = true;
-  job.iterations = 3;
-  check_declared(live::run_replay(job, device));
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(s);
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  request.per_kernel = true;
+  request.iterations = 3;
+  check_declared(live::run_replay(request, device));
 }
 
 TEST_CASE("results: declared fields are unique and say who writes them", "[results]") {

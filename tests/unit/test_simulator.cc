@@ -121,10 +121,10 @@ TEST_CASE("a kernel stalls once its outstanding faults reach the fault paralleli
   one["gpu"] = {{"profile", "simgpu"}, {"fault_parallelism", 1}};
   const Outcome serial = simulate(one, trace, 4);
   const Outcome overlapped = simulate(Scratch::run_config(), trace, 4);
-  // parallelism 1: the second access waits for the first replay, then takes its own batch;
+  // parallelism 1: the second access waits for the first fault replay, then takes its own batch;
   // the kernel's last 500 ns of compute come after it
   CHECK(serial.end == 14000 + 500 + 14000 + 500);
-  // parallelism 64: the second fault waits in the buffer and is fetched at the first replay
+  // parallelism 64: the second fault waits in the buffer and is fetched at the first fault replay
   CHECK(overlapped.end == 14000 + 14000);
   CHECK(serial.stats.batches == 2);
   CHECK(overlapped.stats.batches == 2);
@@ -263,8 +263,9 @@ TEST_CASE("same inputs give byte-identical results and timelines", "[sim][determ
   s.write("run.json", cfg);
   std::string outputs[2];
   for (int i = 0; i < 2; ++i) {
-    SimJob job{s.file("run.json"), s.file("d.fltrace"), s.file("tl" + std::to_string(i) + ".json")};
-    outputs[i] = run_job(job).dump();
+    SimRequest request{s.file("run.json"), s.file("d.fltrace"),
+                       s.file("tl" + std::to_string(i) + ".json")};
+    outputs[i] = run_sim(request).dump();
   }
   CHECK(outputs[0] == outputs[1]);
   std::ifstream a(s.file("tl0.json")), b(s.file("tl1.json"));

@@ -143,13 +143,13 @@ int run_access_set(const Options& o, const std::string& lib, const std::string& 
   PassResult timing = run_pass(o, lib, "timing", dir);
   const std::string access_mode = o.mode == "cupti" ? "access" : "sanitize";
   PassResult access = run_pass(o, lib, access_mode, dir);
-  ConvertJob job{timing.raw, access.raw, timing.history, o.out, o.meta};
-  job.metadata["command"] = joined(o.command);
-  job.metadata["driver"] = driver_version();
-  job.metadata["faultline_git_revision"] = FAULTLINE_GIT_REVISION;
-  job.metadata["capture_seconds"] = {{"timing_pass", round2(timing.seconds)},
-                                     {access_mode + "_pass", round2(access.seconds)}};
-  nlohmann::json summary = convert_capture(job);
+  ConvertRequest request{timing.raw, access.raw, timing.history, o.out, o.meta};
+  request.metadata["command"] = joined(o.command);
+  request.metadata["driver"] = driver_version();
+  request.metadata["faultline_git_revision"] = FAULTLINE_GIT_REVISION;
+  request.metadata["capture_seconds"] = {{"timing_pass", round2(timing.seconds)},
+                                         {access_mode + "_pass", round2(access.seconds)}};
+  nlohmann::json summary = convert_capture(request);
   std::cerr << "faultline capture: wrote " << o.out << "\n" << summary.dump(2) << "\n";
   return 0;
 }
@@ -179,9 +179,9 @@ void add_meta(nlohmann::json& meta, const std::string& kv) {
   meta[kv.substr(0, eq)] = v.is_discarded() ? nlohmann::json(kv.substr(eq + 1)) : v;
 }
 
-int run_convert(const ConvertJob& job) {
-  nlohmann::json summary = convert_capture(job);
-  std::cerr << "faultline capture: wrote " << job.out_path << "\n" << summary.dump(2) << "\n";
+int run_convert(const ConvertRequest& request) {
+  nlohmann::json summary = convert_capture(request);
+  std::cerr << "faultline capture: wrote " << request.out_path << "\n" << summary.dump(2) << "\n";
   return 0;
 }
 

@@ -35,6 +35,6 @@ void add_meta(nlohmann::json& meta, const std::string& kv);
 int run_capture(const Options& o);
 
 // `faultline capture convert`: assembles a trace from raw streams recorded earlier.
-int run_convert(const ConvertJob& job);
+int run_convert(const ConvertRequest& request);
 
 } // namespace faultline::capture

@@ -1,7 +1,7 @@
 // Assembles each operation's access set from an access-mode pass.
 //
 // The set: the pages of the DtoH migrations in the eviction that followed the operation, i.e.
-// every 64 KB page the operation left on the GPU (complete: these records are few, one per
+// every 64 KB big page the operation left on the GPU (complete: these records are few, one per
 // resident run, and the queue is drained around them). The order: by the first HtoD migration
 // of the page during the operation, for pages whose fault records CUPTI delivered; the rest
 // follow in address order. The type: write or atomic where a GPU fault record of the operation

@@ -378,9 +378,9 @@ uint64_t faulting_operations(const RawStream& raw, const Pass& pass) {
   return n;
 }
 
-nlohmann::json header(const ConvertJob& job, const RawStream& timing,
+nlohmann::json header(const ConvertRequest& request, const RawStream& timing,
                       const std::optional<TorchHistory>& history) {
-  nlohmann::json h = job.metadata;
+  nlohmann::json h = request.metadata;
   h["source"] = "faultline capture";
   h["gpu"] = timing.meta.value("gpu", "unknown");
   if (timing.meta.contains("cuda_driver_api")) {
@@ -414,9 +414,9 @@ nlohmann::json sanitize_meta(const RawStream& access) {
 
 } // namespace
 
-nlohmann::json convert_capture(const ConvertJob& job) {
-  RawStream timing = read_raw(job.timing_path);
-  RawStream access = read_raw(job.access_path);
+nlohmann::json convert_capture(const ConvertRequest& request) {
+  RawStream timing = read_raw(request.timing_path);
+  RawStream access = read_raw(request.access_path);
   require_clean(timing);
   require_clean(access);
   Pass tpass = build_pass(timing);
@@ -426,7 +426,7 @@ nlohmann::json convert_capture(const ConvertJob& job) {
                                          : assemble_access_sets(access, apass);
   Translated translated = translate(access, apass, sets, allocation_addresses(timing));
   std::optional<TorchHistory> history;
-  if (!job.history_path.empty()) history = read_torch_history(job.history_path);
+  if (!request.history_path.empty()) history = read_torch_history(request.history_path);
 
   nlohmann::json summary = {
       {"operations", tpass.ops.size()},
@@ -444,13 +444,13 @@ nlohmann::json convert_capture(const ConvertJob& job) {
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
       {"access_pass_draining", is_sanitized(access) ? nlohmann::json(nullptr) : draining(access)},
       {"sanitize", sanitize_meta(access)}};
-  nlohmann::json meta = header(job, timing, history);
+  nlohmann::json meta = header(request, timing, history);
   meta["capture"] = summary;
-  trace::TraceWriter writer(job.out_path, meta);
+  trace::TraceWriter writer(request.out_path, meta);
   Emitter emitter(writer, timing, tpass, translated, history);
   emitter.run();
   writer.close();
-  if (!emitter.steps().empty()) write_steps(job.out_path, emitter.steps());
+  if (!emitter.steps().empty()) write_steps(request.out_path, emitter.steps());
   summary.update(emitter.summary());
   return summary;
 }

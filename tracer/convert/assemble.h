@@ -9,7 +9,7 @@
 
 namespace faultline::capture {
 
-struct ConvertJob {
+struct ConvertRequest {
   std::string timing_path;
   std::string access_path;
   std::string history_path; // empty: no PyTorch history
@@ -19,6 +19,6 @@ struct ConvertJob {
 
 // Writes the trace and returns the capture summary (also stored in the header under "capture").
 // Throws TraceError when an input is unreadable or the passes disagree.
-nlohmann::json convert_capture(const ConvertJob& job);
+nlohmann::json convert_capture(const ConvertRequest& request);
 
 } // namespace faultline::capture

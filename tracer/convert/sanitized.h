@@ -1,5 +1,5 @@
 // Access sets from a sanitize-mode pass (tracer/inject/sanitize.cc): each kernel's pages record
-// lists the 64 KB pages it touched, in first-touch order, with the types it used; a copy or
+// lists the 64 KB big pages it touched, in first-touch order, with the types it used; a copy or
 // memset touches the pages of its ranges. Only pages of managed allocations are kept (device
 // memory never migrates); the others are counted.
 #pragma once

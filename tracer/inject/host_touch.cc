@@ -1,5 +1,5 @@
 // Host touches of managed memory, in sanitize mode. Managed allocations are protected
-// (PROT_NONE) from the CPU; the first touch of a 64 KB page faults into our SIGSEGV handler,
+// (PROT_NONE) from the CPU; the first touch of a 64 KB big page faults into our SIGSEGV handler,
 // which records a read and opens the page for reading; a write then faults again, is recorded as
 // a write and opens it fully. Before every recorded API event the touches since the last one are
 // written and their pages protected again, so each interval between GPU operations records the
@@ -32,7 +32,7 @@ enum PageState : uint8_t { kProtected = 0, kReadable = 1, kWritable = 2 };
 
 struct Range {
   uint64_t begin = 0, end = 0;
-  uint8_t* state = nullptr; // one per 64 KB page of the range
+  uint8_t* state = nullptr; // one per 64 KB big page of the range
 };
 
 struct Ranges {
@@ -73,7 +73,7 @@ const Range* find(const Ranges* r, uint64_t address) {
   return lo < r->sorted.size() && r->sorted[lo].begin <= address ? &r->sorted[lo] : nullptr;
 }
 
-// The OS pages of the 64 KB page holding `address`, clipped to its range.
+// The OS pages of the 64 KB big page holding `address`, clipped to its range.
 void span(const Range& r, uint64_t address, uint64_t& begin, uint64_t& length) {
   begin = std::max(address & ~(kPage - 1), r.begin & ~(kOsPage - 1));
   uint64_t end = std::min((address & ~(kPage - 1)) + kPage, (r.end + kOsPage - 1) & ~(kOsPage - 1));

@@ -1,7 +1,7 @@
 // The device-side page table of sanitize mode, shared by the patch (patch/pages.cu, device code)
 // and the injection library (sanitize.cc, host code). Plain C layout: both sides compile it.
 //
-// Each 64 KB page of a window of the address space has a 32-bit stamp: the epoch of the last
+// Each 64 KB big page of a window of the address space has a 32-bit stamp: the epoch of the last
 // kernel that touched it (upper 29 bits) and the access types that kernel used (lower 3 bits).
 // A kernel runs under a new epoch, so no table needs clearing between kernels. When an access
 // adds a type to its page's stamp, the patch appends an entry (page index | type << 29) to a

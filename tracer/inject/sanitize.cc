@@ -1,7 +1,7 @@
 // Sanitize mode: the Sanitizer API front-end. Its driver and runtime callbacks feed the same
 // recording code as CUPTI's (callbacks.cc); every module is patched so that each global access,
 // cp.async and warpgroup MMA of every kernel calls the device functions of patch/pages.cu, which
-// note the touched 64 KB pages in the page table of page_table.h. Around each launch inside the
+// note the touched 64 KB big pages in the page table of page_table.h. Around each launch inside the
 // capture range: a new epoch before, and after it the list of touched pages, read back and
 // written as a pages record. Kernels outside the range run patched but with no table, so their
 // patches return at once.

@@ -1,5 +1,6 @@
-// The raw capture stream: what the injection library (CUPTI or Sanitizer API) writes while the program runs and what
-// the converter turns into a trace. Shared by both sides, so it uses no CUDA or CUPTI types.
+// The raw capture stream: what the injection library (CUPTI or Sanitizer API) writes while the
+// program runs and what the converter turns into a trace. Shared by both sides, so it uses no CUDA
+// or CUPTI types.
 //
 // Layout: RawFileHeader, then records, each a RawRecordHead followed by `size` payload bytes.
 // API records (launch, copy, alloc, free, sync, range) are written in host call order under one
@@ -117,9 +118,9 @@ struct RawEvict {
   uint32_t pad;
 };
 
-// Sanitize mode: every global access of a kernel is patched to note its 64 KB page in a device
+// Sanitize mode: every global access of a kernel is patched to note its 64 KB big page in a device
 // table; after the kernel the pages it touched come back as entries, in first-touch order. An
-// entry is a page index relative to `window_base` (in 64 KB pages) with the access type in its
+// entry is a page index relative to `window_base` (in 64 KB big pages) with the access type in its
 // top three bits; a page appears once per type it was accessed with, its first entry giving its
 // place in the order.
 constexpr uint32_t kPageIndexBits = 29;
@@ -135,11 +136,11 @@ struct RawPages {
   uint64_t window_base; // byte address of page index 0
   uint32_t corr;        // the launch's corr_driver (sanitize mode numbers launches itself)
   uint32_t n_entries;
-  uint32_t flags;       // PagesFlag
-  uint32_t outside;     // accesses that fell outside the window (not recorded)
+  uint32_t flags;   // PagesFlag
+  uint32_t outside; // accesses that fell outside the window (not recorded)
 };
 
-// Sanitize mode: managed pages are protected between GPU operations; the first touch of a 64 KB
+// Sanitize mode: managed pages are protected between GPU operations; the first touch of a 64 KB big
 // page by the host after an operation is recorded (a read first, then a write if it writes).
 struct RawHostTouch {
   uint64_t cpu_time;

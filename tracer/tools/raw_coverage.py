@@ -1,5 +1,5 @@
-"""Per operation of a raw access-mode stream: the 64 KB pages its HtoD migrations cover, by cause,
-against the expectation um_micro wrote. A debugging aid for the injection library.
+"""Per operation of a raw access-mode stream: the 64 KB big pages its HtoD migrations cover, by
+cause, against the expectation um_micro wrote. A debugging aid for the injection library.
     python3 raw_coverage.py RAW [EXPECT_JSON]"""
 import collections
 import json

@@ -47,13 +47,13 @@ struct NullDevice : live::LiveDevice {
 int main(int argc, char** argv) {
   if (argc != 4) return std::fprintf(stderr, "usage: replay_harness TRACE POLICY BUDGET\n"), 2;
   NullDevice device;
-  live::ReplayJob job;
-  job.trace_path = argv[1];
-  job.policy = argv[2];
-  job.budget_fraction = std::atof(argv[3]);
-  job.margin = 0;
-  job.per_kernel = true;
-  const auto result = live::run_replay(job, device);
+  live::ReplayRequest request;
+  request.trace_path = argv[1];
+  request.policy = argv[2];
+  request.budget_fraction = std::atof(argv[3]);
+  request.margin = 0;
+  request.per_kernel = true;
+  const auto result = live::run_replay(request, device);
   double span_us = 0;
   for (const auto& k : result["kernels"]) span_us += k["gpu_ns"].get<double>() / 1e3;
   const size_t kernels = result["kernels"].size();

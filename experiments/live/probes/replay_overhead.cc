@@ -27,7 +27,7 @@ int64_t now_ns() {
 
 struct Case {
   const char* name;
-  uint64_t pages;      // resident 64 KB pages each kernel touches (dense, block by block)
+  uint64_t pages;      // resident 64 KB big pages each kernel touches (dense, block by block)
   int drain;           // between kernels, untimed: 0 none, 1 synchronize(), 2 quiesce() as the
                        // replay did, 3 quiesce() then 200 us asleep, 4 the same, 2 ms; 5 the
                        // host busy for 500 us (a policy deciding), 6 asleep for 500 us,

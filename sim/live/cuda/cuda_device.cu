@@ -25,7 +25,7 @@ constexpr unsigned kTouchesPerBigPage = 16; // one word in each 4 KB page
 constexpr unsigned kThreads = 256;
 constexpr size_t kSlots = 1 << 20;
 
-// One thread per 4 KB page of each touched 64 KB page, pages in the recorded order by block;
+// One thread per 4 KB page of each touched 64 KB big page, pages in the recorded order by block;
 // thread 0 then waits out the recorded compute time (%globaltimer, ns).
 __global__ void touch_kernel(const Touch* touches, uint64_t count, char* const* slots,
                              uint64_t duration_ns, unsigned long long* sink) {

@@ -1,5 +1,5 @@
 // Device functions the Sanitizer API patches into every kernel in sanitize mode (built with
-// nvcc --compile-as-tools-patch into faultline_pages.fatbin). They note each touched 64 KB page
+// nvcc --compile-as-tools-patch into faultline_pages.fatbin). They note each touched 64 KB big page
 // in the PageTable of page_table.h; the host reads the list after the kernel.
 #include "tracer/inject/page_table.h"
 
