@@ -129,6 +129,8 @@ LIVE_LABEL = {"default": "PyTorch default", "expandable": "PyTorch expandable se
 def live_rows(out, data):
     rows = []
     for path in sorted(glob.glob(os.path.join(data, "h200-live", "*.json"))):
+        if os.path.basename(path) == "manifest.json":
+            continue
         live = load(path)
         workload = f"{live['model']}-{live['technique']}-b{live['batch']}"
         kind = os.path.basename(path)[len(workload) + 1:-5]
