@@ -79,31 +79,34 @@ Budget parse_budget(const std::string& text, const std::string& what) {
   return b;
 }
 
-CLI::Option* add_bytes(CLI::App& app, const std::string& name, uint64_t& target,
-                       const std::string& help) {
+namespace {
+
+// An option whose value is a number with K/M/G (parse_number) stored into `target`.
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& name, T& target, const std::string& help,
+                        const char* type) {
   return app
       .add_option_function<std::string>(
           name, [&target, name](const std::string& text) { target = parse_number(text, name); },
           help)
-      ->type_name("BYTES");
+      ->type_name(type);
+}
+
+} // namespace
+
+CLI::Option* add_bytes(CLI::App& app, const std::string& name, uint64_t& target,
+                       const std::string& help) {
+  return add_number(app, name, target, help, "BYTES");
 }
 
 CLI::Option* add_bytes(CLI::App& app, const std::string& name, std::optional<uint64_t>& target,
                        const std::string& help) {
-  return app
-      .add_option_function<std::string>(
-          name, [&target, name](const std::string& text) { target = parse_number(text, name); },
-          help)
-      ->type_name("BYTES");
+  return add_number(app, name, target, help, "BYTES");
 }
 
 CLI::Option* add_count(CLI::App& app, const std::string& name, std::optional<uint64_t>& target,
                        const std::string& help) {
-  return app
-      .add_option_function<std::string>(
-          name, [&target, name](const std::string& text) { target = parse_number(text, name); },
-          help)
-      ->type_name("N");
+  return add_number(app, name, target, help, "N");
 }
 
 CLI::Option* add_budget(CLI::App& app, std::optional<Budget>& target, const std::string& help) {
