@@ -9,7 +9,10 @@
 #   faultline_finish_layers()       makes an INTERFACE target for each layer no folder gave sources
 #
 # Layers in FAULTLINE_WHOLE_ARCHIVE_LAYERS are linked whole: the policies register themselves by
-# static initialisers, which the linker would drop from a plain static library.
+# static initialisers, which the linker would drop from a plain static library. The config
+# sections (FAULTLINE_REGISTER_SCHEMA) register so too, each in a file that other code
+# references, so the linker keeps it; a section in a file nothing references would vanish from
+# `faultline config schema`, and the doc_tables test would fail on its README table.
 
 set(FAULTLINE_WHOLE_ARCHIVE_LAYERS policies)
 

@@ -215,6 +215,10 @@ expect "capture convert" 0 any "" -- \
   "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" \
   --access "$DATA/strided-access.raw" --meta workload=strided --out "$WORK/c.fltrace"
 expect "converted trace reads back" 0 stdout '"kernels": 6' -- "$FAULTLINE" trace stats "$WORK/c.fltrace"
+# Every --meta reaches the header, not only the first.
+"$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" --access "$DATA/strided-access.raw" \
+  --meta workload=strided --meta batch=8 --out "$WORK/m.fltrace" >/dev/null 2>&1
+expect "capture convert keeps every --meta" 0 stdout '"batch":8' -- "$FAULTLINE" trace dump "$WORK/m.fltrace"
 
 # faultline sweep: misuse.
 expect "sweep without a file" 2 stderr "usage: faultline sweep" -- "$FAULTLINE" sweep

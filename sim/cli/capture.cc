@@ -8,6 +8,7 @@
 #include "sim/core/error.h"
 
 #include <memory>
+#include <vector>
 
 namespace faultline::cli {
 namespace {
@@ -48,8 +49,12 @@ void check(capture::Options& o, bool no_host_touches) {
 
 // --meta KEY=VALUE, as often as wanted, into `meta`.
 void add_meta_option(CLI::App& app, nlohmann::json& meta) {
-  app.add_option_function<std::string>(
-         "--meta", [&meta](const std::string& kv) { capture::add_meta(meta, kv); },
+  // All occurrences reach the callback at once (a std::string one would see only the first).
+  app.add_option_function<std::vector<std::string>>(
+         "--meta",
+         [&meta](const std::vector<std::string>& pairs) {
+           for (const std::string& kv : pairs) capture::add_meta(meta, kv);
+         },
          "add to the trace header (VALUE is JSON if it parses, else a string)")
       ->type_name("KEY=VALUE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)

@@ -8,10 +8,12 @@
 #include "sim/live/plan.h"
 #include "sim/live/residency.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace faultline::live {

@@ -12,6 +12,7 @@
 #include "sim/uvm/migrator.h"
 
 #include <memory>
+#include <vector>
 
 namespace faultline {
 
