@@ -46,6 +46,16 @@ def simulate(trace, config, faultline=None, **overrides):
     """`faultline sim` of TRACE under CONFIG (a run config dict, or the path of one), with the
     keyword overrides merged into it (`capacity={"mode": "budget"}`, `iterations=6`). Returns
     the result JSON; raises SimulationError with the simulator's message when it fails."""
+    return _run("sim", trace, config, faultline, overrides)
+
+
+def bound(trace, config, faultline=None, **overrides):
+    """`faultline bound` of TRACE under CONFIG (as simulate takes it): the lower bound on any
+    policy's time (its "bound" object: lower_bound_ns, all_resident_ns, min_bytes_host_to_gpu)."""
+    return _run("bound", trace, config, faultline, overrides)["bound"]
+
+
+def _run(command, trace, config, faultline, overrides):
     if isinstance(config, str):
         with open(config) as f:
             config = json.load(f)
@@ -53,8 +63,9 @@ def simulate(trace, config, faultline=None, **overrides):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(config, f)
     try:
-        out = subprocess.run([faultline or FAULTLINE, "sim", "--config", f.name, "--trace", trace,
-                              "--no-progress"], capture_output=True, text=True)
+        progress = ["--no-progress"] if command == "sim" else []
+        out = subprocess.run([faultline or FAULTLINE, command, "--config", f.name, "--trace", trace]
+                             + progress, capture_output=True, text=True)
     finally:
         os.unlink(f.name)
     if out.returncode != 0:

@@ -263,6 +263,16 @@ expect "results fields match sim/README.md" 0 stdout "" -- \
   diff "$WORK/fields-readme.md" <("$FAULTLINE" results fields)
 expect "results without fields" 2 stderr "usage: faultline results fields" -- "$FAULTLINE" results
 
+# faultline bound: a lower bound, one job on one GPU.
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["gpus"]=2; print(json.dumps(c))' \
+  "$WORK/run.json" >"$WORK/two-gpus.json"
+expect "bound without a trace" 2 stderr "--trace is required" -- \
+  "$FAULTLINE" bound --config "$WORK/run.json"
+expect "bound of a two-GPU config" 1 stderr "one job on one GPU" -- \
+  "$FAULTLINE" bound --config "$WORK/two-gpus.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace"
+expect "bound of a trace" 0 stdout '"lower_bound_ns"' -- \
+  "$FAULTLINE" bound --config "$WORK/run.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace"
+
 # faultline config schema: every declared config key (the READMEs' tables: tests/doc_tables.sh).
 expect "config schema of a section" 0 stdout '| `batch_size` | unsigned 32-bit integer | `256` | at least 1 |' -- \
   "$FAULTLINE" config schema run.driver

@@ -23,6 +23,7 @@ void add_topology(CLI::App& app);
 void add_alloc(CLI::App& app);
 void add_results(CLI::App& app);
 void add_config(CLI::App& app);
+void add_bound(CLI::App& app);
 
 // The replay request `faultline replay ARGS` would run: the run config of --config, then the
 // options, wherever they stand. Throws UsageError, ConfigError and CLI::ParseError; touches no

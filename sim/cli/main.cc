@@ -7,6 +7,7 @@ int main(int argc, char** argv) {
   using namespace faultline::cli;
   auto app = make_app();
   add_sim(*app);
+  add_bound(*app);
   add_sweep(*app);
   add_synth(*app);
   add_trace(*app);

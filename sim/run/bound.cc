@@ -1,0 +1,207 @@
+#include "sim/run/bound.h"
+
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+#include "sim/trace/inspect.h"
+#include "sim/trace/step_repeater.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace faultline {
+namespace {
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+// The trace as MIN reads it: kernel touches of big pages, and the events that take pages off
+// the GPU whatever a policy does (a free: the page holds no data after; a host access: it holds
+// data, on the host).
+struct Event {
+  enum Kind : uint8_t { kTouch, kFreed, kHostTouched } kind;
+  uint64_t page;
+};
+
+struct Flattened {
+  std::vector<Event> events;
+  Time all_resident_ns = 0;
+  uint64_t references = 0;
+};
+
+// Calls f(big page) for every 64 KB big page [address, address + size) overlaps.
+template <class F> void for_pages(Addr address, Bytes size, F f) {
+  if (size == 0) return;
+  for (uint64_t p = address / kBigPageSize; p <= (address + size - 1) / kBigPageSize; ++p) f(p);
+}
+
+Flattened flatten(const std::string& path, uint64_t iterations) {
+  Flattened out;
+  trace::StepRepeater reader(path, iterations);
+  std::unordered_map<uint64_t, trace::AllocRecord> live;
+  std::map<Addr, Addr> managed; // live managed allocations: start -> end (device memory stays)
+  const auto is_managed = [&](uint64_t page) {
+    const Addr lo = page * kBigPageSize, hi = lo + kBigPageSize;
+    auto it = managed.lower_bound(hi);
+    return it != managed.begin() && std::prev(it)->second > lo;
+  };
+  std::unordered_set<uint64_t> in_kernel;
+  trace::Record r;
+  bool first = true;
+  Time start = 0, end = 0;
+  while (reader.next(r)) {
+    if (first) start = r.time();
+    first = false;
+    switch (r.type) {
+    case trace::RecordType::kAlloc:
+      live[r.alloc.id] = r.alloc;
+      if (r.alloc.kind == trace::MemoryKind::kManaged)
+        managed[r.alloc.address] = r.alloc.address + r.alloc.size;
+      break;
+    case trace::RecordType::kFree: {
+      auto it = live.find(r.free.id);
+      if (it == live.end()) break;
+      if (it->second.kind != trace::MemoryKind::kDevice)
+        for_pages(it->second.address, it->second.size, [&](uint64_t p) {
+          out.events.push_back({Event::kFreed, p});
+        });
+      if (it->second.kind == trace::MemoryKind::kManaged) managed.erase(it->second.address);
+      live.erase(it);
+      break;
+    }
+    case trace::RecordType::kHostAccess:
+      for_pages(r.host.address, r.host.size, [&](uint64_t p) {
+        if (is_managed(p)) out.events.push_back({Event::kHostTouched, p});
+      });
+      break;
+    case trace::RecordType::kKernel:
+      in_kernel.clear();
+      for (const trace::Access& a : r.kernel.accesses)
+        if (is_managed(a.big_page) && in_kernel.insert(a.big_page).second)
+          out.events.push_back({Event::kTouch, a.big_page});
+      out.references += in_kernel.size();
+      end = std::max(end, r.kernel.start + r.kernel.duration);
+      break;
+    default:
+      break;
+    }
+  }
+  out.all_resident_ns = std::max<Time>(0, end - start);
+  return out;
+}
+
+// Belady's MIN with bypass: on a miss, the page whose next touch is furthest (the new one
+// included) is the one not kept. Returns the misses that copy (the page holds data).
+uint64_t min_moves(const std::vector<Event>& events, uint64_t capacity) {
+  // next[i]: the event index of the page's next touch after event i while it stays on the GPU
+  // (a free or host touch in between takes it off whatever is done: never).
+  std::vector<uint64_t> next(events.size(), kNever);
+  std::unordered_map<uint64_t, uint64_t> upcoming;
+  for (size_t i = events.size(); i-- > 0;) {
+    const Event& e = events[i];
+    if (e.kind != Event::kTouch) {
+      upcoming[e.page] = kNever;
+      continue;
+    }
+    auto it = upcoming.find(e.page);
+    next[i] = it == upcoming.end() ? kNever : it->second;
+    upcoming[e.page] = i;
+  }
+  std::unordered_map<uint64_t, uint64_t> cached; // page -> its next touch
+  std::unordered_map<uint64_t, bool> holds_data; // page -> touched since its allocation
+  std::priority_queue<std::pair<uint64_t, uint64_t>> furthest; // (next touch, page), lazy
+  uint64_t moves = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.kind != Event::kTouch) {
+      cached.erase(e.page);
+      holds_data[e.page] = e.kind == Event::kHostTouched;
+      continue;
+    }
+    bool& data = holds_data[e.page];
+    auto hit = cached.find(e.page);
+    if (hit != cached.end()) {
+      hit->second = next[i];
+      furthest.push({next[i], e.page});
+      continue;
+    }
+    if (data) ++moves;
+    data = true;
+    if (capacity == 0) continue;
+    if (cached.size() == capacity) {
+      while (!furthest.empty()) { // drop stale entries
+        const auto [when, page] = furthest.top();
+        auto c = cached.find(page);
+        if (c != cached.end() && c->second == when) break;
+        furthest.pop();
+      }
+      if (furthest.top().first <= next[i]) continue; // the new page is the furthest: bypass
+      cached.erase(furthest.top().second);
+      furthest.pop();
+    }
+    cached[e.page] = next[i];
+    furthest.push({next[i], e.page});
+  }
+  return moves;
+}
+
+double best_gbps(const config::LinkCurve& curve) {
+  double best = 0;
+  for (const auto& [bytes, gbps] : curve.points) best = std::max(best, gbps);
+  return best;
+}
+
+} // namespace
+
+LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
+                       const config::LinkProfile& host_link) {
+  const Flattened trace = flatten(trace_path, iterations);
+  LowerBound b;
+  b.all_resident_ns = trace.all_resident_ns;
+  b.references = trace.references;
+  b.capacity_big_pages = capacity_chunks * kBigPagesPerBlock;
+  b.min_pages_moved = min_moves(trace.events, b.capacity_big_pages);
+  b.link_gbps = best_gbps(host_link.forward); // GB/s: bytes per ns
+  const double bytes = static_cast<double>(b.min_pages_moved * kBigPageSize);
+  b.transfer_ns = b.link_gbps > 0 ? static_cast<Time>(std::floor(bytes / b.link_gbps)) : 0;
+  b.lower_bound_ns = std::max(b.all_resident_ns, b.transfer_ns);
+  return b;
+}
+
+nlohmann::json to_json(const LowerBound& b) {
+  return {{"all_resident_ns", b.all_resident_ns},
+          {"capacity_big_pages", b.capacity_big_pages},
+          {"references", b.references},
+          {"min_bytes_host_to_gpu", b.min_pages_moved * kBigPageSize},
+          {"link_gbps", b.link_gbps},
+          {"transfer_ns", b.transfer_ns},
+          {"lower_bound_ns", b.lower_bound_ns}};
+}
+
+nlohmann::json bound_document(const std::string& config_path, const std::string& trace_path,
+                              uint64_t iterations) {
+  config::RunConfig c = config::load_run_config(config_path);
+  if (c.gpus != 1 || !c.neighbours.empty() || !c.topology.gpus.empty())
+    throw ConfigError(config_path + ": the lower bound is defined for one job on one GPU (no " +
+                      "topology, gpus 1, no neighbour_jobs): a neighbour's memory is a second " +
+                      "source of pages");
+  if (iterations > 0) {
+    c.iterations = iterations;
+    c.resolved["iterations"] = iterations;
+  }
+  const trace::TraceStats stats = trace::compute_stats(trace_path);
+  const uint64_t chunks = c.capacity.chunks(stats.footprint_chunks);
+  c.resolved["capacity"]["resolved_bytes"] = chunks * kBlockSize;
+  nlohmann::json out;
+  out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
+  out["trace"] = {{"path", trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
+  out["config"] = c.resolved;
+  out["bound"] = to_json(lower_bound(trace_path, c.iterations, chunks, c.host_link));
+  return out;
+}
+
+} // namespace faultline

@@ -1,0 +1,48 @@
+// A lower bound on the time of any policy for a trace at a capacity, to set beside the oracle
+// (which is a strong policy, not a proof). Two facts bound every run the simulator can make:
+//  - all_resident_ns: the trace's own time with every page on the GPU (kernels keep their
+//    recorded starts and all-resident durations; the simulator only ever delays them);
+//  - transfer_ns: the fewest bytes any policy must move from the host to the GPU, at the host
+//    link's best bandwidth. The fewest bytes come from Belady's MIN over 64 KB big pages, with
+//    bypass (a page may be served without being kept, as a remote access is), on a cache of the
+//    capacity's pages: a relaxation of the GPU (no 2 MB chunk grouping, no device memory, no
+//    prefetch or eviction cost), so its minimum is at most what any policy moves. A page costs a
+//    copy when it holds data: after the GPU or the host has touched it, until its allocation is
+//    freed; a first touch of a fresh page is populated in place, at no copy.
+// lower_bound_ns is the larger of the two. Defined for one job on one GPU (a neighbour's memory
+// would be a second source).
+#pragma once
+
+#include "sim/config/run_config.h"
+#include "sim/core/types.h"
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace faultline {
+
+struct LowerBound {
+  Time all_resident_ns = 0;
+  uint64_t capacity_big_pages = 0;
+  uint64_t references = 0;      // kernel touches of big pages (once per kernel)
+  uint64_t min_pages_moved = 0; // Belady's MIN: big pages copied host -> GPU
+  double link_gbps = 0;         // the host link's best bandwidth, host -> GPU
+  Time transfer_ns = 0;
+  Time lower_bound_ns = 0;
+};
+
+// Reads the trace (repetitions included, trace::StepRepeater) twice. Throws TraceError as the
+// reader does.
+LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
+                       const config::LinkProfile& host_link);
+
+nlohmann::json to_json(const LowerBound& bound);
+
+// `faultline bound`: the bound of a trace under a run config (its capacity, host link and
+// iterations; `iterations` > 0 overrides), as a document with the resolved config and the git
+// revision. ConfigError for a config of more than one GPU or job.
+nlohmann::json bound_document(const std::string& config_path, const std::string& trace_path,
+                              uint64_t iterations);
+
+} // namespace faultline

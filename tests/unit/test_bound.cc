@@ -1,0 +1,157 @@
+// The lower bound (sim/run/bound.h): Belady's MIN with bypass on hand-made traces whose minimum
+// is known, what costs a copy (data, not a fresh page; device memory never), and, on synthetic
+// traces under every policy and both capacity modes, that no simulated run beats it.
+#include "sim/core/error.h"
+#include "sim/run/bound.h"
+#include "sim/run/results.h"
+#include "sim/synth/synth.h"
+#include "sim_fixture.h"
+
+#include <catch2/catch.hpp>
+
+using namespace faultline;
+using simtest::Scratch;
+
+namespace {
+
+constexpr Addr kBase = 0x10000000;
+constexpr uint64_t kChunkPages = kBigPagesPerBlock;
+
+// A kernel touching big pages [first, first + count) of the allocation at kBase.
+trace::KernelRecord touch(Time start, uint64_t first, uint64_t count) {
+  trace::KernelRecord k;
+  k.name = "k";
+  k.start = start;
+  k.duration = 1000;
+  for (uint64_t p = first; p < first + count; ++p)
+    k.accesses.push_back({kBase / kBigPageSize + p, 0, AccessType::kRead});
+  return k;
+}
+
+config::LinkProfile link_of_1_gbps() {
+  config::LinkProfile l;
+  l.forward.points = {{4096, 1.0}};
+  return l;
+}
+
+struct Built {
+  std::string path;
+  trace::TraceWriter writer;
+  explicit Built(const std::string& p) : path(p), writer(p, {{"source", "test"}}) {
+    writer.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 3 * kBlockSize, 0, 0});
+  }
+};
+
+} // namespace
+
+TEST_CASE("bound: MIN keeps the page used again and bypasses the one that is not", "[bound]") {
+  fltest::TempDir dir;
+  Built t(dir.file("t.fltrace"));
+  t.writer.write(touch(0, 0, kChunkPages));              // A: fresh, populated in place
+  t.writer.write(touch(2000, kChunkPages, kChunkPages)); // B: fresh, not kept (used never again)
+  t.writer.write(touch(4000, 0, kChunkPages));           // A again: still there
+  t.writer.close();
+  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps());
+  CHECK(b.min_pages_moved == 0);
+  CHECK(b.references == 3 * kChunkPages);
+  CHECK(b.all_resident_ns == 5000);
+  CHECK(b.lower_bound_ns == 5000);
+}
+
+TEST_CASE("bound: pages used in turn beyond the capacity must move", "[bound]") {
+  fltest::TempDir dir;
+  Built t(dir.file("t.fltrace"));
+  for (Time i = 0; i < 4; ++i) t.writer.write(touch(2000 * i, (i % 2) * kChunkPages, kChunkPages));
+  t.writer.close();
+  // A, B, A, B with room for one: A stays; B is fresh once, then holds data and comes back once.
+  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps());
+  CHECK(b.min_pages_moved == kChunkPages);
+  CHECK(b.transfer_ns == static_cast<Time>(kChunkPages * kBigPageSize)); // 1 byte per ns
+  CHECK(b.lower_bound_ns == b.transfer_ns);
+  CHECK(lower_bound(t.path, 0, 2, link_of_1_gbps()).min_pages_moved == 0); // room for both
+}
+
+TEST_CASE("bound: the host's touch forces a copy back; a freed page is fresh again", "[bound]") {
+  fltest::TempDir dir;
+  SECTION("host touch") {
+    Built t(dir.file("t.fltrace"));
+    t.writer.write(touch(0, 0, kChunkPages));
+    t.writer.write(trace::HostAccessRecord{1500, kBase, 4 * kBigPageSize, AccessType::kWrite});
+    t.writer.write(touch(2000, 0, kChunkPages));
+    t.writer.close();
+    CHECK(lower_bound(t.path, 0, 4, link_of_1_gbps()).min_pages_moved == 4);
+  }
+  SECTION("free and allocate again") {
+    Built t(dir.file("t.fltrace"));
+    t.writer.write(touch(0, 0, kChunkPages));
+    t.writer.write(touch(1000, kChunkPages, kChunkPages));
+    t.writer.write(trace::FreeRecord{1, 2000});
+    t.writer.write(trace::AllocRecord{2, trace::MemoryKind::kManaged, kBase, kBlockSize, 2000, 0});
+    t.writer.write(touch(3000, 0, kChunkPages));
+    t.writer.close();
+    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps()).min_pages_moved == 0);
+  }
+  SECTION("device memory never moves") {
+    Built t(dir.file("t.fltrace"));
+    const Addr device = kBase + 8 * kBlockSize;
+    t.writer.write(trace::AllocRecord{2, trace::MemoryKind::kDevice, device, kBlockSize, 0, 0});
+    for (Time i = 0; i < 4; ++i) {
+      trace::KernelRecord k = touch(2000 * i, (i % 2) * kChunkPages, kChunkPages);
+      k.accesses.push_back({device / kBigPageSize, 0, AccessType::kRead});
+      t.writer.write(k);
+    }
+    t.writer.close();
+    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps()).min_pages_moved == kChunkPages);
+  }
+}
+
+TEST_CASE("bound: defined for one job on one GPU", "[bound]") {
+  Scratch s;
+  nlohmann::json config = Scratch::run_config();
+  config["gpus"] = 2;
+  s.write("two.json", config);
+  fltest::TempDir dir;
+  Built t(dir.file("t.fltrace"));
+  t.writer.write(touch(0, 0, 1));
+  t.writer.close();
+  CHECK_THROWS_WITH(bound_document(s.file("two.json"), t.path, 0),
+                    Catch::Contains("one job on one GPU"));
+}
+
+TEST_CASE("bound: no simulated run beats it, under any policy or capacity mode",
+          "[bound][invariant]") {
+  Scratch s;
+  for (const char* pattern : {"random", "stream", "dnn"}) {
+    for (uint64_t seed : {1, 2}) {
+      synth::Params p;
+      p.pattern = pattern;
+      p.footprint = 64ull << 20;
+      p.seed = seed;
+      p.layers = 6;
+      p.kernels_per_iteration = 8;
+      const std::string trace = s.file(std::string(pattern) + std::to_string(seed) + ".fltrace");
+      synth::write_trace(p, trace, "test");
+      for (const char* policy : {"ondemand", "deepum", "pump", "oracle"}) {
+        for (const char* mode : {"driver", "budget"}) {
+          for (double fraction : {0.5, 0.75}) {
+            // A random kernel touches every chunk: more than a budget holds at once.
+            if (std::string(pattern) == "random" && std::string(mode) == "budget") continue;
+            INFO(pattern << " seed " << seed << " " << policy << " " << mode << " " << fraction);
+            nlohmann::json config = Scratch::run_config(nlohmann::json::object(), policy);
+            config["capacity"] = {{"fraction_of_footprint", fraction}, {"mode", mode}};
+            config.erase("per_kernel");
+            s.write("run.json", config);
+            SimRequest request;
+            request.config_path = s.file("run.json");
+            request.trace_path = trace;
+            const nlohmann::json sim = run_sim(request)["results"];
+            const nlohmann::json bound = bound_document(request.config_path, trace, 0)["bound"];
+            CHECK(sim["total_time_ns"].get<Time>() >= bound["lower_bound_ns"].get<Time>());
+            CHECK(sim["bytes_host_to_gpu"].get<uint64_t>() >=
+                  bound["min_bytes_host_to_gpu"].get<uint64_t>());
+          }
+        }
+      }
+    }
+  }
+}
