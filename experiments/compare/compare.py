@@ -4,12 +4,16 @@
 
 Writes OUT_DIR/comparison.csv, OUT_DIR/comparison.md and four figures: time normalised to no
 oversubscription (ondemand at 100% capacity of the same trace), speedup over ondemand, fraction
-of the oracle bound (oracle time / policy time), and faults and bytes moved at 50% capacity.
+of the oracle (oracle time / policy time), and faults and bytes moved at 50% capacity. Each
+(trace, capacity) also gets `faultline bound`, a lower bound no policy can beat (sim/run/bound.h):
+the table gives every policy's fraction of it (bound / policy time), and the script fails if a
+run is faster than its bound.
 """
 import csv
 import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
@@ -40,13 +44,29 @@ def load(path):
     return rows
 
 
-def derive(rows):
+def bounds(rows, base, faultline):
+    """(trace, capacity) -> faultline bound's object, under the sweep's base config."""
+    keys = sorted({(r["trace"], r["capacity"]) for r in rows})
+    def one(key):
+        trace, capacity = key
+        return common.bound(f"traces/real/{trace}.fltrace", base, faultline,
+                            capacity={"fraction_of_footprint": capacity})
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        return dict(zip(keys, pool.map(one, keys)))
+
+
+def derive(rows, bound_of):
     by = {(r["trace"], r["policy"], r["capacity"]): r for r in rows}
     for r in rows:
         base = by[(r["trace"], "ondemand", 1.0)]["time"]
         r["normalised"] = r["time"] / base
         r["speedup"] = by[(r["trace"], "ondemand", r["capacity"])]["time"] / r["time"]
         r["of_oracle"] = by[(r["trace"], "oracle", r["capacity"])]["time"] / r["time"]
+        r["bound"] = bound_of[(r["trace"], r["capacity"])]["lower_bound_ns"]
+        r["of_bound"] = r["bound"] / r["time"]
+        if r["of_bound"] > 1:
+            raise SystemExit(f"compare: {r['trace']} {r['policy']} at {r['capacity']:.0%} ran in "
+                             f"{r['time']} ns, below its lower bound of {r['bound']} ns")
         r["fault_stall_reduction"] = 1 - r["fault_stall"] / max(
             1, by[(r["trace"], "ondemand", r["capacity"])]["fault_stall"])
     return rows
@@ -54,7 +74,7 @@ def derive(rows):
 
 def write_tables(rows, out):
     keys = ["trace", "policy", "capacity", "time", "normalised", "speedup", "of_oracle",
-            "fault_stall_reduction", "faults", "bytes"]
+            "bound", "of_bound", "fault_stall_reduction", "faults", "bytes"]
     with open(os.path.join(out, "comparison.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()
@@ -70,6 +90,20 @@ def write_tables(rows, out):
             cells = [f"{by[(trace, cap, p)]['speedup']:.2f} ({by[(trace, cap, p)]['of_oracle']:.2f})"
                      for p in policies]
             lines.append(f"| {trace} | {cap:.0%} | " + " | ".join(cells) + " |")
+    faster = [r for r in rows if r["policy"] != "oracle" and r["of_oracle"] > 1]
+    lines += ["", f"Runs faster than the oracle: {len(faster)} of "
+              f"{sum(r['policy'] != 'oracle' for r in rows)}"
+              + (" (" + "; ".join(f"{r['trace']} {r['policy']} {r['capacity']:.0%}"
+                                  for r in faster) + ")" if faster else "") + ".", "",
+              "Fraction of the lower bound (`faultline bound`: bound / policy time; no run can "
+              "exceed 1), by trace and capacity.", "",
+              "| trace | capacity | bound | " + " | ".join(policies) + " |",
+              "|---|---|---|" + "---|" * len(policies)]
+    for trace in dict.fromkeys(r["trace"] for r in rows):
+        for cap in sorted({r["capacity"] for r in rows}, reverse=True):
+            cells = [f"{by[(trace, cap, p)]['of_bound']:.2f}" for p in policies]
+            lines.append(f"| {trace} | {cap:.0%} | {by[(trace, cap, policies[0])]['bound'] / 1e9:.3f} s"
+                         " | " + " | ".join(cells) + " |")
     open(os.path.join(out, "comparison.md"), "w").write("\n".join(lines) + "\n")
 
 
@@ -116,7 +150,9 @@ def traffic_figure(rows, path, capacity=0.5):
 def main():
     results, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    rows = derive(load(results))
+    rows = load(results)
+    base = json.load(open(results)).get("base", "configs/runs/default.json")
+    rows = derive(rows, bounds(rows, base, "build/faultline"))
     write_tables(rows, out)
     per_trace_figure(rows, "normalised", "time / ondemand at 100%",
                      os.path.join(out, "time_normalised.png"))
