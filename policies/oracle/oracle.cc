@@ -110,10 +110,12 @@ public:
 
   void on_alloc(const AllocEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_blocks_ += (e.range.bytes + kBlockSize - 1) / kBlockSize;
+    if (e.managed && !e.block) live_[e.range.start] = e.range.start + e.range.bytes;
   }
 
   void on_free(const FreeEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_blocks_ -= (e.range.bytes + kBlockSize - 1) / kBlockSize;
+    if (e.managed && !e.block) live_.erase(e.range.start);
     if (e.managed && !e.block) // the backend drops a freed segment's pages
       for (uint64_t b = e.range.start / kBlockSize;
            b < (e.range.start + e.range.bytes + kBlockSize - 1) / kBlockSize; ++b)
@@ -140,11 +142,15 @@ public:
     }
     evict_for(incoming, room, keep, e.kernel, out);
     for (const BlockUse& w : wanted) {
+      // Pages of allocations not made yet are prefetched at a later launch, once they exist
+      // (the backend ignores a range outside live managed memory).
+      const PageBits pages = w.pages & live_pages(w.block);
+      if (!pages) continue;
       auto it = resident_.find(w.block);
       if (it == resident_.end() && resident_.size() >= room) break;
       PageBits& have = resident_[w.block];
-      prefetch_pages(w.block, w.pages & ~have, out);
-      have |= w.pages;
+      prefetch_pages(w.block, pages & ~have, out);
+      have |= pages;
     }
   }
 
@@ -166,6 +172,20 @@ private:
         slot.emplace(use.block, out.size());
         out.push_back(use);
       }
+    return out;
+  }
+
+  // The block's big pages that live managed allocations hold.
+  PageBits live_pages(uint64_t block) const {
+    const Addr lo = block * kBlockSize, hi = lo + kBlockSize;
+    PageBits out = 0;
+    auto it = live_.upper_bound(lo);
+    if (it != live_.begin()) --it;
+    for (; it != live_.end() && it->first < hi; ++it) {
+      const Addr a = std::max(lo, it->first), b = std::min(hi, it->second);
+      for (Addr q = a; q < b; q = (q / kBigPageSize + 1) * kBigPageSize)
+        out |= PageBits{1} << ((q - lo) / kBigPageSize);
+    }
     return out;
   }
 
@@ -205,6 +225,7 @@ private:
   uint64_t capacity_blocks_ = 0, device_blocks_ = 0, oldest_running_ = 0;
   ProcessorId gpu_ = gpu_processor(0);
   std::map<uint64_t, PageBits> resident_; // blocks the oracle believes on the GPU, and their pages
+  std::map<Addr, Addr> live_;             // live managed allocations: start -> end
 };
 
 } // namespace

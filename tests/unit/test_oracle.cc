@@ -51,6 +51,7 @@ TEST_CASE("oracle: evicts the resident block whose next use is farthest away", "
       write_trace(dir, 4, {{{0, 0}}, {{1, 0}}, {{2, 0}}, {{3, 0}}, {{2, 0}}, {{0, 0}}, {{1, 0}}});
   PolicyHarness oracle("oracle", {{"max_lookahead_kernels", 1}});
   oracle.start(3 * kBlockSize, trace);
+  oracle.alloc(1, kBase, 4 * kBlockSize);
   for (uint64_t k = 0; k < 3; ++k) {
     const auto actions = oracle.launch(k, {});
     REQUIRE(actions.size() == 1);
@@ -71,6 +72,7 @@ TEST_CASE("oracle: prefetches exactly the pages the coming kernels touch", "[pol
   const std::string trace = write_trace(dir, 1, {{{0, 0}, {0, 1}, {0, 2}, {0, 5}}, {{0, 31}}});
   PolicyHarness oracle("oracle", nlohmann::json::object());
   oracle.start(8 * kBlockSize, trace);
+  oracle.alloc(1, kBase, kBlockSize);
   const auto actions = oracle.launch(0, {});
   REQUIRE(actions.size() == 3);
   CHECK(actions[0].range.start == kBase);
@@ -79,6 +81,23 @@ TEST_CASE("oracle: prefetches exactly the pages the coming kernels touch", "[pol
   CHECK(actions[1].range.bytes == kBigPageSize);
   CHECK(actions[2].range.start == kBase + 31 * kBigPageSize); // kernel 1, same block
   CHECK(oracle.launch(1, {}).empty());                        // already there
+}
+
+TEST_CASE("oracle: an allocation not made yet is prefetched once it is", "[policy]") {
+  fltest::TempDir dir;
+  // Kernel 0 touches block 0; kernel 1 touches block 1, which the program allocates between them.
+  const std::string trace = write_trace(dir, 2, {{{0, 0}}, {{1, 0}}});
+  PolicyHarness oracle("oracle", nlohmann::json::object());
+  oracle.start(8 * kBlockSize, trace);
+  oracle.alloc(1, kBase, kBlockSize);
+  const auto first = oracle.launch(0, {});
+  REQUIRE(first.size() == 1); // block 0 only: block 1 is no allocation yet
+  CHECK(first[0].range.start == kBase);
+  oracle.alloc(2, kBase + kBlockSize, kBlockSize);
+  const auto second = oracle.launch(1, {});
+  REQUIRE(second.size() == 1); // before, the oracle believed block 1 was prefetched already
+  CHECK(second[0].range.start == kBase + kBlockSize);
+  CHECK(second[0].range.bytes == kBigPageSize);
 }
 
 TEST_CASE("oracle: never holds more blocks than the GPU has (random traces)", "[policy]") {
@@ -91,6 +110,7 @@ TEST_CASE("oracle: never holds more blocks than the GPU has (random traces)", "[
   const uint64_t capacity = GENERATE(1, 3, 5);
   PolicyHarness oracle("oracle", nlohmann::json::object());
   oracle.start(capacity * kBlockSize, trace);
+  oracle.alloc(1, kBase, 12 * kBlockSize);
   std::set<Addr> held;
   size_t prefetches = 0;
   for (uint64_t k = 0; k < kernels.size(); ++k) {
