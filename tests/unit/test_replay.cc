@@ -259,7 +259,10 @@ TEST_CASE("replay: the kernels' faults reach the policy as batches, and every po
       // after the first row begins (set-up, two steps: twice), for the step's counters.
       const bool watches = policy == std::string("deepum") || policy == std::string("oracle");
       const bool drains = watches && source == Source::kCupti;
-      CHECK((result["results"]["faults_reported_to_policy"].get<uint64_t>() > 0) == watches);
+      // The oracle prefetches all that each kernel touches here, so its kernels find nothing
+      // absent: it may hear no fault at all.
+      if (policy != std::string("oracle"))
+        CHECK((result["results"]["faults_reported_to_policy"].get<uint64_t>() > 0) == watches);
       CHECK(result["steps"].size() == 3);
       CHECK(device.quiesced == (drains ? result["results"]["kernels"].get<uint64_t>() : 0) + 3);
       CHECK(device.peak_chunks * kBlockSize <=
