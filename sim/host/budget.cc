@@ -22,14 +22,15 @@ std::vector<ChunkPages> group_by_chunk(const std::vector<uint64_t>& big_pages) {
 namespace budget {
 
 void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
-               const std::string& what, const std::function<void(uint64_t)>& evict) {
+               const std::function<std::string()>& what,
+               const std::function<void(uint64_t)>& evict) {
   std::unordered_set<uint64_t> chunks;
   uint64_t fresh = 0; // needed chunks that take no GPU memory yet
   for (const ChunkPages& c : needed)
     if (chunks.insert(c.chunk).second && !books.holds(c.chunk)) ++fresh;
   const uint64_t room = books.room_chunks();
   if (chunks.size() > room) {
-    throw SimulationError(what + " needs " + std::to_string(chunks.size()) +
+    throw SimulationError(what() + " needs " + std::to_string(chunks.size()) +
                           " chunks of 2 MB at once, more than the budget leaves (" +
                           std::to_string(room) + " chunks)");
   }

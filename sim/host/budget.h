@@ -43,9 +43,11 @@ namespace budget {
 // Before a kernel or a prefetched chunk: evicts resident chunks (next victim first, never one
 // of `needed`) through `evict` until all of `needed` fit; the books must show each eviction.
 // A victim that frees no chunk (one holding no page) does not count. Throws SimulationError,
-// naming `what` (e.g. "kernel #3 (gemm)"), when `needed` alone is more than the room.
+// naming the need by `what()` (e.g. "kernel #3 (gemm)", made only then: this runs before every
+// kernel), when `needed` alone is more than the room.
 void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
-               const std::string& what, const std::function<void(uint64_t chunk)>& evict);
+               const std::function<std::string()>& what,
+               const std::function<void(uint64_t chunk)>& evict);
 
 // A kernel's faults as the policy hears them at its end: its pages not on the GPU at its
 // launch, by chunk in order of first touch (the order of `touched`).

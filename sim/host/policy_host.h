@@ -65,7 +65,6 @@ public:
   void kernel_faults(unsigned gpu, const std::vector<Addr>& faults, Time now);
 
   bool observes_faults() const { return policy_->observes_faults(); }
-  const std::string& policy_name() const { return name_; }
   // The trace's live allocations by id.
   const std::unordered_map<uint64_t, trace::AllocRecord>& live() const { return live_; }
 

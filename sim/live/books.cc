@@ -35,11 +35,6 @@ void* Books::remove(Addr address) {
   return p;
 }
 
-void* Books::live_of(Addr address) const {
-  auto it = live_.find(address);
-  return it == live_.end() ? nullptr : it->second.live;
-}
-
 std::vector<void*> Books::live_pointers() const {
   std::vector<void*> out;
   for (const auto& [address, a] : live_) out.push_back(a.live);

@@ -30,7 +30,6 @@ public:
   void add(Addr address, Bytes size, uint32_t slot, void* live);
   // It is freed: its live pointer (null if it never lived), its pages forgotten.
   void* remove(Addr address);
-  void* live_of(Addr address) const;
   // Live managed allocations, for freeing at the end.
   std::vector<void*> live_pointers() const;
 

@@ -247,14 +247,14 @@ private:
     const Time start = now(); // what runs from here to the kernel's end is its span
     host_.launch(index, k.name, k.args, start);
     const std::vector<host::ChunkPages> chunks = books_.live_chunks(plan_, k);
-    const std::string what = "kernel #" + std::to_string(index) + " (" + k.name + ")";
+    const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     evict_chunks(books_.residency().make_room(chunks, what));
     const bool watched = host_.observes_faults();
     if (watched && request_.fault_source == ReplayRequest::FaultSource::kBooks)
       absent_ = host::budget::absent(chunks, books_.residency());
     books_.arrive(chunks);
     if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
-      fail("running " + what);
+      fail("running " + what());
     last_end_ = now();
     record(index, k, start, last_end_ - start);
     if (watched) {
@@ -389,7 +389,7 @@ void Replay::prefetch(const policies::Range& range, Time) {
     for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + n; ++q)
       bits |= 1u << (q % kBigPagesPerBlock);
     const std::vector<host::ChunkPages> pages{{chunk, bits}};
-    evict_chunks(books_.residency().make_room(pages, "a prefetch"));
+    evict_chunks(books_.residency().make_room(pages, [] { return std::string("a prefetch"); }));
     books_.arrive(pages);
     device_.prefetch_to_gpu(p, n);
     measured_.prefetch_bytes += n;

@@ -7,7 +7,7 @@
 namespace faultline::live {
 
 std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed,
-                                           const std::string& what) {
+                                           const std::function<std::string()>& what) {
   std::vector<uint64_t> victims;
   host::budget::make_room(needed, *this, what, [&](uint64_t chunk) {
     victims.push_back(chunk);

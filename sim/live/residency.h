@@ -26,8 +26,9 @@ public:
 
   // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
   // Removes them from the model. `what` names the need in the refusal (budget::victims).
-  std::vector<uint64_t> make_room(const std::vector<ChunkPages>& needed,
-                                  const std::string& what = "a kernel");
+  std::vector<uint64_t> make_room(
+      const std::vector<ChunkPages>& needed,
+      const std::function<std::string()>& what = [] { return std::string("a kernel"); });
   // Marks the pages resident (call after make_room with the same pages); new chunks become the
   // youngest in the order given.
   void admit(const std::vector<ChunkPages>& pages);

@@ -92,8 +92,8 @@ public:
 
   Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
     const std::vector<host::ChunkPages> touched = chunks_of(k);
-    const std::string what = "kernel #" + std::to_string(index) + " (" + k.name + ")";
     Time t = std::max(now, done_);
+    const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     host::budget::make_room(touched, books_, what, [&](uint64_t victim) {
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });

@@ -219,10 +219,13 @@ namespace {
 std::vector<uint64_t> make_room(FakeBooks books, const std::vector<host::ChunkPages>& needed,
                                 const std::string& what = "k") {
   std::vector<uint64_t> out;
-  host::budget::make_room(needed, books, what, [&](uint64_t chunk) {
-    out.push_back(chunk);
-    std::erase_if(books.chunks, [&](const auto& c) { return c.first == chunk && c.second != 0; });
-  });
+  host::budget::make_room(
+      needed, books, [&] { return what; },
+      [&](uint64_t chunk) {
+        out.push_back(chunk);
+        std::erase_if(books.chunks,
+                      [&](const auto& c) { return c.first == chunk && c.second != 0; });
+      });
   return out;
 }
 

@@ -74,6 +74,13 @@ TEST_CASE("results: every field the live replay writes is declared", "[results]"
   check_declared(live::run_replay(request, device));
 }
 
+TEST_CASE("results: every field the one writer can write is declared", "[results]") {
+  for (const std::string& path : written_paths()) {
+    INFO(path);
+    CHECK(result_field_declared(path));
+  }
+}
+
 TEST_CASE("results: declared fields are unique and say who writes them", "[results]") {
   std::set<std::string> seen;
   for (const ResultField& f : result_fields()) {
