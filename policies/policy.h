@@ -169,6 +169,11 @@ public:
   // faults by draining them after each kernel, which costs the next kernel tens of
   // microseconds, so it drains only for a policy that watches them.
   virtual bool observes_faults() const { return false; }
+  // Whether the policy's prefetches run, in the system it comes from, from a queue that fault
+  // servicing always overtakes (DeepUM's driver module). The simulator then models that queue
+  // unless the run config's driver.prefetch_queue chooses; the live replay issues prefetches on
+  // its migration stream either way.
+  virtual bool prefetches_behind_faults() const { return false; }
 };
 
 } // namespace faultline::policies

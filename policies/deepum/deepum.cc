@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace faultline::policies::deepum {
 namespace {
@@ -106,6 +107,8 @@ public:
   }
 
   bool observes_faults() const override { return true; }
+  // §3.1: the migration thread serves the fault queue before the prefetch queue.
+  bool prefetches_behind_faults() const override { return true; }
   void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
     if (running_ >= kernel_ids_.size()) return;
     const uint64_t id = kernel_ids_[running_];
@@ -154,12 +157,16 @@ private:
     last_fault_.reset();
   }
 
+  // Each fault becomes the MRU successor of the previous fault under the same ID; the first
+  // fault of an execution, of the last execution's end block (a crossing successor).
   void learn_fault(uint64_t id, uint64_t block) {
     BlockTable& t = table(id);
-    if (!last_fault_)
+    if (!last_fault_) {
+      if (t.end && *t.end != block) t.add_successor(*t.end, block, true);
       t.start = block;
-    else if (*last_fault_ != block)
+    } else if (*last_fault_ != block) {
       t.add_successor(*last_fault_, block);
+    }
     last_fault_ = block;
   }
 
@@ -167,30 +174,46 @@ private:
   // reaches N kernels ahead (pause) or finds no room.
   void chain(Cursor c, Actions& out) {
     std::set<std::pair<uint64_t, unsigned>> seen; // (block, kernels ahead) visited in this chain
+    chain_fetched_.clear();
     for (;;) {
       if (!seen.insert({c.block, c.ahead}).second) return;
       BlockTable& t = table(c.id);
-      const std::vector<uint64_t> next = t.successors(c.block);
-      for (uint64_t s : next)
-        if (!prefetch(s, c.ahead, out)) return;
-      if (!next.empty() && c.block != t.end) {
-        c.block = next.front();
+      std::optional<uint64_t> follow, cross; // MRU successor within the execution, and across
+      for (const BlockTable::Successor& s : t.successors(c.block)) {
+        if (s.crosses) {
+          if (!cross) cross = s.block;
+          continue;
+        }
+        if (!follow) follow = s.block;
+        if (!prefetch(s.block, c.ahead, out)) return;
+      }
+      if (follow && c.block != t.end) {
+        c.block = *follow;
         continue;
       }
       const std::optional<uint64_t> predicted = exec_.predict(c.id, c.before);
-      if (!predicted || !table(*predicted).start) return;
+      if (!predicted) return;
+      // The predicted kernel's first block: for the same ID again, where this block's crossing
+      // successor led (its executions may move over the data); else the kernel's start block.
+      const std::optional<uint64_t> first =
+          *predicted == c.id && cross ? cross : table(*predicted).start;
+      if (!first) return;
       if (c.ahead + 1 >= p_.prefetch_kernels) {
         paused_ = c;
         return;
       }
-      c = {*predicted, *table(*predicted).start, c.ahead + 1, {c.before[1], c.before[2], c.id}};
+      c = {*predicted, *first, c.ahead + 1, {c.before[1], c.before[2], c.id}};
       if (!prefetch(c.block, c.ahead, out)) return;
     }
   }
 
+  // A chain fetches a block once (its first use is the one that counts) and, into a full GPU,
+  // no more blocks than the GPU holds: past that it would evict what it fetched itself.
   bool prefetch(uint64_t block, unsigned ahead, Actions& out) {
     protect(block, ahead);
-    if (resident_.count(block)) return true;
+    if (resident_.count(block) || chain_fetched_.count(block)) return true;
+    if (chain_fetched_.size() >= room()) return false;
+    chain_fetched_.insert(block);
     if (!make_room(1, out)) return false;
     out.push_back({ActionKind::kPrefetch, {block * kBlockSize, kBlockSize}, gpu_});
     migrated(block);
@@ -200,10 +223,10 @@ private:
   uint64_t room() const { return capacity_ > device_ ? capacity_ - device_ : 0; }
 
   // Pre-eviction: keeps `incoming` plus the reserve free by evicting the least recently
-  // migrated blocks the window does not protect. Without pre-eviction a chain only fills free
-  // room: pushing the driver to evict for a prefetch evicts what the running kernel needs.
+  // migrated blocks the window does not protect. Without it, a prefetch into a full GPU makes
+  // the driver evict, on the prefetch's path.
   bool make_room(uint64_t incoming, Actions& out) {
-    if (!p_.pre_evict) return resident_.size() + incoming <= room();
+    if (!p_.pre_evict) return true; // the driver evicts on demand, as in the paper's first step
     const uint64_t reserve = std::min<uint64_t>(p_.free_blocks, room() / 4);
     for (auto it = order_.begin();
          it != order_.end() && resident_.size() + incoming + reserve > room();) {
@@ -268,6 +291,7 @@ private:
   std::unordered_map<uint64_t, BlockTable> tables_;
   std::optional<uint64_t> last_fault_; // in the running kernel's execution
   std::optional<Cursor> paused_;
+  std::unordered_set<uint64_t> chain_fetched_; // blocks the current chain has prefetched
   std::list<uint64_t> order_; // resident blocks, least recently migrated first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident_;
   std::unordered_map<uint64_t, uint64_t> protected_until_; // block -> last kernel index needing it

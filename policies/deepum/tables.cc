@@ -19,7 +19,7 @@ std::optional<uint64_t> ExecutionTable::predict(uint64_t id, const uint64_t (&be
   return list.back().next;
 }
 
-void BlockTable::add_successor(uint64_t block, uint64_t next) {
+void BlockTable::add_successor(uint64_t block, uint64_t next, bool crosses) {
   auto& set = sets_[block % rows_];
   auto way = std::find_if(set.begin(), set.end(), [&](const Way& w) { return w.block == block; });
   if (way == set.end()) {
@@ -29,13 +29,14 @@ void BlockTable::add_successor(uint64_t block, uint64_t next) {
     std::rotate(set.begin(), way, way + 1);
   }
   auto& succ = set.front().next;
-  auto old = std::find(succ.begin(), succ.end(), next);
+  const Successor added{next, crosses};
+  auto old = std::find(succ.begin(), succ.end(), added);
   if (old != succ.end()) succ.erase(old);
-  succ.insert(succ.begin(), next);
+  succ.insert(succ.begin(), added);
   if (succ.size() > successors_) succ.pop_back();
 }
 
-std::vector<uint64_t> BlockTable::successors(uint64_t block) const {
+std::vector<BlockTable::Successor> BlockTable::successors(uint64_t block) const {
   auto set = sets_.find(block % rows_);
   if (set == sets_.end()) return {};
   for (const Way& w : set->second)

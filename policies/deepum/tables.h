@@ -35,21 +35,32 @@ private:
 // `successors` MRU-ordered successor blocks; plus the first and last faulted block of the
 // kernel's last execution (its start and end blocks). Only the sets in use take memory: a model
 // has a table per execution ID (a thousand in GPT-2), and most kernels fault a few blocks.
+//
+// A successor either follows within one execution or `crosses` into the ID's next execution: the
+// next execution's first fault after the last one's end block. Crossing successors let a kernel
+// that runs many times under one ID over moving data (a sliding window) be chained from one
+// execution into the next; a chain counts each crossing as one kernel ahead.
 class BlockTable {
 public:
+  struct Successor {
+    uint64_t block;
+    bool crosses;
+    bool operator==(const Successor& o) const { return block == o.block && crosses == o.crosses; }
+  };
+
   BlockTable(unsigned rows, unsigned assoc, unsigned successors)
       : rows_(rows), assoc_(assoc), successors_(successors) {}
 
-  void add_successor(uint64_t block, uint64_t next);
+  void add_successor(uint64_t block, uint64_t next, bool crosses = false);
   // Successors of `block`, most recent first; empty if the block has no row.
-  std::vector<uint64_t> successors(uint64_t block) const;
+  std::vector<Successor> successors(uint64_t block) const;
 
   std::optional<uint64_t> start, end;
 
 private:
   struct Way {
     uint64_t block;
-    std::vector<uint64_t> next; // MRU first
+    std::vector<Successor> next; // MRU first
   };
   unsigned rows_, assoc_, successors_;
   std::unordered_map<uint64_t, std::vector<Way>> sets_; // set in use -> its ways, MRU first

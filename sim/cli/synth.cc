@@ -17,7 +17,9 @@ void add_synth(CLI::App& app) {
       app, "synth", "write a synthetic trace (tests and benchmarks only)",
       "Writes a synthetic trace. stream: K kernels sweep K slices in turn; random: K kernels\n"
       "touch random 64 KB big pages; dnn: L layers forward then backward then an optimizer\n"
-      "step, weights reused every iteration, activations freed in reverse order. Each iteration\n"
+      "step, weights reused every iteration, activations freed in reverse order; window: one\n"
+      "kernel, launched K times with the same arguments, reads two of K + 1 slices, a slice\n"
+      "further on each launch. Each iteration\n"
       "is a training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024).\n"
       "Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1,\n"
       "ns-per-access 100.");
@@ -27,7 +29,7 @@ void add_synth(CLI::App& app) {
     std::map<std::string, std::optional<uint64_t>> numbers;
   };
   auto o = std::make_shared<Options>();
-  sub->add_option("--pattern", o->pattern, "stream, random or dnn")->required()->type_name("P");
+  sub->add_option("--pattern", o->pattern, "stream, random, dnn or window")->required()->type_name("P");
   add_output(*sub, o->out, "the trace to write")->required()->type_name("T");
   add_bytes(*sub, "--footprint", o->numbers["footprint"], "bytes the trace touches (default 1G)")
       ->type_name("SIZE");

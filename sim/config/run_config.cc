@@ -28,6 +28,14 @@ const Fields<DriverConfig>& driver_fields() {
       choice(&D::eviction, "eviction",
              {{"fifo", EvictionOrder::kFifo}, {"lru", EvictionOrder::kLru}},
              "victim order; the stock driver is FIFO by first residency"),
+      choice(&D::prefetch_queue, "prefetch_queue",
+             {{"policy", PrefetchTiming::kPolicy},
+              {"immediate", PrefetchTiming::kImmediate},
+              {"behind_faults", PrefetchTiming::kBehindFaults}},
+             "when a policy's prefetch runs: as the policy's system runs it (deepum: behind "
+             "faults; the others: immediate), at once with its copy queued on the link (the "
+             "stock driver), or from a queue that fault servicing always overtakes, one 2 MB "
+             "block at a time, evicting when it runs (DeepUM's driver module, ASPLOS '23 §3.1)"),
       field(&D::thrashing_detection, "thrashing_detection",
             "pin blocks that keep returning to the GPU"),
       field(&D::thrashing_threshold, "thrashing_threshold",
@@ -335,6 +343,9 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   if (c.capacity_mode == Mode::kBudget && c.driver.eviction != EvictionOrder::kFifo)
     r.fail("driver", "capacity mode \"budget\" evicts in first-residency order, as the live "
                      "replay does: set \"eviction\": \"fifo\"");
+  if (c.capacity_mode == Mode::kBudget && c.driver.prefetch_queue == PrefetchTiming::kBehindFaults)
+    r.fail("driver", "capacity mode \"budget\" runs prefetches in order on one stream, as the "
+                     "live replay does: set \"prefetch_queue\": \"immediate\"");
   r.finish();
   const json expanded = std::move(c.resolved);
   c.resolved = r.resolved();

@@ -96,12 +96,18 @@ struct NeighbourJob {
 };
 
 enum class EvictionOrder { kFifo, kLru };
+// When a prefetch (a policy's, not the density prefetcher's) runs: as its policy's system runs
+// it (policies::IPolicy::prefetches_behind_faults), at once with its copy queued on the link
+// behind what is there (the stock driver's cudaMemPrefetchAsync), or from a queue that fault
+// servicing always overtakes (DeepUM's driver module, sim/uvm/prefetch_queue.h).
+enum class PrefetchTiming { kPolicy, kImmediate, kBehindFaults };
 
 struct DriverConfig {
   uint32_t batch_size = 256;
   bool prefetch = true;
   uint32_t prefetch_threshold = 51; // percent, density prefetcher
   EvictionOrder eviction = EvictionOrder::kFifo;
+  PrefetchTiming prefetch_queue = PrefetchTiming::kPolicy;
   bool thrashing_detection = false;
   uint32_t thrashing_threshold = 3; // migrations of a block within the lapse
   // Memory a GPU keeps free for its own job: another job's data is placed on it only while

@@ -65,6 +65,7 @@ public:
   void kernel_faults(unsigned gpu, const std::vector<Addr>& faults, Time now);
 
   bool observes_faults() const { return policy_->observes_faults(); }
+  bool prefetches_behind_faults() const { return policy_->prefetches_behind_faults(); }
   // The trace's live allocations by id.
   const std::unordered_map<uint64_t, trace::AllocRecord>& live() const { return live_; }
 

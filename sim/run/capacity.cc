@@ -13,7 +13,7 @@ template <class F> void for_each_block(JobMemory& m, const policies::Range& rang
 }
 
 // The driver evicts when a fault finds the GPU full; the policy hears every batch as serviced;
-// prefetches queue on the links as ranges.
+// prefetches queue on the links as ranges, or wait in the driver's prefetch queue behind faults.
 class DriverEvicts : public CapacityKeeper {
 public:
   explicit DriverEvicts(JobMemory m) : m_(m) {}
@@ -32,6 +32,7 @@ public:
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
       if (pages.none()) return;
+      if (m_.queue) return m_.queue->enqueue(block.index, pages, now);
       const Time ready = block.chunk[gpu] ? now : m_.migrator.make_room(gpu, now, &block);
       const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, ready, "prefetch");
       block.ready_at[gpu] = std::max(block.ready_at[gpu], end);

@@ -10,6 +10,7 @@
 #include "sim/memory/memory_model.h"
 #include "sim/trace/format.h"
 #include "sim/uvm/migrator.h"
+#include "sim/uvm/prefetch_queue.h"
 
 #include <memory>
 #include <vector>
@@ -24,6 +25,9 @@ struct JobMemory {
   const config::GpuProfile& profile;
   unsigned gpu;
   Addr offset; // the job's address space: trace address + offset = model address
+  // The driver's prefetch queue (driver.prefetch_queue "behind_faults"); null: prefetches run at
+  // once.
+  PrefetchQueue* queue = nullptr;
 };
 
 // Contract: the job calls before_launch() before each kernel and kernel_done() after it, every

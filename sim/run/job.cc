@@ -13,6 +13,15 @@ uint64_t chunks_for(Bytes size) {
   return (size + kBlockSize - 1) / kBlockSize;
 }
 
+// Whether the job's prefetches wait in the driver's queue behind faults: as the config says, or
+// as the policy's system runs them. The budget mode (the live replay's) never queues them.
+bool queues_prefetches(const config::RunConfig& c, const host::PolicyHost& host) {
+  using T = config::PrefetchTiming;
+  if (c.capacity_mode == config::RunConfig::CapacityMode::kBudget) return false;
+  return c.driver.prefetch_queue == T::kBehindFaults ||
+         (c.driver.prefetch_queue == T::kPolicy && host.prefetches_behind_faults());
+}
+
 // Each job's addresses sit in their own 256 TB window of the shared memory model; recorded
 // CUDA addresses are below 2^47.
 constexpr unsigned kAddressSpaceBits = 48;
@@ -33,14 +42,21 @@ Job::Job(Machine m, JobSetup setup)
             setup_.index == 0
                 ? "run config $.policy"
                 : "run config $.neighbour_jobs[" + std::to_string(setup_.index - 1) + "].policy"),
-      capacity_(make_capacity_keeper(
-          config_.capacity_mode, {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_})) {
+      prefetch_queue_(queues_prefetches(config_, host_)
+                          ? std::make_unique<PrefetchQueue>(
+                                engine_, memory_, migrator_, servicer_,
+                                topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu)
+                          : nullptr),
+      capacity_(make_capacity_keeper(config_.capacity_mode,
+                                     {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_,
+                                      prefetch_queue_.get()})) {
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
   engine_.add_component(this);
   engine_.add_component(&runner_);
   engine_.add_component(&servicer_);
+  if (prefetch_queue_) engine_.add_component(prefetch_queue_.get());
 }
 
 Job::~Job() = default;
@@ -218,6 +234,11 @@ void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
                                                memory_.chunks_free(setup_.gpu) * kBlockSize};
   evictions_seen_ = stats_.evictions;
   host_.fault_batch(batch, &pressure);
+}
+
+void Job::on_replay(Time now, uint64_t resolved) {
+  runner_.on_replay(now, resolved);
+  if (prefetch_queue_) prefetch_queue_->faults_serviced(now);
 }
 
 void Job::advise(const policies::Range& range, policies::Advice advice, Time) {

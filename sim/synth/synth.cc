@@ -60,6 +60,18 @@ public:
     emit(k);
   }
 
+  // A kernel that reads `pages` big pages of `t` from `first` on.
+  void range_kernel(const std::string& name, const Tensor& t, uint64_t first, uint64_t pages) {
+    trace::KernelRecord k;
+    k.name = name;
+    k.start = now_;
+    k.args.push_back(t.id);
+    for (uint64_t i = first; i < first + pages; ++i)
+      for (uint32_t r = 0; r < p_.touches; ++r)
+        add(k, t.address / kBigPageSize + i, AccessType::kRead);
+    emit(k);
+  }
+
   void random_kernel(const std::string& name, const Tensor& t, uint64_t count) {
     trace::KernelRecord k;
     k.name = name;
@@ -109,6 +121,19 @@ void stream(const Params& p, Builder& b) {
     for (uint32_t i = 0; i < k; ++i) b.kernel("stream_" + std::to_string(i), {slices[i]}, {});
   }
   for (const Tensor& t : slices) b.free(t);
+}
+
+// One kernel, launched K times with the same arguments (one execution ID), reads a window of
+// two slices that moves one slice on per launch over K + 1 slices of one array.
+void window(const Params& p, Builder& b) {
+  const uint32_t k = p.kernels_per_iteration;
+  const Tensor t = b.alloc(p.footprint);
+  const uint64_t slice = std::max<uint64_t>(1, t.pages() / (k + 1));
+  for (uint32_t it = 0; it < p.iterations; ++it) {
+    b.begin_step();
+    for (uint32_t i = 0; i < k; ++i) b.range_kernel("window_stencil", t, i * slice, 2 * slice);
+  }
+  b.free(t);
 }
 
 void random(const Params& p, Builder& b) {
@@ -161,9 +186,10 @@ namespace {
 
 const config::Fields<Params>& fields() {
   static const config::Fields<Params> fields = {
-      config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn"},
+      config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn", "window"},
                      "stream: kernels sweep slices in turn; random: kernels touch random 64 KB big "
-                     "pages; dnn: layers forward, backward, then an optimizer step"),
+                     "pages; dnn: layers forward, backward, then an optimizer step; window: one "
+                     "kernel reads a two-slice window that moves a slice per launch"),
       config::field(&Params::footprint, "footprint", "managed memory the workload spans")
           .unit("bytes")
           .at_least(kBlockSize)
@@ -171,7 +197,7 @@ const config::Fields<Params>& fields() {
       config::field(&Params::iterations, "iterations", "training steps").at_least(1),
       config::field(&Params::seed, "seed", "random seed (pattern random)"),
       config::field(&Params::kernels_per_iteration, "kernels_per_iteration",
-                    "kernels per step (patterns stream and random)")
+                    "kernels per step (patterns stream, random and window)")
           .at_least(1),
       config::field(&Params::layers, "layers", "layers (pattern dnn)").at_least(1),
       config::field(&Params::touches, "touches",
@@ -213,6 +239,8 @@ void build(const Params& p, Builder& b) {
     stream(p, b);
   else if (p.pattern == "random")
     random(p, b);
+  else if (p.pattern == "window")
+    window(p, b);
   else
     dnn(p, b);
 }

@@ -40,17 +40,18 @@ Actions run_kernel(PolicyHarness& p, uint64_t index, const std::string& name,
 } // namespace
 
 TEST_CASE("deepum tables: MRU successors, ways replaced least recently used", "[policy]") {
+  using Succ = std::vector<deepum::BlockTable::Successor>;
   deepum::BlockTable t(1, 2, 2); // one set of two ways, two successors each
   t.add_successor(10, 11);
   t.add_successor(10, 12);
   t.add_successor(10, 11);
-  CHECK(t.successors(10) == std::vector<uint64_t>{11, 12});
+  CHECK(t.successors(10) == Succ{{11, false}, {12, false}});
   t.add_successor(10, 13);
-  CHECK(t.successors(10) == std::vector<uint64_t>{13, 11});
+  CHECK(t.successors(10) == Succ{{13, false}, {11, false}});
   t.add_successor(20, 21);
   t.add_successor(30, 31); // a third block in the set: 10 was used least recently
   CHECK(t.successors(10).empty());
-  CHECK(t.successors(20) == std::vector<uint64_t>{21});
+  CHECK(t.successors(20) == Succ{{21, false}});
 
   deepum::ExecutionTable e;
   e.record(5, {1, 2, 3}, 7);
@@ -125,14 +126,30 @@ TEST_CASE("deepum: an evicted block's pages in freed allocator blocks are discar
   CHECK(blocks_of(kept, ActionKind::kEvict) == std::vector<uint64_t>{0});
 }
 
-TEST_CASE("deepum: without pre-eviction a chain fills only free room", "[policy]") {
+TEST_CASE("deepum: without pre-eviction a chain prefetches into a full GPU", "[policy]") {
   PolicyHarness p("deepum", {{"pre_evict", false}});
   p.start(3 * kBlockSize);
   run_kernel(p, 0, "K0", {0, 1, 2, 3}); // trains 0 -> 1 -> 2 -> 3
   p.free(1, kBase, 4 * kBlockSize);
   const Actions a = run_kernel(p, 1, "K0", {0}, false);
-  CHECK(blocks_of(a, ActionKind::kPrefetch) == std::vector<uint64_t>{1, 2}); // 3 blocks fit
+  // The paper's first step: the driver evicts on the prefetches' path.
+  CHECK(blocks_of(a, ActionKind::kPrefetch) == std::vector<uint64_t>{1, 2, 3});
   CHECK(blocks_of(a, ActionKind::kEvict).empty());
+}
+
+TEST_CASE("deepum: one execution ID over a moving window chains from one execution into the next",
+          "[policy]") {
+  PolicyHarness p("deepum", {{"prefetch_kernels", 4}});
+  p.start(1024 * kBlockSize);
+  // Iteration 1: kernel W runs 8 times, each execution faulting the next block.
+  for (uint64_t k = 0; k < 8; ++k) run_kernel(p, k, "W", {k});
+  p.free(1, kBase, 8 * kBlockSize);
+  // Iteration 2: the fault on block 0 predicts W again, from where block 0's execution led:
+  // blocks 1, 2, 3 for the next three executions, then the chain pauses (N = 4).
+  const Actions a = run_kernel(p, 8, "W", {0}, false);
+  CHECK(blocks_of(a, ActionKind::kPrefetch) == std::vector<uint64_t>{1, 2, 3});
+  // The execution ends: the window moves on, and the chain resumes one kernel further.
+  CHECK(blocks_of(p.end(8), ActionKind::kPrefetch) == std::vector<uint64_t>{4});
 }
 
 TEST_CASE("deepum: the ablation switches turn parts off", "[policy]") {
