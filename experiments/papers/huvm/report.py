@@ -65,11 +65,12 @@ def variant(policy):
 
 
 def factor(name, value):
-    """A varied value as one number or word: GPU 0's peer_fault_migrate_ns for a topology (its
-    peer-migration overhead per 64 KB), the switched-on HUVM options for a driver."""
+    """A varied value as one number or word: GPU 0's peer-migration overhead per 2 MB for a
+    topology (32 x its peer_fault_migrate_ns, per 64 KB), the switched-on HUVM options for a
+    driver."""
     if name == "/topology":
         profile = value["gpus"][0]["profile"]
-        return profile.get("peer_fault_migrate_ns", 0) if isinstance(profile, dict) else 0
+        return 32 * profile.get("peer_fault_migrate_ns", 0) if isinstance(profile, dict) else 0
     if isinstance(value, dict):
         on = [k for k in ("hierarchical_eviction", "block_eviction") if value.get(k)]
         return "+".join(on) or "stock"
@@ -262,8 +263,8 @@ def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps):
     lines += common.markdown_table(
         ["factor (sweep)", "values: speedup", f"where it falls to the paper's {PAPER['speedup_max']}x",
          "where harvest stops winning"],
-        [["peer-migration overhead beyond the copy, µs per 64 KB a fault brings from a "
-          "neighbour (x32 per 2 MB evicted to one) (`huvm-peer-cost`; V100 profile: 0)",
+        [["GPU 0's peer-migration overhead beyond the copy, µs per 2 MB moved between GPUs "
+          "(`huvm-peer-cost`; V100 profile: 0 for faults, 10 per chunk evicted)",
           ", ".join(f"{x / 1e3:.0f}: {y:.2f}" for x, y in cost_pts),
           fmt_x(summary["peer_cost_at_paper_ns"], "µs", 1e-3),
           fmt_x(summary["peer_cost_break_even_ns"], "µs", 1e-3)],
@@ -331,7 +332,7 @@ def main():
     plot_lines(prefetch, 2, "multi-path prefetch window, MB fetched (stride 2)",
                os.path.join(args.out, "prefetch.png"), "prefetch size (harvest)", paper_x=32)
     spare_pts, cost_pts = speedup_curve(spare), speedup_curve(cost)
-    plot_speedup_vs(cost_pts, 1e-3, "peer-migration overhead, µs per 64 KB (x32 per 2 MB evicted)",
+    plot_speedup_vs(cost_pts, 1e-3, "peer-migration overhead beyond the copy, µs per 2 MB",
                     os.path.join(args.out, "peer_cost.png"),
                     "peer-migration cost (PageRank + ResNet-50)", PAPER["speedup_max"])
     steps = ablation(abl, os.path.join(args.out, "ablation.png"))
