@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates every committed report that needs no GPU, from the committed data and the build:
-# the fidelity reports (live/, multigpu/), the HUVM-shaped sweeps, the allocator study, the
+# the fidelity reports (live/, multigpu/), the papers' evaluations (papers/*/run.sh), the allocator study, the
 # capture overhead table and the policy comparison. Normal runs of the study scripts write into
 # out/; only this (or a script's --write-reports) writes into STUDY/reports/, as goldens are
 # rewritten only on request. About 6 minutes on 2 cores. `git diff experiments` shows what moved.
-#   experiments/make_reports.sh [STUDY...]     STUDY: live multigpu alloc capture compare
+#   experiments/make_reports.sh [STUDY...]     STUDY: live multigpu papers alloc capture compare
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
-for study in ${@:-live multigpu alloc capture compare}; do
+for study in ${@:-live multigpu papers alloc capture compare}; do
   case $study in
   live)
     for c in h200 h200-other-instance h100 h100-sanitize-traces; do
@@ -18,8 +18,11 @@ for study in ${@:-live multigpu alloc capture compare}; do
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do
       experiments/multigpu/fidelity.sh "$c" --write-reports
-    done
-    experiments/multigpu/huvm.sh --write-reports ;;
+    done ;;
+  papers)
+    for run in experiments/papers/*/run.sh; do
+      "$run" --write-reports
+    done ;;
   alloc) experiments/alloc/study.sh --write-reports ;;
   capture)
     "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-? \
