@@ -2,7 +2,7 @@
 # On a GPU machine with one H200 (141 GB): GMLake's models and strategies at the paper's scale,
 # Llama-2-7B- and 13B-shaped decoders (random initialisation from a transformers config) under
 # PyTorch's caching allocator, each run recording its allocation history.
-#   experiments/alloc/capture_large.sh OUT_DIR
+#   experiments/alloc/capture_large.sh OUT_DIR [MODEL:TECHNIQUE:BATCH ...]
 # Writes, per run NAME = MODEL-TECHNIQUE-bBATCH:
 #   OUT_DIR/traces/NAME.pickle   the memory snapshot (one warm-up and 3 measured steps)
 #   OUT_DIR/runs/NAME.json       the result: step times, peaks, fragmentation
@@ -12,10 +12,12 @@
 # each other's allocator history): the paper's LRO (lora-recompute-zero: LoRA, recompute and
 # ZeRO-3-style offload of parameters and optimizer state to host memory, workloads.py), LR, R
 # (full fine-tuning with recompute: 7B only, about 120 GB, run only where the GPU has 130 GiB)
-# and L, then LRO of the 7B model at batches 4 and 16. A run that runs out of memory is a result
-# (its JSON says so); a failed run is logged and the rest go on; exit status 1 if any failed.
+# and L, then LRO of the 7B model at batches 4 and 16; or, where given, the runs named
+# (data/h200-large-batches: the batch series). A run that runs out of memory is a result (its
+# JSON says so); a failed run is logged and the rest go on; exit status 1 if any failed.
 set -uo pipefail
-out=${1:?usage: capture_large.sh OUT_DIR}
+out=${1:?usage: capture_large.sh OUT_DIR [MODEL:TECHNIQUE:BATCH ...]}
+shift
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/traces" "$out/runs" "$out/logs"
 export PYTHONUNBUFFERED=1
@@ -50,19 +52,23 @@ run() { # MODEL TECHNIQUE BATCH
   fi
 }
 
-run llama2-7b lora-recompute-zero 8
-run llama2-13b lora-recompute-zero 8
-run llama2-7b lora-recompute 8
-run llama2-13b lora-recompute 8
-if [ "$gib" -ge 130 ]; then
-  run llama2-7b recompute 8
+if [ "$#" -gt 0 ]; then
+  for spec in "$@"; do run ${spec//:/ }; done
 else
-  echo "llama2-7b-recompute-b8: skipped, the GPU has $gib GiB (it needs about 115)"
+  run llama2-7b lora-recompute-zero 8
+  run llama2-13b lora-recompute-zero 8
+  run llama2-7b lora-recompute 8
+  run llama2-13b lora-recompute 8
+  if [ "$gib" -ge 130 ]; then
+    run llama2-7b recompute 8
+  else
+    echo "llama2-7b-recompute-b8: skipped, the GPU has $gib GiB (it needs about 115)"
+  fi
+  run llama2-7b lora 8
+  run llama2-13b lora 4
+  run llama2-7b lora-recompute-zero 16
+  run llama2-7b lora-recompute-zero 4
 fi
-run llama2-7b lora 8
-run llama2-13b lora 4
-run llama2-7b lora-recompute-zero 16
-run llama2-7b lora-recompute-zero 4
 
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "failed: ${failed[*]}"
