@@ -70,13 +70,29 @@ MODELS = {  # name: (family, config arguments)
                              ffn_dim=16384)),
     "bert-large": ("bert", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                 intermediate_size=4096)),
+    # Llama-2's shapes (vocabulary 32000, multi-head attention, SwiGLU); no weights are loaded.
+    "llama2-7b": ("llama", dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                                num_attention_heads=32, num_key_value_heads=32)),
+    "llama2-13b": ("llama", dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
+                                 num_attention_heads=40, num_key_value_heads=40)),
 }
+# --dry-run: the same family at toy size, on the CPU.
+TINY = {"gpt2": dict(n_layer=2, n_embd=64, n_head=4, vocab_size=512),
+        "opt": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
+                    vocab_size=512),
+        "bert": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=128, vocab_size=512),
+        "llama": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, vocab_size=512)}
 LORA_TARGETS = {"gpt2": ["c_attn", "c_proj", "c_fc"],
                 "opt": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"],
-                "bert": ["query", "key", "value", "dense"]}
-BLOCKS = {"gpt2": "GPT2Block", "opt": "OPTDecoderLayer", "bert": "BertLayer"}  # FSDP2 units
+                "bert": ["query", "key", "value", "dense"],
+                "llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                          "down_proj"]}
+BLOCKS = {"gpt2": "GPT2Block", "opt": "OPTDecoderLayer", "bert": "BertLayer",
+          "llama": "LlamaDecoderLayer"}  # FSDP2's units; the blocks 'zero' streams
 TECHNIQUES = ["none", "recompute", "offload", "lora", "lora-recompute", "recompute-offload",
-              "lora-recompute-offload"]
+              "lora-recompute-offload", "recompute-zero", "lora-recompute-zero"]
 PARALLEL = {"ddp": 2, "fsdp": 2}  # suffix: processes
 FAULTLINE_STATS = ["allocated", "peak_allocated", "reserved", "peak_reserved", "requested",
                    "peak_requested", "mallocs", "frees", "driver_creates", "driver_maps",
@@ -116,14 +132,27 @@ def parse_args(argv=None):
     parser.add_argument("--snapshot", help="pickle the allocator history here")
     parser.add_argument("--out", help="write the result JSON here")
     parser.add_argument("--find-max-batch", type=int, nargs=2, metavar=("LO", "HI"))
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the model's family at toy size on the CPU, two steps, checked")
     args = parser.parse_args(argv)
 
     base, _, parallel = args.technique.partition("+")
     if base not in TECHNIQUES or (parallel and parallel not in PARALLEL):
         parser.error(f"--technique {args.technique}: expected one of {', '.join(TECHNIQUES)}, "
                      f"optionally followed by +ddp or +fsdp")
+    if "zero" in split_technique(args.technique)[0]:
+        if "recompute" not in split_technique(args.technique)[0] or parallel:
+            parser.error(f"--technique {args.technique}: 'zero' streams each block's parameters "
+                         f"in again for its recomputation, so it needs 'recompute', on one GPU")
     if args.seq is None:
         args.seq = 512 if MODELS[args.model][0] == "bert" else 1024
+    if args.dry_run:
+        if args.find_max_batch or args.snapshot or args.allocator != "default" or parallel:
+            parser.error("--dry-run takes none of --find-max-batch, --snapshot, --allocator, +ddp, "
+                         "+fsdp")
+        args.batch = args.batch or 2
+        args.seq = min(args.seq, 32)
+        args.steps = min(args.steps, 2)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     if args.snapshot and args.allocator == "faultline":
@@ -305,15 +334,24 @@ def model_config(family, shape, seq):
     if family == "opt":
         return tf.OPTConfig(max_position_embeddings=max(2048, seq), use_cache=False,
                             word_embed_proj_dim=shape["hidden_size"], **shape), tf.OPTForCausalLM
+    if family == "llama":
+        return tf.LlamaConfig(max_position_embeddings=max(4096, seq), use_cache=False,
+                              **shape), tf.LlamaForCausalLM
     return tf.BertConfig(max_position_embeddings=max(512, seq), **shape), tf.BertForMaskedLM
 
 
-def build_model(torch, args, device):
-    """The model on the device, with its technique applied; and its vocabulary size."""
+def build_model(torch, args, device, start_recording=lambda: None):
+    """The model on the device, with its technique applied; and its vocabulary size.
+    start_recording() is called once no allocation that the run will not use is left: at once,
+    or with 'zero' after the model has been built on the GPU, moved to host memory and the
+    GPU's cache emptied (a model built on the host would take minutes to initialise)."""
     family, shape = MODELS[args.model]
+    if args.dry_run:
+        shape = TINY[family]
     parts, _ = split_technique(args.technique)
     config, model_class = model_config(family, shape, args.seq)
     dtype = torch.bfloat16 if "lora" in parts else torch.float32  # LoRA: frozen bf16 base
+    zero = "zero" in parts
     torch.manual_seed(0)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -324,10 +362,12 @@ def build_model(torch, args, device):
         torch.set_default_dtype(previous)
     model.to(dtype)  # no copy when the constructor already made them so
     model.train()
-    if "recompute" in parts:
+    if "recompute" in parts and not zero:  # zero checkpoints each streamed block itself
         enable_recompute(model, lora="lora" in parts)
     if "lora" in parts:
         model = apply_lora(torch, model, family)
+    if zero:
+        stream_blocks(torch, model, family, device, start_recording)
     return model, config.vocab_size
 
 
@@ -353,6 +393,88 @@ def apply_lora(torch, model, family):
         if parameter.requires_grad and parameter.dtype != torch.float32:
             parameter.data = parameter.data.float()
     return model
+
+
+def stream_blocks(torch, model, family, device, start_recording):
+    """ZeRO-3 with offload, on one GPU (DeepSpeed's offload_param and offload_optimizer): every
+    transformer block's parameters live in pinned host memory; each time the block runs, in the
+    forward pass and again when its activations are recomputed for the backward pass, they are
+    copied to the GPU and dropped after it; their gradients go back to host memory and the
+    optimizer steps them there (host_optimizer). The rest of the model (embeddings, final norm,
+    head) stays on the GPU."""
+    from torch.func import functional_call
+    from torch.utils.checkpoint import checkpoint
+
+    blocks = [m for m in model.modules() if type(m).__name__ == BLOCKS[family]]
+    if not blocks:
+        raise RuntimeError(f"no {BLOCKS[family]} modules in {type(model).__name__} to stream")
+    host = torch.device("cpu")
+    pin = device.type == "cuda"
+    in_blocks = {id(p) for block in blocks for p in block.parameters()}
+    in_blocks |= {id(b) for block in blocks for b in block.buffers()}
+    for tensor in list(model.parameters()) + list(model.buffers()):  # all off the GPU first
+        tensor.data = tensor.data.to(host)
+        if pin and id(tensor) in in_blocks:
+            tensor.data = tensor.data.pin_memory()
+    if pin:  # the history and the peaks start from an empty GPU, as the replay does
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    start_recording()
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        if id(tensor) not in in_blocks:  # the GPU's share, allocated while recording
+            tensor.data = tensor.data.to(device)
+
+    class Streamed(torch.nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.block = block
+            for name in ("attention_type",):  # what a model's loop may read off its layers
+                if hasattr(block, name):
+                    setattr(self, name, getattr(block, name))
+
+        def forward(self, *args, **kwargs):
+            def run(*inputs):  # the copy-in is inside the checkpoint: recomputing repeats it
+                weights = {name: t.to(device, non_blocking=True, copy=True)
+                           for name, t in self.block.named_parameters()}
+                weights.update((name, t.to(device, non_blocking=True, copy=True))
+                               for name, t in self.block.named_buffers())
+                return functional_call(self.block, weights, inputs, kwargs)
+
+            return checkpoint(run, *args, use_reentrant=False)
+
+    streamed = {id(b) for b in blocks}
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if id(child) in streamed:
+                setattr(parent, name, Streamed(child))
+
+
+class SplitOptimizer:
+    """AdamW over the GPU's trainable parameters and AdamW over the host's (the streamed blocks'),
+    the host's stepped on the CPU once the GPU has finished."""
+
+    def __init__(self, torch, parameters, fused):
+        self.torch = torch
+        trainable = [p for p in parameters if p.requires_grad]
+        on_gpu = [p for p in trainable if p.device.type == "cuda"]
+        on_host = [p for p in trainable if p.device.type != "cuda"]
+        self.parts = []
+        if on_gpu:
+            self.parts.append(torch.optim.AdamW(on_gpu, lr=1e-4, fused=fused or None))
+        if on_host:
+            self.parts.append(torch.optim.AdamW(on_host, lr=1e-4))
+        self.host = bool(on_host)
+
+    def step(self):
+        if self.host and self.torch.cuda.is_available():
+            self.torch.cuda.synchronize()
+        for optimizer in self.parts:
+            optimizer.step()
+
+    def zero_grad(self, set_to_none=True):
+        for optimizer in self.parts:
+            optimizer.zero_grad(set_to_none=set_to_none)
 
 
 def parallelize(torch, model, args, device, world):
@@ -391,15 +513,17 @@ def shard(torch, model, family, world):
 def make_step(torch, model, optimizer, tokens, offload):
     """One optimisation step: forward under bf16 autocast (activations saved to pinned host
     memory if offloading), backward, update."""
+    device_type = tokens.device.type
 
     def step():
-        saving = (torch.autograd.graph.save_on_cpu(pin_memory=True) if offload
+        saving = (torch.autograd.graph.save_on_cpu(pin_memory=device_type == "cuda") if offload
                   else contextlib.nullcontext())
-        with torch.autocast("cuda", dtype=torch.bfloat16), saving:
+        with torch.autocast(device_type, dtype=torch.bfloat16), saving:
             loss = model(input_ids=tokens, labels=tokens).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
 
     return step
 
@@ -465,19 +589,28 @@ def run(args, rank=0, world=1):
         result["gpu"] = torch.cuda.get_device_name(device)
         apply_limit(torch, args.limit, args.allocator, device)
         meter = Meter(torch, device, lib)
-        if args.snapshot:
-            torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                                     stacks="python", max_entries=10_000_000)
+
+        def record():
+            if args.snapshot:
+                torch.cuda.memory._record_memory_history(enabled="all", context=None,
+                                                         stacks="python", max_entries=10_000_000)
+
+        zero = "zero" in split_technique(args.technique)[0]
+        if not zero:
+            record()
         if world > 1:
             import torch.distributed as dist
 
             dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
-        model, vocab = build_model(torch, args, device)
+        model, vocab = build_model(torch, args, device, record if zero else lambda: None)
         parameters = list(model.parameters())
         result["params"] = sum(p.numel() for p in parameters)
         result["trainable_params"] = sum(p.numel() for p in parameters if p.requires_grad)
         model = parallelize(torch, model, args, device, world)
-        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+        # The Llama shapes step with fused AdamW (one kernel per group, no model-sized
+        # temporaries: the 7B model's full fine-tuning fits the H200 only so), as DeepSpeed's.
+        optimizer = SplitOptimizer(torch, list(model.parameters()),
+                                   fused=MODELS[args.model][0] == "llama")
         generator = torch.Generator().manual_seed(1234 + rank)
         tokens = torch.randint(0, vocab, (args.batch, args.seq), generator=generator).to(device)
         offload = "offload" in split_technique(args.technique)[0]
@@ -685,8 +818,47 @@ def find_max_batch(args):
     return 1 if report["error"] else 0
 
 
+def dry_run(args):
+    """The model's family at toy size on the CPU: build it with its technique, train two steps,
+    and check that the loss is finite, that every trainable parameter moved and, with 'zero',
+    that every block is streamed from host memory. Exit status 1 if a check fails."""
+    import torch
+
+    device = torch.device("cpu")
+    model, vocab = build_model(torch, args, device)
+    parameters = list(model.parameters())
+    trainable = [p for p in parameters if p.requires_grad]
+    before = [p.detach().clone() for p in trainable]
+    optimizer = SplitOptimizer(torch, parameters, fused=False)
+    tokens = torch.randint(0, vocab, (args.batch, args.seq),
+                           generator=torch.Generator().manual_seed(1234))
+    step = make_step(torch, model, optimizer, tokens,
+                     "offload" in split_technique(args.technique)[0])
+    losses = [float(step()) for _ in range(args.steps)]
+    problems = []
+    if not all(loss == loss and abs(loss) != float("inf") for loss in losses):
+        problems.append(f"loss not finite: {losses}")
+    if not trainable:
+        problems.append("no trainable parameters")
+    unmoved = sum(bool(torch.equal(a, p.detach())) for a, p in zip(before, trainable))
+    if unmoved:
+        problems.append(f"{unmoved} of {len(trainable)} trainable parameters did not change")
+    family = MODELS[args.model][0]
+    streamed = [m for m in model.modules() if type(m).__name__ == "Streamed"]
+    blocks = [m for m in model.modules() if type(m).__name__ == BLOCKS[family]]
+    if "zero" in split_technique(args.technique)[0] and len(streamed) != len(blocks):
+        problems.append(f"{len(streamed)} of {len(blocks)} blocks streamed")
+    print(f"dry-run {args.model} {args.technique}: {sum(p.numel() for p in parameters)} "
+          f"parameters, {sum(p.numel() for p in trainable)} trainable, {len(streamed)} blocks "
+          f"streamed, losses {', '.join(f'{loss:.4f}' for loss in losses)}: "
+          + ("; ".join(problems) if problems else "ok"), flush=True)
+    return 1 if problems else 0
+
+
 def main():
     args = parse_args()
+    if args.dry_run:
+        return dry_run(args)
     configure_environment(args)
     if args.find_max_batch:
         return find_max_batch(args)
