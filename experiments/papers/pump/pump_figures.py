@@ -377,8 +377,9 @@ def factor_figure(g, traces, factors, fcaps, leads, path):
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
     for ax, (lead, cap) in zip(axes, [(0, min(fcaps)), (lmax, min(fcaps))]):
         for t in traces:
-            ys = [g.speedup(t, f, lead, cap, "h200") for f in factors]
-            ax.plot(factors, [y if y else float("nan") for y in ys], "o-", label=t, ms=3)
+            xy = [(f, g.speedup(t, f, lead, cap, "h200")) for f in factors]
+            xy = [(f, y) for f, y in xy if y]  # the lead sweep has fewer factors
+            ax.plot([f for f, _ in xy], [y for _, y in xy], "o-", label=t, ms=3)
         for x, name in ((60, "NO_INFO"), (80, "MALLOC"), (100, "CUDNN/ACTIVE")):
             ax.axvline(x, color="grey", lw=0.6, ls=":")
             ax.text(x, ax.get_ylim()[1] if ax.lines else 1, name, fontsize=6, rotation=90,
