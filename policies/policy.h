@@ -81,7 +81,8 @@ struct StartEvent {
   const MemoryView* memory = nullptr; // valid for the whole run
   // The trace being run, and the steps it runs for (0: its own; more repeat its last step,
   // trace::StepRepeater). Only offline bounds (the oracle) read it, through a StepRepeater of
-  // the same iterations: an online policy must learn from events alone.
+  // the same iterations: an online policy must learn from events alone. (pump with a lead
+  // reads the launches alone, as events a CPU running ahead would have made already.)
   std::string trace_path;
   uint64_t iterations = 0;
 };

@@ -2,12 +2,20 @@
 // block its arguments name is prefetched whole; the prefetch waits for older kernels to finish
 // while the distinct bytes referenced by unfinished kernels plus the new ones would exceed
 // factor x GPU memory. Eviction stays the driver's. Source: ailabstw/PUMP @ 76425c49, prefetch.cpp.
+//
+// The simulator's host launches each kernel as the one before it ends, so PUMP hears a launch
+// only as its kernel starts and the throttle never has an older kernel to wait for. With
+// `lead_launches` L > 0 it hears launches as a CPU running ahead of the GPU makes them: at kernel
+// k's start, every launch up to k + L that no synchronisation or host access separates from k.
+// Those launches' argument blocks are read from the trace (the launches alone, never accesses).
 #include "policies/registry.h"
 #include "sim/config/schema.h"
 #include "sim/core/error.h"
+#include "sim/trace/step_repeater.h"
 
 #include <deque>
 #include <map>
+#include <unordered_map>
 
 namespace faultline::policies {
 namespace {
@@ -17,6 +25,7 @@ using Blocks = std::map<Addr, Bytes>;
 
 struct Params {
   double memory_factor_percent = 0;
+  uint64_t lead_launches = 0;
 };
 
 const config::Fields<Params>& fields() {
@@ -25,6 +34,11 @@ const config::Fields<Params>& fields() {
                     "the factor; 0 chooses as PUMP does (80 with allocator blocks, 60 without)")
           .unit("percent")
           .range(0, 100),
+      config::field(&Params::lead_launches, "lead_launches",
+                    "launches the CPU has made beyond the kernel starting, up to the next "
+                    "synchronisation or host access (PUMP hears them early); 0: each launch is "
+                    "heard as its kernel starts, the simulator's own timing")
+          .unit("launches"),
   };
   return fields;
 }
@@ -33,13 +47,12 @@ FAULTLINE_REGISTER_SCHEMA("policy.pump", "`policy.params` of policy pump", field
 class Pump : public IPolicy {
 public:
   Pump(const nlohmann::json& params, const std::string& where)
-      : factor_percent_(
-            config::read_object(params, where, "$.policy.params", fields()).memory_factor_percent) {
-  }
+      : Pump(config::read_object(params, where, "$.policy.params", fields())) {}
 
   void on_start(const StartEvent& e, Actions&) override {
     capacity_ = e.gpu_capacity;
     gpu_ = gpu_processor(e.gpu);
+    if (lead_ > 0) read_launches(e.trace_path, e.iterations);
   }
 
   // PUMP's factor follows what it knows: 80% with the framework's allocation records, 60%
@@ -47,9 +60,19 @@ public:
   void on_alloc(const AllocEvent& e, Actions&) override { framework_blocks_ |= e.block; }
 
   void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
-    Blocks blocks;
-    for (const Range& r : e.args) blocks[r.start] = std::max(blocks[r.start], r.bytes);
-    waiting_.push_back({e.kernel, std::move(blocks)});
+    if (lead_ == 0) {
+      waiting_.push_back({e.kernel, blocks_of(e.args)});
+    } else {
+      if (e.kernel >= launches_.size())
+        throw SimulationError("pump: kernel " + std::to_string(e.kernel) +
+                              " launched, but the trace read ahead holds " +
+                              std::to_string(launches_.size()));
+      // The CPU has launched up to k + L, but not past a synchronisation.
+      const uint64_t last = std::min(e.kernel + lead_, launches_.size() - 1);
+      for (heard_ = std::max(heard_, e.kernel);
+           heard_ <= last && epoch_[heard_] == epoch_[e.kernel]; ++heard_)
+        waiting_.push_back({heard_, std::move(launches_[heard_])});
+    }
     issue_ready(out);
   }
 
@@ -66,6 +89,49 @@ private:
     uint64_t kernel;
     Blocks blocks;
   };
+
+  explicit Pump(const Params& p) : factor_percent_(p.memory_factor_percent), lead_(p.lead_launches) {}
+
+  static Blocks blocks_of(const std::vector<Range>& args) {
+    Blocks blocks;
+    for (const Range& r : args) blocks[r.start] = std::max(blocks[r.start], r.bytes);
+    return blocks;
+  }
+
+  // Every launch's argument blocks as the backend will name them (the records it plays), and
+  // the number of synchronisations and host accesses before it.
+  void read_launches(const std::string& path, uint64_t iterations) {
+    trace::StepRepeater reader(path, iterations);
+    trace::Record r;
+    std::unordered_map<uint64_t, Range> live;
+    uint64_t barriers = 0;
+    while (reader.next(r)) {
+      switch (r.type) {
+      case trace::RecordType::kAlloc:
+        live[r.alloc.id] = {r.alloc.address, r.alloc.size};
+        break;
+      case trace::RecordType::kFree:
+        live.erase(r.free.id);
+        break;
+      case trace::RecordType::kKernel: {
+        std::vector<Range> args;
+        for (uint64_t id : r.kernel.args) {
+          auto it = live.find(id);
+          if (it != live.end()) args.push_back(it->second);
+        }
+        launches_.push_back(blocks_of(args));
+        epoch_.push_back(barriers);
+        break;
+      }
+      case trace::RecordType::kSync:
+      case trace::RecordType::kHostAccess:
+        ++barriers;
+        break;
+      default:
+        break;
+      }
+    }
+  }
 
   Bytes budget() const {
     const double percent = factor_percent_ > 0 ? factor_percent_ : framework_blocks_ ? 80 : 60;
@@ -114,6 +180,10 @@ private:
   };
 
   double factor_percent_;
+  uint64_t lead_;
+  std::vector<Blocks> launches_; // with a lead: each launch's blocks, from the trace
+  std::vector<uint64_t> epoch_;   // with a lead: barriers (syncs, host accesses) before each
+  uint64_t heard_ = 0;            // with a lead: launches heard so far
   bool framework_blocks_ = false;
   Bytes capacity_ = 0;
   ProcessorId gpu_ = gpu_processor(0);

@@ -1,6 +1,8 @@
 // pump: PUMP's launch-time prefetching of argument blocks under a GPU-memory factor.
 #include "policy_harness.h"
 #include "sim/core/error.h"
+#include "sim/trace/writer.h"
+#include "test_support.h"
 
 #include <catch2/catch.hpp>
 #include <deque>
@@ -115,10 +117,63 @@ TEST_CASE("pump: bytes held by unfinished kernels never exceed the factor (rando
   CHECK(next > 1500);
 }
 
+TEST_CASE("pump: with a lead it hears later launches early, up to a synchronisation, and the "
+          "factor throttles them",
+          "[policy]") {
+  // Kernels 0-3 name allocations A, B, C, D of 40 MiB each; a device sync follows kernel 2.
+  fltest::TempDir dir;
+  const std::string path = dir.file("lead.fltrace");
+  const Addr base = Addr{1} << 32;
+  auto range = [&](uint64_t id) { return policies::Range{base + id * 64 * MiB, 40 * MiB}; };
+  {
+    trace::TraceWriter w(path, {{"source", "test_pump"}});
+    for (uint64_t id = 1; id <= 4; ++id)
+      w.write(trace::AllocRecord{id, trace::MemoryKind::kManaged, range(id).start, 40 * MiB, 0, 0});
+    for (uint64_t k = 0; k < 4; ++k) {
+      if (k == 3) w.write(trace::SyncRecord{10 + 2000 * k - 1, trace::SyncKind::kDevice, 0});
+      trace::KernelRecord r;
+      r.name = "k";
+      r.start = 10 + 2000 * static_cast<Time>(k);
+      r.duration = 1000;
+      r.args = {k + 1};
+      w.write(r);
+    }
+    w.close();
+  }
+  SECTION("a factor that holds two launches") {
+    PolicyHarness pump("pump", {{"memory_factor_percent", 80}, {"lead_launches", 8}});
+    pump.start(100 * MiB, path); // 80 MiB: two blocks at a time
+    const auto at0 = pump.launch(0, {range(1)});
+    CHECK(at0.size() == 2); // kernels 0 and 1, heard at 0's start; 2 waits for 0
+    CHECK(prefetches(at0, range(1)));
+    CHECK(prefetches(at0, range(2)));
+    const auto after0 = pump.end(0);
+    CHECK(after0.size() == 1);
+    CHECK(prefetches(after0, range(3)));
+    CHECK(pump.launch(1, {range(2)}).empty());
+    CHECK(pump.end(1).empty());
+    CHECK(pump.launch(2, {range(3)}).empty());
+    CHECK(pump.end(2).empty());
+    // Kernel 3 lies behind the sync: heard only at its own start.
+    CHECK(prefetches(pump.launch(3, {range(4)}), range(4)));
+  }
+  SECTION("no lead: each launch heard at its start, the factor never binds") {
+    PolicyHarness pump("pump", {{"memory_factor_percent", 20}});
+    pump.start(100 * MiB, path);
+    for (uint64_t k = 0; k < 4; ++k) {
+      const auto actions = pump.launch(k, {range(k + 1)});
+      CHECK(actions.size() == 1);
+      CHECK(prefetches(actions, range(k + 1)));
+      CHECK(pump.end(k).empty());
+    }
+  }
+}
+
 TEST_CASE("pump: parameters are checked", "[policy]") {
   CHECK_THROWS_WITH(PolicyHarness("pump", {{"memory_factor_percent", 150}}),
                     Contains("memory_factor_percent: expected 0 to 100, got 150"));
   CHECK_THROWS_WITH(PolicyHarness("pump", {{"factor", 60}}), Contains("factor"));
   CHECK_THROWS_WITH(PolicyHarness("pump", {{"memory_factor_percent", "high"}}),
                     Contains("memory_factor_percent"));
+  CHECK_THROWS_WITH(PolicyHarness("pump", {{"lead_launches", -1}}), Contains("lead_launches"));
 }
