@@ -22,7 +22,8 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
   papers)
     for run in experiments/papers/*/run.sh; do
       "$run" --write-reports
-    done ;;
+    done
+    "$python" experiments/papers/claims.py ;;
   alloc) experiments/alloc/study.sh --write-reports ;;
   capture)
     "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-? \
