@@ -5,9 +5,10 @@
 Writes OUT_DIR/comparison.csv, OUT_DIR/comparison.md and four figures: time normalised to no
 oversubscription (ondemand at 100% capacity of the same trace), speedup over ondemand, fraction
 of the oracle (oracle time / policy time), and faults and bytes moved at 50% capacity. Each
-(trace, capacity) also gets `faultline bound`, a lower bound no policy can beat (sim/run/bound.h):
-the table gives every policy's fraction of it (bound / policy time), and the script fails if a
-run is faster than its bound.
+(trace, capacity) also gets `faultline bound` for the same steps, a lower bound no policy can beat
+(sim/run/bound.h): the table gives every policy's fraction of it (bound / policy time). The script
+fails, after writing its outputs, if a run is faster than its bound or an online policy is faster
+than the oracle (the offline policy that reads the trace, policies/oracle/).
 """
 import csv
 import json
@@ -38,6 +39,7 @@ def load(path):
         rows.append({"trace": os.path.basename(p["point"]["trace"]).replace(".fltrace", ""),
                      "policy": label(p["point"]["policy"]),
                      "capacity": p["point"]["capacity_fraction"],
+                     "iterations": p["point"]["config"].get("iterations"),
                      "time": r["total_time_ns"], "faults": r["faults"],
                      "bytes": r["bytes_host_to_gpu"] + r["bytes_gpu_to_host"],
                      "fault_stall": r["fault_stall_ns"]})
@@ -45,12 +47,15 @@ def load(path):
 
 
 def bounds(rows, base, faultline):
-    """(trace, capacity) -> faultline bound's object, under the sweep's base config."""
-    keys = sorted({(r["trace"], r["capacity"]) for r in rows})
+    """(trace, capacity) -> faultline bound's object, under the sweep's base config and the
+    points' steps."""
+    keys = sorted({(r["trace"], r["capacity"], r["iterations"]) for r in rows},
+                  key=lambda k: (k[0], k[1], k[2] or 0))
     def one(key):
-        trace, capacity = key
+        trace, capacity, iterations = key
+        steps = {} if iterations is None else {"iterations": iterations}
         return common.bound(f"traces/real/{trace}.fltrace", base, faultline,
-                            capacity={"fraction_of_footprint": capacity})
+                            capacity={"fraction_of_footprint": capacity}, **steps)
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         return dict(zip(keys, pool.map(one, keys)))
 
@@ -62,7 +67,7 @@ def derive(rows, bound_of):
         r["normalised"] = r["time"] / base
         r["speedup"] = by[(r["trace"], "ondemand", r["capacity"])]["time"] / r["time"]
         r["of_oracle"] = by[(r["trace"], "oracle", r["capacity"])]["time"] / r["time"]
-        r["bound"] = bound_of[(r["trace"], r["capacity"])]["lower_bound_ns"]
+        r["bound"] = bound_of[(r["trace"], r["capacity"], r["iterations"])]["lower_bound_ns"]
         r["of_bound"] = r["bound"] / r["time"]
         if r["of_bound"] > 1:
             raise SystemExit(f"compare: {r['trace']} {r['policy']} at {r['capacity']:.0%} ran in "
@@ -90,7 +95,7 @@ def write_tables(rows, out):
             cells = [f"{by[(trace, cap, p)]['speedup']:.2f} ({by[(trace, cap, p)]['of_oracle']:.2f})"
                      for p in policies]
             lines.append(f"| {trace} | {cap:.0%} | " + " | ".join(cells) + " |")
-    faster = [r for r in rows if r["policy"] != "oracle" and r["of_oracle"] > 1]
+    faster = faster_than_oracle(rows)
     lines += ["", f"Runs faster than the oracle: {len(faster)} of "
               f"{sum(r['policy'] != 'oracle' for r in rows)}"
               + (" (" + "; ".join(f"{r['trace']} {r['policy']} {r['capacity']:.0%}"
@@ -105,6 +110,10 @@ def write_tables(rows, out):
             lines.append(f"| {trace} | {cap:.0%} | {by[(trace, cap, policies[0])]['bound'] / 1e9:.3f} s"
                          " | " + " | ".join(cells) + " |")
     open(os.path.join(out, "comparison.md"), "w").write("\n".join(lines) + "\n")
+
+
+def faster_than_oracle(rows):
+    return [r for r in rows if r["policy"] != "oracle" and r["of_oracle"] > 1]
 
 
 def per_trace_figure(rows, key, ylabel, path, log=False):
@@ -161,6 +170,11 @@ def main():
                      os.path.join(out, "fraction_of_oracle.png"))
     traffic_figure(rows, os.path.join(out, "faults_and_bytes.png"))
     print(open(os.path.join(out, "comparison.md")).read())
+    faster = faster_than_oracle(rows)
+    if faster:
+        raise SystemExit(f"compare: {len(faster)} online run(s) faster than the oracle: "
+                         + "; ".join(f"{r['trace']} {r['policy']} at {r['capacity']:.0%}"
+                                     for r in faster))
 
 
 if __name__ == "__main__":

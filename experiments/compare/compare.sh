@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The policy comparison: every policy (with DeepUM's ablation) x every real trace x capacity
-# {100, 80, 67, 50, 33}% of the footprint, then the table and figures in out/compare/; with
-# --write-reports also the table into experiments/compare/reports/comparison.md.
+# {100, 80, 67, 50, 33}% of the footprint, 5 training steps each, then the table and figures in
+# out/compare/; with --write-reports also the table into experiments/compare/reports/comparison.md.
+# Fails if a run beats its lower bound or an online policy beats the oracle.
 #   experiments/compare/compare.sh [--write-reports]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,85 +1,38 @@
-// oracle: an offline bound with perfect knowledge of the trace. Before each launch it makes the
-// GPU hold exactly the 64 KB big pages the next kernels need, as many kernels ahead as fit in the
-// GPU's 2 MB chunks: what is missing is prefetched in order of need (the link queues it as early
-// as it can), and room is made by evicting the resident blocks whose next use lies farthest in
-// the future (Belady's MIN). It reads the trace itself; no online policy can know what it knows.
+// oracle: an offline bound with perfect knowledge of the trace (future.h). It keeps on the GPU
+// exactly the 64 KB big pages the coming accesses need, as far ahead as fit in the GPU's 2 MB
+// chunks: what is missing is prefetched in order of need (the link queues it as early as it
+// can), and room is made by evicting the resident blocks whose next use lies farthest in the
+// future (Belady's MIN, at the level of accesses). It plans at each launch and again whenever a
+// fault batch shows the running kernel has moved on, so a kernel that needs more blocks than fit
+// gets its later blocks in place of those it is done with. Pages the host will touch before the
+// next kernel are sent to the host at the end of a kernel, so the host takes no fault on them.
+// It reads the trace itself; no online policy can know what it knows.
+#include "policies/oracle/future.h"
 #include "policies/registry.h"
 #include "sim/config/schema.h"
-#include "sim/trace/step_repeater.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
-#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace faultline::policies {
 namespace {
 
-constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+using oracle::BlockUse;
+using oracle::Future;
+using oracle::kPagesPerBlock;
+using oracle::PageBits;
+using oracle::When;
 
-constexpr unsigned kPagesPerBlock = kBlockSize / kBigPageSize; // 32: a block's pages fit a mask
-using PageBits = uint32_t;
-static_assert(kPagesPerBlock == 32);
-
-struct BlockUse {
-  uint64_t block;
-  PageBits pages; // the 64 KB big pages of the block the kernel touches
-};
-
-// The trace as the oracle needs it: per kernel, the managed 2 MB blocks it touches in order
-// of first touch with the pages it touches in each, and per block the kernels that touch it.
-struct Future {
-  std::vector<std::vector<BlockUse>> blocks_of_kernel;
-  std::unordered_map<uint64_t, std::vector<uint64_t>> kernels_of_block;
-
-  // The records the backend plays: the trace run for `iterations` steps.
-  Future(const std::string& path, uint64_t iterations) {
-    trace::StepRepeater reader(path, iterations);
-    trace::Record r;
-    std::map<Addr, Addr> device; // start -> end of live device allocations
-    std::unordered_map<uint64_t, Addr> device_ids;
-    while (reader.next(r)) {
-      if (r.type == trace::RecordType::kAlloc && r.alloc.kind == trace::MemoryKind::kDevice) {
-        device[r.alloc.address] = r.alloc.address + r.alloc.size;
-        device_ids[r.alloc.id] = r.alloc.address;
-      } else if (r.type == trace::RecordType::kFree && device_ids.count(r.free.id)) {
-        device.erase(device_ids[r.free.id]);
-        device_ids.erase(r.free.id);
-      } else if (r.type == trace::RecordType::kKernel) {
-        add_kernel(r.kernel, device);
-      }
-    }
-  }
-
-  uint64_t next_use(uint64_t block, uint64_t after) const {
-    auto it = kernels_of_block.find(block);
-    if (it == kernels_of_block.end()) return kNever;
-    auto k = std::lower_bound(it->second.begin(), it->second.end(), after);
-    return k == it->second.end() ? kNever : *k;
-  }
-
-private:
-  void add_kernel(const trace::KernelRecord& k, const std::map<Addr, Addr>& device) {
-    const uint64_t index = blocks_of_kernel.size();
-    std::vector<BlockUse> blocks;
-    std::unordered_map<uint64_t, size_t> slot;
-    for (const trace::Access& a : k.accesses) {
-      const Addr address = a.big_page * kBigPageSize;
-      auto d = device.upper_bound(address);
-      if (d != device.begin() && address < std::prev(d)->second) continue; // never migrates
-      const uint64_t block = address / kBlockSize;
-      auto [it, fresh] = slot.emplace(block, blocks.size());
-      if (fresh) {
-        blocks.push_back({block, 0});
-        kernels_of_block[block].push_back(index);
-      }
-      blocks[it->second].pages |= PageBits{1} << (a.big_page % kPagesPerBlock);
-    }
-    blocks_of_kernel.push_back(std::move(blocks));
-  }
-};
+// Free chunks kept for faults while the running kernel needs more blocks than fit (at least; the
+// last batch's new blocks if more): a fault that finds the GPU full waits for the driver's
+// eviction and its copy to the host.
+constexpr uint64_t kMinReserve = 8;
+constexpr uint64_t kNoReserveKnown = std::numeric_limits<uint64_t>::max();
 
 struct Params {
   uint64_t max_lookahead_kernels = 256;
@@ -105,7 +58,9 @@ public:
   void on_start(const StartEvent& e, Actions&) override {
     future_ = std::make_unique<Future>(e.trace_path, e.iterations);
     capacity_blocks_ = e.gpu_capacity / kBlockSize;
+    gpu_index_ = e.gpu;
     gpu_ = gpu_processor(e.gpu);
+    memory_ = e.memory;
   }
 
   void on_alloc(const AllocEvent& e, Actions&) override {
@@ -123,55 +78,132 @@ public:
   }
 
   bool observes_faults() const override { return true; }
-  void on_fault_batch(const FaultBatchEvent& e, Actions&) override {
-    for (Addr a : e.faults) resident_[a / kBlockSize] |= PageBits{1} << (a / kBigPageSize % 32);
+
+  // Faulted pages are on the GPU now. While the kernel runs, the batch also tells how far it
+  // got: past the first touch of every block it faulted on.
+  void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
+    uint32_t reached = 0;
+    faulted_blocks_ = 0;
+    for (Addr a : e.faults) {
+      Held& held = hold(a / kBlockSize);
+      faulted_blocks_ += held.pages == 0;
+      held.pages |= PageBits{1} << (a / kBigPageSize % kPagesPerBlock);
+      auto it = first_touch_.find(a / kBlockSize);
+      if (it != first_touch_.end()) reached = std::max(reached, it->second);
+    }
+    if (!running_ || e.gpu != gpu_index_) return;
+    sync_with_memory();
+    if (planned_.kernel != kernel_ || reached > planned_.access || free_blocks() < reserve_)
+      plan({kernel_, std::max(reached, planned_.kernel == kernel_ ? planned_.access : 0)}, out);
   }
 
-  void on_kernel_end(const KernelEndEvent& e, Actions&) override {
+  // The driver evicted blocks of its own choosing: learn which.
+  void on_memory_pressure(const MemoryPressureEvent&, Actions&) override { sync_with_memory(); }
+
+  // Pages the host touches before the next kernel leave now: a host touch of a GPU page costs
+  // a CPU fault, an eviction only a copy on the link.
+  void on_kernel_end(const KernelEndEvent& e, Actions& out) override {
     oldest_running_ = std::max(oldest_running_, e.kernel + 1);
+    running_ = false;
+    for (const BlockUse& h : future_->host_before(e.kernel + 1)) {
+      auto it = resident_.find(h.block);
+      if (it == resident_.end() || !(it->second.pages & h.pages)) continue;
+      push_runs(ActionKind::kEvict, h.block, it->second.pages & h.pages, kHost, out);
+      forget(it, h.pages);
+    }
   }
 
   void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
+    for (const BlockUse& h : future_->host_before(e.kernel)) { // the host took them back
+      auto it = resident_.find(h.block);
+      if (it != resident_.end()) forget(it, h.pages);
+    }
+    kernel_ = e.kernel;
+    running_ = e.kernel < future_->kernels();
+    first_touch_.clear();
+    if (running_)
+      for (const BlockUse& use : future_->blocks(e.kernel)) first_touch_[use.block] = use.first;
+    sync_with_memory();
+    plan({std::min(oldest_running_, e.kernel), 0}, out);
+  }
+
+private:
+  // A block the oracle believes on the GPU: the pages it put there (or saw fault), and when the
+  // block came, in arrivals.
+  struct Held {
+    PageBits pages = 0;
+    uint64_t since = 0;
+  };
+  using Resident = std::map<uint64_t, Held>;
+
+  Held& hold(uint64_t block) {
+    auto [it, fresh] = resident_.try_emplace(block);
+    if (fresh) it->second.since = arrivals_++;
+    return it->second;
+  }
+
+  // Make the GPU hold the window from `now` on: evict for what is missing, then prefetch it in
+  // order of need.
+  void plan(When now, Actions& out) {
+    planned_ = now;
     const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
-    const std::vector<BlockUse> wanted = window(std::min(oldest_running_, e.kernel), room);
+    bool overflows = false;
+    std::vector<BlockUse> wanted = window(now, room, overflows);
+    // The kernel will fault beyond the window: leave room for it.
+    reserve_ =
+        overflows && running_ ? std::min(room / 4, std::max(kMinReserve, faulted_blocks_)) : 0;
+    const uint64_t target = room - reserve_;
+    wanted.resize(std::min<size_t>(wanted.size(), target));
     std::unordered_set<uint64_t> keep;
     size_t incoming = 0;
     for (const BlockUse& w : wanted) {
       keep.insert(w.block);
       incoming += !resident_.count(w.block);
     }
-    evict_for(incoming, room, keep, e.kernel, out);
+    evict_for(incoming, target, keep, now, out);
     for (const BlockUse& w : wanted) {
       // Pages of allocations not made yet are prefetched at a later launch, once they exist
       // (the backend ignores a range outside live managed memory).
       const PageBits pages = w.pages & live_pages(w.block);
       if (!pages) continue;
       auto it = resident_.find(w.block);
-      if (it == resident_.end() && resident_.size() >= room) break;
-      PageBits& have = resident_[w.block];
-      prefetch_pages(w.block, pages & ~have, out);
-      have |= pages;
+      if (it == resident_.end() && resident_.size() >= target) break;
+      PageBits& have = hold(w.block).pages;
+      const PageBits span = spanned(pages & ~have) & live_pages(w.block);
+      push_runs(ActionKind::kPrefetch, w.block, span, gpu_, out);
+      have |= span;
     }
   }
 
-private:
-  // The blocks of kernels first.. in order of need with the pages wanted in each, up to `room`
-  // blocks.
-  std::vector<BlockUse> window(uint64_t first, uint64_t room) const {
+  // The blocks the accesses from `now` on need, in order of need with the pages wanted in each,
+  // up to `room` blocks. Pages the host touches before a kernel are left out of that kernel's
+  // and later kernels' wants: they would be taken back before their use.
+  // `overflows`: the window ends inside now's kernel.
+  std::vector<BlockUse> window(When now, uint64_t room, bool& overflows) const {
     std::vector<BlockUse> out;
     std::unordered_map<uint64_t, size_t> slot;
-    const auto& kernels = future_->blocks_of_kernel;
-    for (uint64_t k = first; k < kernels.size() && k < first + lookahead_; ++k)
-      for (const BlockUse& use : kernels[k]) {
+    std::unordered_map<uint64_t, PageBits> host; // pages the host touches on the way
+    for (uint64_t k = now.kernel; k < future_->kernels() && k < now.kernel + lookahead_; ++k) {
+      if (k > now.kernel)
+        for (const BlockUse& h : future_->host_before(k)) host[h.block] |= h.pages;
+      for (const BlockUse& use : future_->blocks(k)) {
+        if (k == now.kernel && use.last < now.access) continue; // done with it
+        auto h = host.find(use.block);
+        const PageBits pages = use.pages & ~(h == host.end() ? 0 : h->second);
+        if (!pages) continue;
         auto it = slot.find(use.block);
         if (it != slot.end()) {
-          out[it->second].pages |= use.pages;
+          out[it->second].pages |= pages;
           continue;
         }
-        if (out.size() == room) return out;
+        if (out.size() == room) {
+          overflows = k == now.kernel;
+          return out;
+        }
         slot.emplace(use.block, out.size());
-        out.push_back(use);
+        out.push_back({use.block, pages, use.first, use.last});
       }
+    }
     return out;
   }
 
@@ -189,8 +221,19 @@ private:
     return out;
   }
 
-  // One prefetch per run of consecutive wanted pages.
-  void prefetch_pages(uint64_t block, PageBits pages, Actions& out) {
+  // The pages from the lowest to the highest of `pages`. A copy costs the link a fixed overhead
+  // (about 20 us on PCIe, the time of some 900 KB), and the backend copies each run of pages
+  // apart: one copy of the span is cheaper than one per run, and the pages between are the
+  // block's too (its chunk is taken either way).
+  static PageBits spanned(PageBits pages) {
+    if (!pages) return 0;
+    const unsigned lo = std::countr_zero(pages), hi = kPagesPerBlock - std::countl_zero(pages);
+    return hi - lo == kPagesPerBlock ? ~PageBits{0} : ((PageBits{1} << (hi - lo)) - 1) << lo;
+  }
+
+  // One action per run of consecutive pages.
+  static void push_runs(ActionKind kind, uint64_t block, PageBits pages, ProcessorId target,
+                        Actions& out) {
     for (unsigned p = 0; p < kPagesPerBlock;) {
       if (!(pages >> p & 1)) {
         ++p;
@@ -198,34 +241,70 @@ private:
       }
       unsigned end = p;
       while (end < kPagesPerBlock && (pages >> end & 1)) ++end;
-      out.push_back({ActionKind::kPrefetch,
-                     {block * kBlockSize + p * kBigPageSize, (end - p) * kBigPageSize},
-                     gpu_});
+      out.push_back(
+          {kind, {block * kBlockSize + p * kBigPageSize, (end - p) * kBigPageSize}, target});
       p = end;
     }
   }
 
+  void forget(Resident::iterator it, PageBits pages) {
+    it->second.pages &= ~pages;
+    if (!it->second.pages) resident_.erase(it);
+  }
+
   // Belady's MIN: the resident blocks outside the window, farthest next use first.
-  void evict_for(size_t incoming, uint64_t room, const std::unordered_set<uint64_t>& keep,
-                 uint64_t now_kernel, Actions& out) {
+  void evict_for(size_t incoming, uint64_t room, const std::unordered_set<uint64_t>& keep, When now,
+                 Actions& out) {
     if (resident_.size() + incoming <= room) return;
-    std::vector<std::pair<uint64_t, uint64_t>> victims; // (next use, block)
-    for (const auto& [b, pages] : resident_)
-      if (!keep.count(b)) victims.push_back({future_->next_use(b, now_kernel), b});
-    std::sort(victims.begin(), victims.end(), std::greater<>());
-    size_t need = resident_.size() + incoming - room;
-    for (size_t i = 0; i < victims.size() && i < need; ++i) {
-      out.push_back({ActionKind::kEvict, {victims[i].second * kBlockSize, kBlockSize}, kHost});
-      resident_.erase(victims[i].second);
+    // (next use, age, block): among blocks used equally soon (as far as the oracle can tell
+    // inside a kernel) the one that came first goes first, as the driver's FIFO would choose.
+    std::vector<std::tuple<When, uint64_t, uint64_t>> victims;
+    for (const auto& [b, held] : resident_)
+      if (!keep.count(b)) victims.emplace_back(future_->next_use(b, now), ~held.since, b);
+    const size_t need = std::min(victims.size(), resident_.size() + incoming - room);
+    std::partial_sort(victims.begin(), victims.begin() + static_cast<std::ptrdiff_t>(need),
+                      victims.end(), std::greater<>());
+    for (size_t i = 0; i < need; ++i) {
+      const uint64_t b = std::get<2>(victims[i]);
+      out.push_back({ActionKind::kEvict, {b * kBlockSize, kBlockSize}, kHost});
+      resident_.erase(b);
     }
+  }
+
+  uint64_t free_blocks() const {
+    return memory_ ? memory_->free_bytes(gpu_index_) / kBlockSize : kNoReserveKnown;
+  }
+
+  // The backend evicts on its own when the GPU is fuller than the oracle believes, and a host
+  // touch may leave pages the oracle did not count: when the number of chunks held differs from
+  // the oracle's books, take the list of blocks on the GPU from the memory view.
+  void sync_with_memory() {
+    if (!memory_) return;
+    const uint64_t free = memory_->free_bytes(gpu_index_) / kBlockSize;
+    const uint64_t used = capacity_blocks_ > free ? capacity_blocks_ - free : 0;
+    if (used == resident_.size() + device_blocks_) return;
+    std::set<uint64_t> held;
+    for (Addr a : memory_->oldest_blocks(gpu_index_, capacity_blocks_)) held.insert(a / kBlockSize);
+    for (auto it = resident_.begin(); it != resident_.end();)
+      it = held.count(it->first) ? std::next(it) : resident_.erase(it);
+    for (uint64_t b : held) hold(b);
   }
 
   uint64_t lookahead_;
   std::unique_ptr<Future> future_;
+  const MemoryView* memory_ = nullptr;
   uint64_t capacity_blocks_ = 0, device_blocks_ = 0, oldest_running_ = 0;
+  unsigned gpu_index_ = 0;
   ProcessorId gpu_ = gpu_processor(0);
-  std::map<uint64_t, PageBits> resident_; // blocks the oracle believes on the GPU, and their pages
-  std::map<Addr, Addr> live_;             // live managed allocations: start -> end
+  bool running_ = false;
+  uint64_t faulted_blocks_ = 0; // blocks the last fault batch brought that the oracle had not
+  uint64_t kernel_ = 0;         // the kernel launched last
+  When planned_;                // where the last plan began
+  std::unordered_map<uint64_t, uint32_t> first_touch_; // the running kernel's blocks
+  // reserve_: free blocks the last plan left for faults
+  uint64_t arrivals_ = 0, reserve_ = 0;
+  Resident resident_;         // blocks the oracle believes on the GPU, and their pages
+  std::map<Addr, Addr> live_; // live managed allocations: start -> end
 };
 
 } // namespace

@@ -72,6 +72,12 @@ public:
   Actions fault_batch(const std::vector<faultline::Addr>& pages) {
     return call([&](Actions& a) { policy_->on_fault_batch({now_, 0, pages}, a); });
   }
+  // The driver had to evict `evictions` chunks during the last fault batch.
+  Actions pressure(uint64_t evictions = 1) {
+    return call([&](Actions& a) {
+      policy_->on_memory_pressure({now_, 0, evictions, view.free_bytes(0)}, a);
+    });
+  }
   Actions end(uint64_t kernel) {
     return call([&](Actions& a) { policy_->on_kernel_end({now_, kernel}, a); });
   }
