@@ -292,7 +292,7 @@ private:
   std::optional<uint64_t> last_fault_; // in the running kernel's execution
   std::optional<Cursor> paused_;
   std::unordered_set<uint64_t> chain_fetched_; // blocks the current chain has prefetched
-  std::list<uint64_t> order_; // resident blocks, least recently migrated first
+  std::list<uint64_t> order_;                  // resident blocks, least recently migrated first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident_;
   std::unordered_map<uint64_t, uint64_t> protected_until_; // block -> last kernel index needing it
   std::map<Addr, Addr> inactive_;                          // freed allocator blocks: start -> end

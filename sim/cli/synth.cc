@@ -29,7 +29,9 @@ void add_synth(CLI::App& app) {
     std::map<std::string, std::optional<uint64_t>> numbers;
   };
   auto o = std::make_shared<Options>();
-  sub->add_option("--pattern", o->pattern, "stream, random, dnn or window")->required()->type_name("P");
+  sub->add_option("--pattern", o->pattern, "stream, random, dnn or window")
+      ->required()
+      ->type_name("P");
   add_output(*sub, o->out, "the trace to write")->required()->type_name("T");
   add_bytes(*sub, "--footprint", o->numbers["footprint"], "bytes the trace touches (default 1G)")
       ->type_name("SIZE");

@@ -44,12 +44,12 @@ Job::Job(Machine m, JobSetup setup)
                 : "run config $.neighbour_jobs[" + std::to_string(setup_.index - 1) + "].policy"),
       prefetch_queue_(queues_prefetches(config_, host_)
                           ? std::make_unique<PrefetchQueue>(
-                                engine_, memory_, migrator_, servicer_,
+                                engine_, memory_, migrator_,
                                 topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu)
                           : nullptr),
-      capacity_(make_capacity_keeper(config_.capacity_mode,
-                                     {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_,
-                                      prefetch_queue_.get()})) {
+      capacity_(make_capacity_keeper(
+          config_.capacity_mode,
+          {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_, prefetch_queue_.get()})) {
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -234,11 +234,6 @@ void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {
                                                memory_.chunks_free(setup_.gpu) * kBlockSize};
   evictions_seen_ = stats_.evictions;
   host_.fault_batch(batch, &pressure);
-}
-
-void Job::on_replay(Time now, uint64_t resolved) {
-  runner_.on_replay(now, resolved);
-  if (prefetch_queue_) prefetch_queue_->faults_serviced(now);
 }
 
 void Job::advise(const policies::Range& range, policies::Advice advice, Time) {

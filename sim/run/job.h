@@ -76,7 +76,7 @@ public:
   void handle(uint32_t kind, Time now) override;
   std::string describe_in_flight() const override;
   void on_batch(Time now, const std::vector<uint64_t>& big_pages) override;
-  void on_replay(Time now, uint64_t resolved) override;
+  void on_replay(Time now, uint64_t resolved) override { runner_.on_replay(now, resolved); }
 
   // host::Backend: the policy's actions and view of memory.
   void prefetch(const policies::Range& range, Time now) override;

@@ -25,12 +25,11 @@ Time PrefetchQueue::link_free() const {
   return free;
 }
 
-// One command at a time: the next waits until this one's copy has left the link, and every
-// command waits while faults are buffered or in service (faults_serviced() wakes it again).
+// One command at a time: the next waits until this one's copy, and whatever a fault batch put on
+// the link meanwhile, has left it.
 void PrefetchQueue::handle(uint32_t, Time now) {
   scheduled_ = false;
   while (!order_.empty()) {
-    if (hold_while_faulting_ && !servicer_.idle()) return;
     const Time free = link_free();
     if (free > now) return wake(free);
     const uint64_t index = order_.front();
