@@ -12,7 +12,7 @@ python=python3
 for study in ${@:-live multigpu papers alloc capture compare}; do
   case $study in
   live)
-    for c in h200 h200-other-instance h100 h100-sanitize-traces; do
+    for c in h200 h200-other-instance h100 h100-sanitize-traces h200-papers; do
       experiments/live/fidelity.sh "$c" --write-reports
     done ;;
   multigpu)
