@@ -10,16 +10,8 @@
 #   experiments/papers/deepum/run.sh [--write-reports] [--jobs N]    (the sweeps on N threads)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-python=python3
-[ -x .venv/bin/python ] && python=.venv/bin/python
-[ -x build/faultline ] || { echo "deepum: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-out=out/papers/deepum
-claims=$out/claims.json
-if [ "${1:-}" = --write-reports ]; then
-  out=experiments/papers/deepum/reports
-  claims=experiments/papers/deepum/claims.json
-  shift
-fi
+paper=deepum
+source experiments/papers/preamble.sh
 mkdir -p out/papers/deepum "$out"
 # DLRM's embedding lookups: kernels touching random 64 KB pages, new ones every step.
 build/faultline synth --pattern random --footprint 8G --iterations 10 --kernels 32 \
@@ -30,4 +22,4 @@ build/faultline synth --pattern window --footprint 4G --iterations 3 --kernels 6
 for s in fig9 gpus fault-path queue; do
   build/faultline sweep "configs/sweeps/deepum-$s.json" "$@"
 done
-exec "$python" experiments/papers/deepum/report.py out/sweeps "$out" --claims "$claims"
+exec "$python" "$here/report.py" out/sweeps "$out" --claims "$claims"

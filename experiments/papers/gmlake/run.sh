@@ -11,10 +11,10 @@
 # experiments/papers/gmlake/claims.json. About a minute on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-python=python3
-[ -x .venv/bin/python ] && python=.venv/bin/python
-[ -x build/faultline ] || { echo "gmlake: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-out=out/papers/gmlake
+paper=gmlake
+args=("$@")
+source experiments/papers/preamble.sh
+out=out/papers/gmlake # the simulations; report.py places the reports (it takes --write-reports)
 mkdir -p "$out/sim" "$out/fraglimit/configs"
 for t in experiments/alloc/data/h200-large/snapshots/*.pickle.zst \
          experiments/alloc/data/h200-large-batches/snapshots/*.pickle.zst; do
@@ -32,4 +32,4 @@ for mib in 32 64 128 256 512 1024; do
       --out "$out/fraglimit/$name-$mib.json"
   done
 done
-exec "$python" experiments/papers/gmlake/report.py "$out" "$@"
+exec "$python" "$here/report.py" "$out" "${args[@]}"

@@ -9,15 +9,10 @@
 #   experiments/papers/huvm/run.sh [--write-reports] [--jobs N]    (the sweeps on N threads)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-python=python3
-[ -x .venv/bin/python ] && python=.venv/bin/python
-[ -x build/faultline ] || { echo "huvm: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-here=experiments/papers/huvm
-out=out/papers/huvm extra=()
-if [ "${1:-}" = --write-reports ]; then
-  out=$here/reports extra=(--claims "$here/claims.json" --readme "$here/README.md")
-  shift
-fi
+paper=huvm
+source experiments/papers/preamble.sh
+extra=()
+[ "$write_reports" = 1 ] && extra=(--claims "$claims" --readme "$here/README.md")
 for s in consolidation-one consolidation-two spare prefetch ablation peer-cost; do
   build/faultline sweep "configs/sweeps/huvm-$s.json" "$@"
 done

@@ -9,17 +9,9 @@
 #   experiments/papers/pump/run.sh [--write-reports] [--jobs N]    (the sweeps on N threads)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-python=python3
-[ -x .venv/bin/python ] && python=.venv/bin/python
-[ -x build/faultline ] || { echo "pump: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-out=out/papers/pump
-claims=$out/claims.json
-if [ "${1:-}" = --write-reports ]; then
-  out=experiments/papers/pump/reports
-  claims=experiments/papers/pump/claims.json
-  shift
-fi
+paper=pump
+source experiments/papers/preamble.sh
 for s in speedup h100 factor lead; do
   build/faultline sweep "configs/sweeps/pump-$s.json" "$@"
 done
-exec "$python" experiments/papers/pump/pump_figures.py out/sweeps "$out" --claims "$claims"
+exec "$python" "$here/pump_figures.py" out/sweeps "$out" --claims "$claims"
