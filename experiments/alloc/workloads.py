@@ -484,12 +484,15 @@ def parallelize(torch, model, args, device, world):
 
         return DistributedDataParallel(model, device_ids=[device.index])
     if parallel == "fsdp":
-        shard(torch, model, MODELS[args.model][0], world)
+        shard(torch, model, MODELS[args.model][0], world,
+              lora="lora" in split_technique(args.technique)[0])
     return model
 
 
-def shard(torch, model, family, world):
-    """FSDP2: fully_shard each transformer block, then the root."""
+def shard(torch, model, family, world, lora=False):
+    """FSDP2: fully_shard each transformer block, then the root. With LoRA, each adapter layer
+    first on its own: FSDP2 wants one dtype in a group, and the fp32 adapters sit inside the bf16
+    blocks."""
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:
@@ -505,6 +508,11 @@ def shard(torch, model, family, world):
     blocks = [m for m in model.modules() if type(m).__name__ == BLOCKS[family]]
     if not blocks:
         raise RuntimeError(f"no {BLOCKS[family]} modules in {type(model).__name__} to shard")
+    if lora:
+        for module in model.modules():
+            own = list(module.parameters(recurse=False))
+            if isinstance(module, torch.nn.Linear) and own and all(p.requires_grad for p in own):
+                fully_shard(module, mesh=mesh)
     for block in blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)

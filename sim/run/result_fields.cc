@@ -34,6 +34,9 @@ std::vector<ResultField> declare() {
        "fault records at addresses no trace allocation holds"},
       {"results.policy_decision_ns", "ns", "live",
        "time the policy took to decide (off the clock)"},
+      {"results.fault_actions_ns", "ns", "live",
+       "time spent issuing the actions a policy took on a kernel's faults (on the clock, part of "
+       "total_time_ns: a migration call blocks the CPU)"},
       {"results.batches", "count", "sim", "fault batches serviced"},
       {"results.batch_time_ns", "ns", "sim", "service time of all batches, summed"},
       {"results.va_blocks_serviced", "count", "sim",

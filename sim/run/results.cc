@@ -78,6 +78,7 @@ const FieldTable<RunTotals>& run_fields() {
       {"faults_reported_to_policy", &R::faults_reported_to_policy},
       {"faults_outside_trace_memory", &R::faults_outside_trace_memory},
       {"policy_decision_ns", &R::policy_decision_ns},
+      {"fault_actions_ns", &R::fault_actions_ns},
       {"batches", &R::batches},
       {"batch_time_ns", &R::batch_time_ns},
       {"va_blocks_serviced", &R::va_blocks_serviced},

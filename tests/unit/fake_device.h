@@ -8,8 +8,10 @@
 #include "sim/live/device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace fltest {
@@ -64,6 +66,8 @@ public:
     });
   }
   void evict_to_host(void* p, uint64_t bytes) override {
+    ++evictions_to_host;
+    std::this_thread::sleep_for(evict_delay); // the CPU blocks in the call, as CUDA's does
     for_pages(reinterpret_cast<uint64_t>(p), bytes,
               [&](uint64_t page) { undone_discards += discarded_.erase(page); });
     drop(reinterpret_cast<uint64_t>(p), bytes);
@@ -94,7 +98,8 @@ public:
 
   uint64_t free = 1ull << 40, peer_free = 0;
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
-  uint64_t peak_chunks = 0, quiesced = 0;
+  uint64_t peak_chunks = 0, quiesced = 0, evictions_to_host = 0;
+  std::chrono::microseconds evict_delay{0};
   // 64 KB big pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
   uint64_t undone_discards = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;

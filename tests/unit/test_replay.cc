@@ -459,3 +459,29 @@ TEST_CASE("replay: harvest evicts to the neighbour within its spare budget and k
                     Catch::Matchers::Contains("refusing a neighbour budget"));
   CHECK(small.kernel_pages.empty());
 }
+
+TEST_CASE("replay: the actions a policy takes on a kernel's faults are on the clock, its "
+          "deciding is not",
+          "[live][multigpu]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  device.evict_delay = std::chrono::microseconds(200); // a call that blocks, as the GPU's do
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 3);
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  request.policy = "harvest"; // pre-evicts to the host on each kernel's faults
+  request.policy_params = {{"reserve_chunks", 2},
+                           {"evict_to_peer", false},
+                           {"multi_path_prefetch", false}};
+  const auto result = live::run_replay(request, device);
+  const auto& r = result["results"];
+  REQUIRE(r["policy_evicted_bytes"].get<int64_t>() > 0);
+  // Every eviction call blocked 200 us, and every one is inside the run's time: the budget's
+  // before a kernel and the policy's on a kernel's faults alike (before, the latter ran with the
+  // clock paused, and pre-eviction looked free).
+  const auto calls = static_cast<int64_t>(device.evictions_to_host);
+  CHECK(r["total_time_ns"].get<int64_t>() >= calls * 200'000);
+  CHECK(r["fault_actions_ns"].get<int64_t>() >= 200'000);
+  CHECK(r["fault_actions_ns"].get<int64_t>() <= r["total_time_ns"].get<int64_t>());
+}
