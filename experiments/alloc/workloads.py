@@ -611,9 +611,10 @@ def run(args, rank=0, world=1):
 
             dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
         model, vocab = build_model(torch, args, device, record if zero else lambda: None)
-        parameters = list(model.parameters())
-        result["params"] = sum(p.numel() for p in parameters)
-        result["trainable_params"] = sum(p.numel() for p in parameters if p.requires_grad)
+        result["params"] = sum(p.numel() for p in model.parameters())
+        result["trainable_params"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        # No reference to the parameters may outlive this: FSDP2 replaces each with its shard
+        # and the whole tensor is freed only when nothing else holds it.
         model = parallelize(torch, model, args, device, world)
         # The Llama shapes step with fused AdamW (one kernel per group, no model-sized
         # temporaries: the 7B model's full fine-tuning fits the H200 only so), as DeepSpeed's.

@@ -5,12 +5,15 @@ each simulated on the same setup, side by side.
 
 LIVE_DIR is a campaign (experiments/multigpu/data/NAME/). For every live result in it (the
 variant read from the result's policy and parameters, as live_harvest.sh sets them) this runs
-`faultline sim` on the h200x2 topology (calibrated H200 profiles, measured NVLink) in capacity
+`faultline sim` on the campaign's topology (its manifest's gpu_profile, default h200x2: calibrated
+H200 profiles, measured NVLink; --topology overrides) in capacity
 mode "budget" with the live run's policy and parameters; GPU 1 offers the live run's
 --peer-budget (idle_gpus) and keeps the same reserve; nothing is written back in the background,
 as live (one copy per page). It writes OUT_DIR/fidelity.md, fidelity.csv, fidelity.png and
-summary.json (median and max time error, whether the simulator orders the variants as the GPU does, the common sim
-config, the revisions).
+summary.json (median and max time error, whether the simulator orders the variants as the GPU does,
+each variant's time relative to the host variant of its group live and simulated, the common sim
+config, the revisions). The relative times leave out what the variants share (the fault path of
+one GPU) and so measure the two-GPU part of the model.
 """
 import argparse
 import json
@@ -24,10 +27,10 @@ import common  # noqa: E402
 VARIANTS = ["host", "preevict", "peer", "harvest"]
 
 
-def sim_config(live):
+def sim_config(live, topology):
     cfg = live["config"]
     return {"description": "two GPUs: the live harvest experiment in the simulator",
-            "topology": "h200x2",
+            "topology": topology,
             "capacity": {"fraction_of_footprint": cfg["budget"]["fraction_of_footprint"],
                          "mode": "budget"},
             "driver": {"peer_reserve_bytes": cfg["peer_reserve_bytes"],
@@ -36,9 +39,9 @@ def sim_config(live):
             "idle_gpus": [{"gpu": 1, "bytes": cfg["peer_budget_bytes"]}]}
 
 
-def simulate(faultline, live, traces_revision=None):
+def simulate(faultline, live, topology, traces_revision=None):
     trace = common.trace_at(live["trace"]["path"], traces_revision)
-    return common.simulate(trace, sim_config(live), faultline)
+    return common.simulate(trace, sim_config(live, topology), faultline)
 
 
 def variant(run):
@@ -69,26 +72,44 @@ def row(run, sim):
             "sim_dtoh_gb": (sr["bytes_gpu_to_host"] + sr["peers"]["bytes_written_back"]) / gb}
 
 
+def add_relative(rows):
+    """Each row's time over its group's host (ondemand) variant, live and simulated."""
+    hosts = {(r["trace"], r["budget"]): r for r in rows if r["variant"] == "host"}
+    for r in rows:
+        h = hosts.get((r["trace"], r["budget"]))
+        r["live_vs_host"] = r["live_s"] / h["live_s"] if h else None
+        r["sim_vs_host"] = r["sim_s"] / h["sim_s"] if h else None
+        r["relative_error"] = (r["sim_vs_host"] / r["live_vs_host"] - 1) if h else None
+
+
 def order(rows, key):
     return [r["variant"] for r in sorted(rows, key=lambda r: r[key])]
 
 
+def relative(row):
+    if row["live_vs_host"] is None:
+        return "-"
+    return f"{row['live_vs_host']:.2f} / {row['sim_vs_host']:.2f}"
+
+
 def write(rows, out):
     common.write_csv(os.path.join(out, "fidelity.csv"), rows)
-    lines = ["| trace | variant | budget | live s | sim s | error | to peer GB live/sim | "
+    lines = ["| trace | variant | budget | live s | sim s | error | over host live/sim | "
+             "to peer GB live/sim | "
              "staged GB live/sim | device-to-device GB live/sim | host->GPU GB live/sim | "
-             "GPU->host GB live/sim |", "|" + "---|" * 11]
+             "GPU->host GB live/sim |", "|" + "---|" * 12]
     for r in rows:
         lines.append(
             f"| {r['trace']} | {r['variant']} | {r['budget']:.2f} | {r['live_s']:.2f} | "
-            f"{r['sim_s']:.2f} | {r['time_error']:+.0%} | {r['live_to_peer_gb']:.1f} / "
+            f"{r['sim_s']:.2f} | {r['time_error']:+.0%} | {relative(r)} | "
+            f"{r['live_to_peer_gb']:.1f} / "
             f"{r['sim_to_peer_gb']:.1f} | {r['live_staged_gb']:.1f} / {r['sim_staged_gb']:.1f} | "
             f"{r['live_d2d_gb']:.1f} / {r['sim_d2d_gb']:.1f} | {r['live_htod_gb']:.1f} / "
             f"{r['sim_htod_gb']:.1f} | {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
     common.write_lines(os.path.join(out, "fidelity.md"), lines)
 
 
-def plot(rows, path):
+def plot(rows, path, device):
     plt = common.pyplot()
     traces = sorted({r["trace"] for r in rows})
     fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 3.6), squeeze=False)
@@ -96,7 +117,7 @@ def plot(rows, path):
         rs = {r["variant"]: r for r in rows if r["trace"] == t}
         names = [v for v in VARIANTS if v in rs]
         x = range(len(names))
-        ax.bar([i - 0.2 for i in x], [rs[v]["live_s"] for v in names], 0.4, label="live (H200 x2)")
+        ax.bar([i - 0.2 for i in x], [rs[v]["live_s"] for v in names], 0.4, label=f"live ({device})")
         ax.bar([i + 0.2 for i in x], [rs[v]["sim_s"] for v in names], 0.4, label="simulated")
         ax.set_xticks(list(x))
         ax.set_xticklabels(names)
@@ -112,37 +133,48 @@ def main():
     ap.add_argument("live_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--faultline", default="build/faultline")
+    ap.add_argument("--topology", help="default: the manifest's gpu_profile, else h200x2")
     args = ap.parse_args()
     runs = common.load_runs(args.live_dir)
     runs = [r for r in runs if os.path.basename(r["path"]) != "neighbour.json"]
     lives = [r["doc"] for r in runs]
-    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
-    sims = [simulate(args.faultline, live, traces_revision) for live in lives]
+    manifest = common.load_manifest(args.live_dir)
+    topology = args.topology or manifest.get("gpu_profile", "h200x2")
+    sims = [simulate(args.faultline, live, topology, manifest.get("traces_revision"))
+            for live in lives]
     rows = [row(r, s) for r, s in zip(runs, sims)]
     rows.sort(key=lambda r: (r["trace"], r["budget"], VARIANTS.index(r["variant"])))
+    add_relative(rows)
     os.makedirs(args.out_dir, exist_ok=True)
     write(rows, args.out_dir)
-    plot(rows, os.path.join(args.out_dir, "fidelity.png"))
+    plot(rows, os.path.join(args.out_dir, "fidelity.png"), lives[0]["config"]["device"])
     errors = [abs(r["time_error"]) for r in rows]
+    relative_errors = [abs(r["relative_error"]) for r in rows
+                       if r["relative_error"] is not None and r["variant"] != "host"] or [0.0]
     groups = {}
     for r in rows:
         groups.setdefault((r["trace"], r["budget"]), []).append(r)
     ranking = {f"{t} {b}": {"live": order(g, "live_s"), "sim": order(g, "sim_s")}
                for (t, b), g in groups.items()}
-    shared = sim_config(lives[0])
+    shared = sim_config(lives[0], topology)
     shared.pop("policy")
     summary = {"runs": len(rows),
                "median_abs_time_error": statistics.median(errors),
                "max_abs_time_error": max(errors),
                "ranking": ranking,
                "ranking_identical": sum(v["live"] == v["sim"] for v in ranking.values()),
+               "winner_same": sum(v["live"][0] == v["sim"][0] for v in ranking.values()),
+               "median_abs_relative_error": statistics.median(relative_errors),
+               "max_abs_relative_error": max(relative_errors),
                "sim_config_common": shared,
                "live_revisions": sorted({live["faultline"]["git_revision"] for live in lives}),
                "sim_revision": sims[0]["faultline"]["git_revision"],
                "device": lives[0]["config"]["device"]}
     common.write_json(os.path.join(args.out_dir, "summary.json"), summary, sort_keys=True)
     print(json.dumps({k: summary[k] for k in ("runs", "median_abs_time_error",
-                                             "max_abs_time_error", "ranking_identical")}))
+                                             "max_abs_time_error", "ranking_identical",
+                                             "winner_same", "median_abs_relative_error",
+                                             "max_abs_relative_error")}))
 
 
 if __name__ == "__main__":

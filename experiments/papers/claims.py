@@ -1,4 +1,5 @@
-"""Gathers each paper's claims (experiments/papers/*/claims.json, written by its run.sh) into
+"""Gathers each paper's claims (experiments/papers/*/claims.json, written by its run.sh, and any
+claims-*.json beside it: the live runs' rows, written by their own reports) into
 experiments/papers/claims.json: one list of {"paper", "claim", "paper_value", "our_value",
 "setting", "command"} rows, papers in name order. Fails if a fragment is missing or a row lacks
 a field, so the gathered list always holds every headline.
@@ -15,6 +16,16 @@ PAPERS = ["deepum", "gmlake", "huvm", "pump"]
 FIELDS = ["paper", "claim", "paper_value", "our_value", "setting", "command"]
 
 
+def read_fragment(path):
+    rows = []
+    for i, row in enumerate(json.load(open(path))):
+        missing = [f for f in FIELDS if f not in row]
+        if missing:
+            sys.exit(f"claims: {path}: row {i} lacks {', '.join(missing)}")
+        rows.append({f: row[f] for f in FIELDS})
+    return rows
+
+
 def main():
     rows = []
     for paper in PAPERS:
@@ -22,12 +33,8 @@ def main():
         if not os.path.exists(path):
             sys.exit(f"claims: {path} is missing; run experiments/papers/{paper}/run.sh "
                      "--write-reports")
-        fragment = json.load(open(path))
-        for i, row in enumerate(fragment):
-            missing = [f for f in FIELDS if f not in row]
-            if missing:
-                sys.exit(f"claims: {path}: row {i} lacks {', '.join(missing)}")
-            rows.append({f: row[f] for f in FIELDS})
+        for fragment in [path] + sorted(glob.glob(os.path.join(HERE, paper, "claims-*.json"))):
+            rows += read_fragment(fragment)
     extra = sorted(set(os.path.basename(os.path.dirname(p))
                        for p in glob.glob(os.path.join(HERE, "*", "claims.json"))) - set(PAPERS))
     if extra:

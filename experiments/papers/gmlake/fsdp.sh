@@ -53,6 +53,6 @@ specs=("$@")
 [ "${#specs[@]}" -gt 0 ] || specs=(llama2-7b:recompute+fsdp:8 llama2-7b:lora-recompute+fsdp:8
   llama2-13b:lora-recompute+fsdp:8)
 for spec in "${specs[@]}"; do
-  for allocator in default expandable faultline; do run ${spec//:/ } "$allocator"; done
+  for allocator in default faultline expandable; do run ${spec//:/ } "$allocator"; done
 done
 exit $failed
