@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# On a two-GPU machine (nvidia-h200-x2; issue 27): the live runs that settle which HUVM variant
-# wins there, i.e. what moving data between the GPUs costs under load. live_harvest.sh's four
-# variants (host, preevict, peer, harvest) of GPT-2 small and BERT-large at a 50% budget on GPU 0,
-# GPU 1 offering 4 GiB, twice: with a ResNet-50 neighbour looping on GPU 1 (OUT/busy) and with
-# GPU 1 idle (OUT/idle); what the machine is in OUT/machine.txt.
+# On a two-GPU machine (issue 27): HUVM's variants live, and the pair's own profile to simulate
+# them with. First `faultline calibrate --name GPUx2 --base GPU` (GPU = h100 or h200, from
+# nvidia-smi; OUT/cal/configs; CALIBRATE=0 skips it, about 3 minutes), then live_harvest.sh's four
+# variants (host, preevict, peer, harvest) of GPT-2 small and BERT-large at a 50% budget on
+# GPU 0, GPU 1 offering 4 GiB, twice: with a ResNet-50 neighbour looping on GPU 1 (OUT/busy) and
+# with GPU 1 idle (OUT/idle); what the machine is in OUT/machine.txt. About 8 minutes in all.
 #   experiments/papers/huvm/live.sh OUT [FAULTLINE_BIN]
-# Then, here, for each of the two folders brought back as experiments/multigpu/data/CAMPAIGN/
-# (experiments/make_manifest.py writes its manifest):
-#   .venv/bin/python experiments/papers/huvm/peer_cost.py experiments/multigpu/data/CAMPAIGN \
-#     out/papers/huvm/peer-cost-CAMPAIGN          (the cost under load, the variant it picks)
-#   experiments/multigpu/fidelity.sh CAMPAIGN     (each run beside its simulation)
+# The device tool brings back 8 files at most, 2 folders deep: tar OUT into one file there.
+# Then, here, the profile goes into configs/ and each of the two folders becomes
+# experiments/multigpu/data/CAMPAIGN/ (experiments/make_manifest.py --gpu-profile GPUx2):
+#   experiments/multigpu/fidelity.sh CAMPAIGN --write-reports   (each run beside its simulation)
+#   .venv/bin/python experiments/papers/huvm/live_report.py CAMPAIGN... --write-reports
 set -euo pipefail
 out=$(realpath -m "${1:?usage: live.sh OUT [FAULTLINE_BIN]}")
 bin=$(realpath -m "${2:-build/faultline}")
@@ -20,6 +21,15 @@ mkdir -p "$out"
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
   nvidia-smi topo -m
 } >"$out/machine.txt" 2>&1 || true
+if [ "${CALIBRATE:-1}" != 0 ]; then
+  case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) in
+  *H100*) base=h100 ;;
+  *) base=h200 ;;
+  esac
+  mkdir -p "$out/cal"
+  "$bin" calibrate --name "${base}x2" --base "$base" --out-dir "$out/cal/configs" \
+    >"$out/cal/log" 2>&1
+fi
 HARVESTERS="gpt2-small bert-large" BUDGETS=0.5 PEER_BUDGET=4G \
   experiments/multigpu/live_harvest.sh "$out/busy" "$bin"
 NEIGHBOUR=none HARVESTERS="gpt2-small bert-large" BUDGETS=0.5 PEER_BUDGET=4G \
