@@ -102,7 +102,7 @@ private:
   void* alloc(uint64_t bytes) {
     void* p = d_.alloc_managed(bytes);
     if (!p) fail("allocating " + std::to_string(bytes) + " managed bytes");
-    d_.set_slot(0, p);
+    d_.set_slot(0, p, bytes);
     return p;
   }
 
@@ -250,7 +250,7 @@ private:
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
     void* scratch = d_.alloc_managed(repeats * kBlockSize);
     if (!scratch) fail("allocating the warm-up's scratch memory");
-    d_.set_slot(1, scratch);
+    d_.set_slot(1, scratch, repeats * kBlockSize);
     uint64_t warm_up = count;
     const Time t = repeated([&] {
       void* p = alloc(blocks * kBlockSize);

@@ -40,8 +40,10 @@ public:
   // A managed allocation, not yet populated anywhere (as the simulator's start); null on failure.
   virtual void* alloc_managed(uint64_t bytes) = 0;
   virtual void free_managed(void* base) = 0;
-  // Kernels name allocations by slot; this says where slot `slot` lives from now on.
-  virtual void set_slot(uint32_t slot, void* base) = 0;
+  // Kernels name allocations by slot; this says where slot `slot` lives from now on and how
+  // long it is: a kernel never touches a byte past base + bytes (the last 64 KB page of an
+  // allocation may be partial).
+  virtual void set_slot(uint32_t slot, void* base, uint64_t bytes) = 0;
   // Every kernel's touches, uploaded once; kernels refer to them by position.
   virtual bool upload_touches(const Touch* touches, uint64_t count) = 0;
   // Runs one kernel over touches[first, first + count) in order, lasting at least

@@ -4,6 +4,7 @@
 #include "sim/trace/step_repeater.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace faultline::live {
 namespace {
@@ -55,23 +56,38 @@ private:
 
   void kernel(const trace::KernelRecord& k) {
     Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, k.args};
+    std::unordered_set<uint64_t> seen; // slot << 32 | page: each live page once per kernel
     for (const trace::Access& a : k.accesses) {
-      const Addr address = a.big_page * kBigPageSize;
-      auto it = live_.upper_bound(address);
-      if (it == live_.begin() || address >= std::prev(it)->first + std::prev(it)->second.second) {
-        ++plan_.skipped_accesses;
-        continue;
-      }
-      --it;
-      const uint32_t slot = plan_.slots.at(it->second.first);
-      const auto page = static_cast<uint32_t>((address - it->first) / kBigPageSize);
-      plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
+      bool held = false;
+      for_each_overlap(a.big_page * kBigPageSize, [&](uint32_t slot, uint32_t page) {
+        held = true;
+        if (seen.insert(uint64_t{slot} << 32 | page).second)
+          plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
+      });
+      if (!held) ++plan_.skipped_accesses;
     }
     out.count = plan_.touches.size() - out.first;
     group_by_chunk(out.first);
     out.chunk_count = plan_.chunks.size() - out.first_chunk;
     plan_.steps.push_back({trace::RecordType::kKernel, {}, 0, plan_.kernels.size(), {}});
     plan_.kernels.push_back(std::move(out));
+  }
+
+  // Calls f(slot, page) for the 64 KB pages, counted from each allocation's start, that hold the
+  // bytes of the trace's page at `address` (64 KB aligned): an allocation need not start or end
+  // on a 64 KB boundary, so one trace page may fall in two allocations, and in two pages of one.
+  template <typename F> void for_each_overlap(Addr address, F f) const {
+    const Addr end = address + kBigPageSize;
+    auto it = live_.upper_bound(address);
+    if (it != live_.begin()) --it;
+    for (; it != live_.end() && it->first < end; ++it) {
+      const Addr base = it->first, from = std::max(address, base);
+      const Addr to = std::min(end, base + it->second.second);
+      if (from >= to) continue;
+      const uint32_t slot = plan_.slots.at(it->second.first);
+      for (Addr p = (from - base) / kBigPageSize; p * kBigPageSize < to - base; ++p)
+        f(slot, static_cast<uint32_t>(p));
+    }
   }
 
   // The touches from `first` on, as chunks in order of first appearance.

@@ -214,7 +214,7 @@ private:
       void* p = device_.alloc_managed(a.size);
       if (!p) fail("allocating " + std::to_string(a.size) + " managed bytes");
       const uint32_t slot = plan_.slots.at(a.id);
-      device_.set_slot(slot, p);
+      device_.set_slot(slot, p, a.size);
       books_.add(a.address, a.size, slot, p);
       clock_.resume();
     }

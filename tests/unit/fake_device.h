@@ -37,8 +37,9 @@ public:
     drop(b, sizes_.at(b));
     sizes_.erase(b);
   }
-  void set_slot(uint32_t slot, void* base) override {
+  void set_slot(uint32_t slot, void* base, uint64_t bytes) override {
     slots_[slot] = reinterpret_cast<uint64_t>(base);
+    slot_bytes_[slot] = bytes;
   }
   bool upload_touches(const live::Touch* t, uint64_t n) override {
     touches_.assign(t, t + n);
@@ -47,8 +48,10 @@ public:
   bool run_kernel(uint64_t first, uint64_t count, uint64_t) override {
     std::vector<uint64_t> pages;
     for (uint64_t i = first; i < first + count; ++i) {
-      const uint64_t address =
-          slots_.at(touches_[i].slot_type >> 2) + uint64_t{touches_[i].page} * kBigPageSize;
+      const uint32_t slot = touches_[i].slot_type >> 2;
+      const uint64_t offset = uint64_t{touches_[i].page} * kBigPageSize;
+      if (offset >= slot_bytes_.at(slot)) ++touches_past_end; // a GPU would fault on it
+      const uint64_t address = slots_.at(slot) + offset;
       if (!resident_.count(address / kBlockSize)) faults_.push_back(address);
       bring_block(address);
       pages.push_back(address);
@@ -99,6 +102,7 @@ public:
   uint64_t free = 1ull << 40, peer_free = 0;
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0, evictions_to_host = 0;
+  uint64_t touches_past_end = 0; // touches of a 64 KB page that starts past its allocation
   std::chrono::microseconds evict_delay{0};
   // 64 KB big pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
   uint64_t undone_discards = 0;
@@ -137,7 +141,7 @@ private:
 
   uint64_t next_ = 1ull << 30;
   std::map<uint64_t, uint64_t> sizes_;
-  std::map<uint32_t, uint64_t> slots_;
+  std::map<uint32_t, uint64_t> slots_, slot_bytes_;
   std::vector<live::Touch> touches_;
   std::map<uint64_t, uint32_t> resident_; // chunk -> its 64 KB big pages on the GPU
   std::set<uint64_t> discarded_; // 64 KB big pages discarded and not touched or prefetched since

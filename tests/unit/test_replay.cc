@@ -485,3 +485,66 @@ TEST_CASE("replay: the actions a policy takes on a kernel's faults are on the cl
   CHECK(r["fault_actions_ns"].get<int64_t>() >= 200'000);
   CHECK(r["fault_actions_ns"].get<int64_t>() <= r["total_time_ns"].get<int64_t>());
 }
+
+TEST_CASE("replay: allocations of any size and alignment, sharing pages and blocks, freed and "
+          "made again at the same address, are touched inside their bounds",
+          "[live]") {
+  namespace trace = faultline::trace;
+  fltest::TempDir dir;
+  const std::string path = dir.file("odd.fltrace");
+  constexpr faultline::Addr kBase = 1ull << 32;
+  constexpr uint64_t kA = 3 * kBigPageSize + 4096 + 100; // not a multiple of 4 KB
+  constexpr uint64_t kB = kBigPageSize + 7;              // starts where A ends, mid-page
+  constexpr faultline::Addr kC = kBase + 2 * kBlockSize;
+  const auto page = [](faultline::Addr a) { return a / kBigPageSize; };
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kA, 0, 0});
+    w.write(trace::AllocRecord{2, trace::MemoryKind::kManaged, kBase + kA, kB, 0, 0});
+    w.write(trace::AllocRecord{3, trace::MemoryKind::kManaged, kC, 5000, 0, 0});
+    trace::KernelRecord k;
+    k.duration = 1000;
+    k.start = 1000;
+    for (faultline::Addr p = page(kBase); p <= page(kBase + kA + kB - 1); ++p)
+      k.accesses.push_back({p, 0, faultline::AccessType::kWrite});
+    w.write(k);
+    k.accesses = {{page(kC), 0, faultline::AccessType::kRead}};
+    k.start = 3000;
+    w.write(k);
+    w.write(trace::FreeRecord{3, 10'000});
+    w.write(trace::AllocRecord{4, trace::MemoryKind::kManaged, kC, 200'000, 20'000, 0});
+    k.accesses.clear();
+    k.start = 30'000;
+    for (faultline::Addr p = page(kC); p <= page(kC + 200'000 - 1); ++p)
+      k.accesses.push_back({p, 0, faultline::AccessType::kRead});
+    w.write(k);
+    w.close();
+  }
+  {
+    FakeDevice device;
+    device.misalign = 3 * 4096; // the live allocations need not be 64 KB aligned either
+    live::ReplayRequest request;
+    request.trace_path = path;
+    request.margin = 0;
+    request.budget_fraction = 1.0; // two chunks: A and B share one in the trace, not live
+    const auto result = live::run_replay(request, device);
+    CHECK(device.touches_past_end == 0);
+    REQUIRE(device.kernel_pages.size() == 3);
+    // A's four pages; B's bytes in the trace's pages 3 and 4 are its live pages 0 and 1 (its
+    // page 0 once, though two trace pages hold part of it).
+    CHECK(device.kernel_pages[0].size() == 4 + 2);
+    CHECK(device.kernel_pages[1].size() == 1);
+    CHECK(device.kernel_pages[2].size() == 4); // the new allocation, 200000 bytes
+    CHECK(device.kernel_pages[2][0] != device.kernel_pages[1][0]);
+    CHECK(result["results"]["accesses_outside_managed_memory"] == 0);
+    CHECK(result["results"]["accesses"] == 11);
+  }
+  // The simulator runs the same trace, at the trace's own pages.
+  simtest::Scratch scratch;
+  nlohmann::json cfg = simtest::Scratch::run_config(nlohmann::json::object(), "ondemand");
+  cfg["capacity"] = {{"fraction_of_footprint", 0.5}, {"mode", "budget"}};
+  faultline::Simulator sim(simtest::parse(cfg), path, 1);
+  const faultline::Stats& stats = sim.run();
+  CHECK(stats.accesses == 10);
+  CHECK(stats.faults > 0);
+}

@@ -24,7 +24,7 @@ struct NullDevice : live::LiveDevice {
     return p;
   }
   void free_managed(void*) override {}
-  void set_slot(uint32_t, void*) override {}
+  void set_slot(uint32_t, void*, uint64_t) override {}
   bool upload_touches(const live::Touch*, uint64_t) override { return true; }
   bool run_kernel(uint64_t, uint64_t, uint64_t) override { return true; }
   void prefetch_to_gpu(void*, uint64_t) override { ++prefetch_calls; }

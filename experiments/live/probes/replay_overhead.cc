@@ -48,7 +48,7 @@ void busy_for(int64_t ns, bool trash) {
 double run(LiveDevice& d, const Case& c, uint64_t blocks) {
   void* p = d.alloc_managed(blocks * kBlock);
   if (!p) std::exit((std::printf("alloc failed: %s\n", d.error()), 1));
-  d.set_slot(0, p);
+  d.set_slot(0, p, blocks * kBlock);
   std::vector<Touch> all;
   for (uint32_t page = 0; page < blocks * kPagesPerBlock; ++page) all.push_back({1, page});
   d.upload_touches(all.data(), all.size());

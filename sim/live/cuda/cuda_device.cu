@@ -25,27 +25,39 @@ constexpr unsigned kTouchesPerBigPage = 16; // one word in each 4 KB page
 constexpr unsigned kThreads = 256;
 constexpr size_t kSlots = 1 << 20;
 
-// One thread per 4 KB page of each touched 64 KB big page, pages in the recorded order by block;
-// thread 0 then waits out the recorded compute time (%globaltimer, ns).
-__global__ void touch_kernel(const Touch* touches, uint64_t count, char* const* slots,
+// Where an allocation lives and how long it is.
+struct Slot {
+  char* base;
+  uint64_t bytes;
+};
+
+__device__ void touch(unsigned int* word, TouchType type, unsigned long long* sink) {
+  switch (type) {
+  case TouchType::kWrite:
+    *reinterpret_cast<volatile unsigned int*>(word) = 1u;
+    break;
+  case TouchType::kAtomic:
+    atomicAdd(word, 1u);
+    break;
+  default:
+    if (*reinterpret_cast<volatile unsigned int*>(word) == 0xfeedfaceu) atomicAdd(sink, 1ull);
+  }
+}
+
+// One thread per 4 KB page of each touched 64 KB big page, pages in the recorded order by block,
+// none past the allocation's end; thread 0 then waits out the recorded compute time
+// (%globaltimer, ns).
+__global__ void touch_kernel(const Touch* touches, uint64_t count, const Slot* slots,
                              uint64_t duration_ns, unsigned long long* sink) {
   unsigned long long start = 0;
   if (blockIdx.x == 0 && threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count * kTouchesPerBigPage) {
     const Touch t = touches[i / kTouchesPerBigPage];
+    const Slot slot = slots[t.slot_type >> 2];
     const uint64_t offset = t.page * kBigPage + (i % kTouchesPerBigPage) * 4096;
-    auto* word = reinterpret_cast<unsigned int*>(slots[t.slot_type >> 2] + offset);
-    switch (static_cast<TouchType>(t.slot_type & 3)) {
-    case TouchType::kWrite:
-      *reinterpret_cast<volatile unsigned int*>(word) = 1u;
-      break;
-    case TouchType::kAtomic:
-      atomicAdd(word, 1u);
-      break;
-    default:
-      if (*reinterpret_cast<volatile unsigned int*>(word) == 0xfeedfaceu) atomicAdd(sink, 1ull);
-    }
+    if (offset < slot.bytes) touch(reinterpret_cast<unsigned int*>(slot.base + offset),
+                                   static_cast<TouchType>(t.slot_type & 3), sink);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     unsigned long long now = start;
@@ -131,10 +143,10 @@ public:
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming), "cudaEventCreate") ||
-        !check(cudaMalloc(&slots_, kSlots * sizeof(char*)), "cudaMalloc (slot table)") ||
+        !check(cudaMalloc(&slots_, kSlots * sizeof(Slot)), "cudaMalloc (slot table)") ||
         !check(cudaMalloc(&sink_, sizeof(unsigned long long)), "cudaMalloc"))
       return error = error_, false;
-    cudaMemset(slots_, 0, kSlots * sizeof(char*));
+    cudaMemset(slots_, 0, kSlots * sizeof(Slot));
     return true;
   }
 
@@ -159,9 +171,10 @@ public:
     check(cudaFree(base), "cudaFree");
   }
 
-  void set_slot(uint32_t slot, void* base) override {
+  void set_slot(uint32_t slot, void* base, uint64_t bytes) override {
     if (slot >= kSlots) return void(fail("more than " + std::to_string(kSlots) + " allocations"));
-    check(cudaMemcpy(slots_ + slot, &base, sizeof(char*), cudaMemcpyHostToDevice), "cudaMemcpy");
+    const Slot s{static_cast<char*>(base), bytes};
+    check(cudaMemcpy(slots_ + slot, &s, sizeof(Slot), cudaMemcpyHostToDevice), "cudaMemcpy");
   }
 
   bool upload_touches(const Touch* touches, uint64_t count) override {
@@ -312,7 +325,7 @@ private:
   cudaEvent_t copied_ = nullptr;
   void* peer_[2] = {nullptr, nullptr};
   uint64_t peer_bytes_ = 0;
-  char** slots_ = nullptr;
+  Slot* slots_ = nullptr;
   Touch* touches_ = nullptr;
   unsigned long long* sink_ = nullptr;
 };
