@@ -41,6 +41,33 @@ void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
   });
 }
 
+std::vector<size_t> parts(const std::vector<uint64_t>& chunk_of_touch, uint64_t room,
+                          const std::function<std::string()>& what) {
+  if (room == 0)
+    throw SimulationError(what() + " has no room at all: the budget is taken by device memory");
+  std::vector<size_t> starts{0};
+  std::unordered_set<uint64_t> in_part;
+  for (size_t i = 0; i < chunk_of_touch.size(); ++i) {
+    if (in_part.count(chunk_of_touch[i])) continue;
+    if (in_part.size() == room) {
+      starts.push_back(i);
+      in_part.clear();
+    }
+    in_part.insert(chunk_of_touch[i]);
+  }
+  return starts;
+}
+
+Time part_duration(Time duration, size_t first, size_t end, size_t count) {
+  if (count == 0) return duration;
+  const auto at = [&](size_t i) {
+    return i == count ? duration
+                      : static_cast<Time>(static_cast<double>(duration) * static_cast<double>(i) /
+                                          static_cast<double>(count));
+  };
+  return at(end) - at(first);
+}
+
 std::vector<ChunkPages> absent(const std::vector<ChunkPages>& touched, const ChunkBooks& books) {
   std::vector<ChunkPages> out;
   for (const ChunkPages& c : touched)

@@ -49,6 +49,19 @@ void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
                const std::function<std::string()>& what,
                const std::function<void(uint64_t chunk)>& evict);
 
+// Where a kernel whose pages need more chunks than the room is cut, as a driver handles a kernel
+// larger than the GPU (it evicts the kernel's own early chunks to bring in the later ones): its
+// touches in order (the chunk of each) split into consecutive parts of at most `room` distinct
+// chunks. Returns each part's first touch; {0} when the kernel fits. Both backends run the parts
+// one after another, making room before each. Throws SimulationError, naming the kernel by
+// `what()`, when the room is 0.
+std::vector<size_t> parts(const std::vector<uint64_t>& chunk_of_touch, uint64_t room,
+                          const std::function<std::string()>& what);
+
+// The compute time of touches [first, end) of a kernel of `count` touches lasting `duration`:
+// the kernel's time shared by touches, the rounding in the last part, so that the parts add up.
+Time part_duration(Time duration, size_t first, size_t end, size_t count);
+
 // A kernel's faults as the policy hears them at its end: its pages not on the GPU at its
 // launch, by chunk in order of first touch (the order of `touched`).
 std::vector<ChunkPages> absent(const std::vector<ChunkPages>& touched, const ChunkBooks& books);

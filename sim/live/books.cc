@@ -64,6 +64,16 @@ std::vector<host::ChunkPages> Books::live_chunks(const Plan& plan, const Kernel&
   return out;
 }
 
+std::vector<uint64_t> Books::live_pages(const Plan& plan, uint64_t first, uint64_t count) const {
+  std::vector<uint64_t> out;
+  out.reserve(count);
+  for (uint64_t i = first; i < first + count; ++i) {
+    const Touch& t = plan.touches[i];
+    out.push_back(slot_base_[t.slot_type >> 2] / kBigPageSize + t.page);
+  }
+  return out;
+}
+
 void Books::arrive(const std::vector<host::ChunkPages>& chunks) {
   residency_.admit(chunks);
   for (const host::ChunkPages& c : chunks) {

@@ -44,6 +44,8 @@ public:
   // them. A live allocation that does not start on a 2 MB boundary splits each of its chunks
   // over two live ones.
   std::vector<host::ChunkPages> live_chunks(const Plan& plan, const Kernel& k) const;
+  // The live 64 KB page (address / 64 KB) of each of touches [first, first + count), in order.
+  std::vector<uint64_t> live_pages(const Plan& plan, uint64_t first, uint64_t count) const;
 
   Residency& residency() { return residency_; }
   const Residency& residency() const { return residency_; }

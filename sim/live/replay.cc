@@ -3,6 +3,7 @@
 #include "sim/core/error.h"
 #include "sim/host/policy_host.h"
 #include "sim/live/books.h"
+#include "sim/live/measured.h"
 #include "sim/live/plan.h"
 #include "sim/run/results.h"
 #include "sim/trace/inspect.h"
@@ -14,86 +15,10 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace faultline::live {
 namespace {
-
-// Wall time with pauses (allocation, draining) left out.
-class Clock {
-public:
-  Clock() : start_(now()) {}
-  static Time now() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  void pause() {
-    paused_at_ = now();
-    is_paused_ = true;
-  }
-  void resume() {
-    paused_ += now() - paused_at_;
-    is_paused_ = false;
-  }
-  bool paused() const { return is_paused_; }
-  Time elapsed() const { return now() - start_ - paused_; }
-  void wait_until(Time elapsed_target) const {
-    while (elapsed() < elapsed_target) {
-    }
-  }
-
-private:
-  Time start_, paused_ = 0, paused_at_ = 0;
-  bool is_paused_ = false;
-};
-
-struct Measured {
-  Time compute_ns = 0, stall_ns = 0;
-  uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
-  uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
-  uint64_t reported_faults = 0; // faults handed to the policy
-  uint64_t unmapped_faults = 0; // CUPTI records outside the trace's managed memory
-  uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
-  Time policy_ns = 0; // deciding, untimed
-  Time fault_actions_ns = 0; // issuing the actions taken on a kernel's faults, timed
-  nlohmann::json rows = nlohmann::json::array();
-  nlohmann::json steps = nlohmann::json::array(); // a row per training step
-};
-
-// The totals where a training step began, for its row.
-struct StepMark {
-  Time start = 0;
-  Time compute_ns = 0, stall_ns = 0;
-  uint64_t kernels = 0, accesses = 0, evictions = 0, prefetch_bytes = 0, reported_faults = 0;
-  Counters counters;
-
-  StepMark(Time at, const Measured& m, const Counters& c)
-      : start(at), compute_ns(m.compute_ns), stall_ns(m.stall_ns), kernels(m.kernels),
-        accesses(m.accesses), evictions(m.budget_evicted_chunks), prefetch_bytes(m.prefetch_bytes),
-        reported_faults(m.reported_faults), counters(c) {}
-
-  // The row of the step that began at `from` and ends here.
-  StepResult row_since(const StepMark& from, int64_t step) const {
-    const Counters& a = from.counters;
-    const auto n = [](uint64_t to, uint64_t since) { return static_cast<int64_t>(to - since); };
-    StepResult r;
-    r.step = step;
-    r.start_ns = from.start;
-    r.end_ns = start;
-    r.time_ns = start - from.start;
-    r.compute_ns = compute_ns - from.compute_ns;
-    r.fault_stall_ns = stall_ns - from.stall_ns;
-    r.kernels = n(kernels, from.kernels);
-    r.accesses = n(accesses, from.accesses);
-    r.faults = n(counters.gpu_fault_records, a.gpu_fault_records);
-    r.faults_reported_to_policy = n(reported_faults, from.reported_faults);
-    r.bytes_host_to_gpu = n(counters.bytes_host_to_gpu, a.bytes_host_to_gpu);
-    r.bytes_gpu_to_host = n(counters.bytes_gpu_to_host, a.bytes_gpu_to_host);
-    r.evictions = n(evictions, from.evictions);
-    r.prefetch_issued_bytes = n(prefetch_bytes, from.prefetch_bytes);
-    return r;
-  }
-};
 
 // The replay is the live backend of the policy host (sim/host/policy_host.h): the host makes
 // the policy's events from the plan's records, the replay executes its actions on the GPU and
@@ -247,19 +172,51 @@ private:
     const Kernel& k = plan_.kernels[index];
     const Time start = now(); // what runs from here to the kernel's end is its span
     host_.launch(index, k.name, k.args, start);
-    const std::vector<host::ChunkPages> chunks = books_.live_chunks(plan_, k);
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
-    evict_chunks(books_.residency().make_room(chunks, what));
-    const bool watched = host_.observes_faults();
-    if (watched && request_.fault_source == ReplayRequest::FaultSource::kBooks)
-      absent_ = host::budget::absent(chunks, books_.residency());
-    books_.arrive(chunks);
-    if (!device_.run_kernel(k.first, k.count, static_cast<uint64_t>(k.duration)))
-      fail("running " + what());
+    const std::vector<size_t> parts = parts_of(k, what);
+    absent_.clear();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const size_t first = parts[i], end = i + 1 < parts.size() ? parts[i + 1] : k.count;
+      run_part(k,
+               parts.size() == 1
+                   ? books_.live_chunks(plan_, k)
+                   : host::group_by_chunk(books_.live_pages(plan_, k.first + first, end - first)),
+               first, end, what);
+    }
     last_end_ = now();
     record(index, k, start, last_end_ - start);
-    if (watched) report_faults(index);
+    if (host_.observes_faults()) report_faults(index);
     host_.kernel_end(index, last_end_);
+  }
+
+  // Where the kernel is cut when its pages need more chunks than the budget leaves: {0} when it
+  // fits (host::budget::parts, the simulator's rule too).
+  template <typename F> std::vector<size_t> parts_of(const Kernel& k, const F& what) const {
+    const uint64_t room = books_.residency().room_chunks();
+    if (k.chunk_count <= room) {
+      std::unordered_set<uint64_t> chunks;
+      for (const host::ChunkPages& c : books_.live_chunks(plan_, k)) chunks.insert(c.chunk);
+      if (chunks.size() <= room) return {0};
+    }
+    std::vector<uint64_t> chunk_of_touch = books_.live_pages(plan_, k.first, k.count);
+    for (uint64_t& page : chunk_of_touch) page /= kBigPagesPerBlock;
+    return host::budget::parts(chunk_of_touch, room, what);
+  }
+
+  // Touches [first, end) of the kernel, whose pages are `chunks`: room made, then run for their
+  // share of its compute time.
+  template <typename F>
+  void run_part(const Kernel& k, const std::vector<host::ChunkPages>& chunks, size_t first,
+                size_t end, const F& what) {
+    evict_chunks(books_.residency().make_room(chunks, what));
+    if (host_.observes_faults() && request_.fault_source == ReplayRequest::FaultSource::kBooks) {
+      const std::vector<host::ChunkPages> absent = host::budget::absent(chunks, books_.residency());
+      absent_.insert(absent_.end(), absent.begin(), absent.end());
+    }
+    books_.arrive(chunks);
+    const Time duration = host::budget::part_duration(k.duration, first, end, k.count);
+    if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
+      fail("running " + what());
   }
 
   // The kernel's faults, at trace addresses, to the policy: from the books, or CUPTI's records
@@ -451,37 +408,6 @@ nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevic
       {"peer_budget_bytes", request.peer_budget_bytes},
       {"peer_reserve_bytes", request.peer_reserve_bytes},
       {"device", device.name()}};
-}
-
-// What the replay measured as a result document's values, under the simulator's names.
-RunTotals totals_of(const Measured& m, const Counters& c, Time total, uint64_t skipped,
-                    uint64_t peak_chunks) {
-  const auto n = [](uint64_t count) { return static_cast<int64_t>(count); };
-  RunTotals t;
-  t.total_time_ns = total;
-  t.compute_ns = m.compute_ns;
-  t.fault_stall_ns = m.stall_ns;
-  t.kernels = n(m.kernels);
-  t.accesses = n(m.accesses);
-  t.accesses_outside_managed_memory = n(skipped);
-  t.faults = n(c.gpu_fault_records);
-  t.faults_reported_to_policy = n(m.reported_faults);
-  t.faults_outside_trace_memory = n(m.unmapped_faults);
-  t.policy_decision_ns = m.policy_ns;
-  t.fault_actions_ns = m.fault_actions_ns;
-  t.bytes_host_to_gpu = n(c.bytes_host_to_gpu);
-  t.bytes_gpu_to_host = n(c.bytes_gpu_to_host);
-  t.evictions = n(m.budget_evicted_chunks);
-  t.policy_evicted_bytes = n(m.policy_evicted_bytes);
-  t.discarded_bytes = n(m.discarded_bytes);
-  t.prefetch_issued_bytes = n(m.prefetch_bytes);
-  t.peak_gpu_chunks = n(peak_chunks);
-  t.evictions_to_peer = n(m.peer_evicted_chunks);
-  t.bytes_to_peer = n(m.bytes_to_peer);
-  t.bytes_staged_on_peer = n(m.bytes_staged);
-  t.bytes_device_to_device = n(c.bytes_peer);
-  t.dropped_counter_records = n(c.dropped_records);
-  return t;
 }
 
 } // namespace

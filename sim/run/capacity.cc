@@ -98,8 +98,7 @@ public:
     host::budget::make_room(touched, books_, what, [&](uint64_t victim) {
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
-    done_ = t;
-    faults_.clear();
+    done_ = t; // faults_ gathers over a kernel's parts; kernel_done() hands them over
     // Pages the driver brought in beside earlier faults count as on the GPU here, where the
     // replay's books miss them.
     if (m_.host.observes_faults())
@@ -108,6 +107,17 @@ public:
           if (c.pages >> p & 1)
             faults_.push_back((c.chunk * kBigPagesPerBlock + p) * kBigPageSize - m_.offset);
     return done_ + m_.profile.launch_ns; // the replay launches once the host is done
+  }
+
+  std::vector<size_t> parts(const trace::KernelRecord& k, uint64_t index) const override {
+    const std::vector<host::ChunkPages> touched = chunks_of(k);
+    if (touched.size() <= books_.room_chunks()) return {0};
+    std::vector<uint64_t> chunk_of_touch;
+    chunk_of_touch.reserve(k.accesses.size());
+    for (const trace::Access& a : k.accesses)
+      chunk_of_touch.push_back((m_.offset / kBigPageSize + a.big_page) / kBigPagesPerBlock);
+    const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
+    return host::budget::parts(chunk_of_touch, books_.room_chunks(), what);
   }
 
   void kernel_done(Time now) override {

@@ -30,13 +30,17 @@ struct JobMemory {
   PrefetchQueue* queue = nullptr;
 };
 
-// Contract: the job calls before_launch() before each kernel and kernel_done() after it, every
+// Contract: the job asks parts() of each kernel and runs each part as a kernel of its own
+// (before_launch() before each), then calls kernel_done() once after the last; every
 // prefetch of the job's own GPU goes through prefetch(), and every migration a policy asks for
 // starts no earlier than migration_start() and reports its end to migration_end().
 class CapacityKeeper {
 public:
   virtual ~CapacityKeeper() = default;
-  // Kernel `index` is launched at `now`: returns when it starts running.
+  // Where kernel `index` is cut (host::budget::parts): {0}, unless it needs more chunks at once
+  // than a budget leaves.
+  virtual std::vector<size_t> parts(const trace::KernelRecord&, uint64_t) const { return {0}; }
+  // Kernel `index` (or a part of it) is launched at `now`: returns when it starts running.
   virtual Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) = 0;
   // The kernel ended at `now`: the policy hears what the strategy hands over then.
   virtual void kernel_done(Time now) = 0;

@@ -1,13 +1,14 @@
 #include "sim/run/job.h"
 
 #include "sim/core/error.h"
+#include "sim/host/budget.h"
 
 #include <algorithm>
 
 namespace faultline {
 namespace {
 
-enum HostEvent : uint32_t { kStep };
+enum HostEvent : uint32_t { kStep, kNextPart };
 
 uint64_t chunks_for(Bytes size) {
   return (size + kBlockSize - 1) / kBlockSize;
@@ -74,7 +75,8 @@ void Job::start_policy(Time now) {
 
 // The host plays records in trace order. A record is due at its recorded time shifted by the
 // delay that simulated kernels have built up so far, so recorded gaps between kernels remain.
-void Job::handle(uint32_t, Time now) {
+void Job::handle(uint32_t kind, Time now) {
+  if (kind == kNextPart) return launch_part(now);
   for (;;) {
     if (!have_pending_) {
       if (!reader_->next(pending_)) {
@@ -213,10 +215,36 @@ Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
 
 void Job::launch(trace::KernelRecord& k, Time now) {
   host_.launch(kernel_index_, k.name, k.args, now);
+  parts_ = capacity_->parts(k, kernel_index_);
+  if (parts_.size() > 1) {
+    kernel_ = std::move(k);
+    part_ = 0;
+    return launch_part(now);
+  }
   now = capacity_->before_launch(k, kernel_index_, now);
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now,
                 [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
+}
+
+// A part: its accesses at their offsets from the part's start, its share of the compute time.
+void Job::launch_part(Time now) {
+  const size_t first = parts_[part_], count = kernel_.accesses.size();
+  const size_t end = part_ + 1 < parts_.size() ? parts_[part_ + 1] : count;
+  trace::KernelRecord part = kernel_;
+  part.accesses.assign(kernel_.accesses.begin() + static_cast<std::ptrdiff_t>(first),
+                       kernel_.accesses.begin() + static_cast<std::ptrdiff_t>(end));
+  for (trace::Access& a : part.accesses) a.offset -= kernel_.accesses[first].offset;
+  part.duration = host::budget::part_duration(kernel_.duration, first, end, count);
+  now = capacity_->before_launch(part, kernel_index_, now);
+  const bool last = ++part_ == parts_.size();
+  const Time recorded_end = kernel_.start + kernel_.duration;
+  runner_.start(part, kernel_index_, now, [this, last, recorded_end](Time end) {
+    // The runner is still in its callback: the next part starts from an event of its own.
+    if (!last) return engine_.schedule(end, Priority::kHost, this, kNextPart);
+    ++kernel_index_;
+    kernel_done(recorded_end, end);
+  });
 }
 
 void Job::kernel_done(Time recorded_end, Time now) {

@@ -99,6 +99,8 @@ private:
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
   void launch(trace::KernelRecord& k, Time now);
+  // Runs part `part_` of kernel_ (cut by the capacity keeper), then the next, then ends it.
+  void launch_part(Time now);
   void kernel_done(Time recorded_end, Time now);
   // Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
   template <class F> void for_each_block(Addr address, Bytes size, F&& f) {
@@ -123,6 +125,9 @@ private:
   host::PolicyHost host_;
   std::unique_ptr<PrefetchQueue> prefetch_queue_; // driver.prefetch_queue "behind_faults" only
   std::unique_ptr<CapacityKeeper> capacity_;
+  trace::KernelRecord kernel_; // the kernel whose parts are running, when it was cut
+  std::vector<size_t> parts_;  // their first accesses
+  size_t part_ = 0;            // the next part to run
   ProgressReporter* progress_ = nullptr;
   bool check_invariants_ = false;
 

@@ -264,3 +264,23 @@ TEST_CASE("budget rules: a kernel's faults are its pages off the GPU, first touc
   CHECK(absent[1].chunk == 1);
   CHECK(absent[1].pages == 0b1000);
 }
+
+TEST_CASE("budget rules: a kernel larger than the room is cut into parts of at most the room, "
+          "in touch order",
+          "[host][budget]") {
+  const auto what = [] { return std::string("kernel #2 (big)"); };
+  // Fits: one part.
+  CHECK(host::budget::parts({1, 2, 1, 2}, 2, what) == std::vector<size_t>{0});
+  // Chunks 1 2 | 3 1 | 4: a chunk seen in an earlier part counts again (it may have gone).
+  CHECK(host::budget::parts({1, 2, 2, 3, 1, 1, 4}, 2, what) == std::vector<size_t>{0, 3, 6});
+  CHECK(host::budget::parts({7, 8, 9}, 1, what) == std::vector<size_t>{0, 1, 2});
+  CHECK(host::budget::parts({}, 1, what) == std::vector<size_t>{0});
+  CHECK_THROWS_WITH(host::budget::parts({1}, 0, what),
+                    Catch::Matchers::Contains("kernel #2 (big) has no room at all"));
+  // The parts' compute times add up to the kernel's.
+  Time sum = 0;
+  for (auto [a, b] : {std::pair<size_t, size_t>{0, 3}, {3, 6}, {6, 7}})
+    sum += host::budget::part_duration(1001, a, b, 7);
+  CHECK(sum == 1001);
+  CHECK(host::budget::part_duration(700, 0, 3, 7) == 300);
+}

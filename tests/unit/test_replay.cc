@@ -471,9 +471,8 @@ TEST_CASE("replay: the actions a policy takes on a kernel's faults are on the cl
   request.budget_fraction = 0.5;
   request.margin = 0;
   request.policy = "harvest"; // pre-evicts to the host on each kernel's faults
-  request.policy_params = {{"reserve_chunks", 2},
-                           {"evict_to_peer", false},
-                           {"multi_path_prefetch", false}};
+  request.policy_params = {
+      {"reserve_chunks", 2}, {"evict_to_peer", false}, {"multi_path_prefetch", false}};
   const auto result = live::run_replay(request, device);
   const auto& r = result["results"];
   REQUIRE(r["policy_evicted_bytes"].get<int64_t>() > 0);
@@ -520,22 +519,31 @@ TEST_CASE("replay: allocations of any size and alignment, sharing pages and bloc
     w.write(k);
     w.close();
   }
-  {
+  for (double budget : {1.0, 0.4}) {
     FakeDevice device;
     device.misalign = 3 * 4096; // the live allocations need not be 64 KB aligned either
     live::ReplayRequest request;
     request.trace_path = path;
     request.margin = 0;
-    request.budget_fraction = 1.0; // two chunks: A and B share one in the trace, not live
+    // 1.0: two chunks, for three live ones (A and B share one in the trace, not live); 0.4: one
+    // chunk, so the first kernel runs in two parts.
+    request.budget_fraction = budget;
     const auto result = live::run_replay(request, device);
+    INFO("budget " << budget);
     CHECK(device.touches_past_end == 0);
-    REQUIRE(device.kernel_pages.size() == 3);
+    CHECK(device.peak_chunks <= (budget == 1.0 ? 2u : 1u));
+    // The first kernel's parts, as the device ran them.
+    const size_t parts = budget == 1.0 ? 1 : 2;
+    REQUIRE(device.kernel_pages.size() == parts + 2);
+    std::vector<uint64_t> first;
+    for (size_t i = 0; i < parts; ++i)
+      first.insert(first.end(), device.kernel_pages[i].begin(), device.kernel_pages[i].end());
     // A's four pages; B's bytes in the trace's pages 3 and 4 are its live pages 0 and 1 (its
     // page 0 once, though two trace pages hold part of it).
-    CHECK(device.kernel_pages[0].size() == 4 + 2);
-    CHECK(device.kernel_pages[1].size() == 1);
-    CHECK(device.kernel_pages[2].size() == 4); // the new allocation, 200000 bytes
-    CHECK(device.kernel_pages[2][0] != device.kernel_pages[1][0]);
+    CHECK(first.size() == 4 + 2);
+    CHECK(device.kernel_pages[parts].size() == 1);
+    CHECK(device.kernel_pages[parts + 1].size() == 4); // the new allocation, 200000 bytes
+    CHECK(device.kernel_pages[parts + 1][0] != device.kernel_pages[parts][0]);
     CHECK(result["results"]["accesses_outside_managed_memory"] == 0);
     CHECK(result["results"]["accesses"] == 11);
   }
@@ -547,4 +555,45 @@ TEST_CASE("replay: allocations of any size and alignment, sharing pages and bloc
   const faultline::Stats& stats = sim.run();
   CHECK(stats.accesses == 10);
   CHECK(stats.faults > 0);
+}
+
+TEST_CASE("budget mode: kernels larger than the budget are cut alike in the simulator and the "
+          "replay, and the policy hears the same faults",
+          "[live][sim]") {
+  fltest::TempDir dir;
+  const std::string trace = dnn_trace(dir, 11);
+  simtest::Scratch scratch;
+  for (double fraction : {0.05, 0.1}) {
+    std::vector<std::vector<faultline::Addr>> live_log, sim_log;
+    FakeDevice device;
+    live::ReplayRequest request;
+    request.trace_path = trace;
+    request.policy = "test-fault-log";
+    request.budget_fraction = fraction;
+    request.margin = 0;
+    fault_log = &live_log;
+    const auto result = live::run_replay(request, device);
+    const uint64_t chunks =
+        result["config"]["budget"]["resolved_bytes"].get<uint64_t>() / kBlockSize;
+    INFO("budget " << fraction << ": " << chunks << " chunks");
+    CHECK(device.peak_chunks <= chunks);
+    // Some kernel ran in parts.
+    CHECK(device.kernel_pages.size() > live_log.size());
+
+    nlohmann::json cfg = simtest::Scratch::run_config({{"prefetch", false}}, "test-fault-log");
+    cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+    cfg["per_kernel"] = false;
+    fault_log = &sim_log;
+    faultline::Simulator sim(simtest::parse(cfg), trace, chunks);
+    const faultline::Stats& stats = sim.run();
+    fault_log = nullptr;
+    CHECK(stats.peak_chunks <= chunks);
+    CHECK(stats.kernels == device.kernel_pages.size()); // the same parts
+    REQUIRE(sim_log.size() == live_log.size());
+    for (size_t k = 0; k < sim_log.size(); ++k) {
+      INFO("kernel " << k);
+      CHECK(std::multiset<faultline::Addr>(sim_log[k].begin(), sim_log[k].end()) ==
+            std::multiset<faultline::Addr>(live_log[k].begin(), live_log[k].end()));
+    }
+  }
 }

@@ -1,0 +1,77 @@
+// What the live replay measures as it runs (sim/live/replay.cc): its clock, its running totals,
+// a training step's row, and the totals under the simulator's result fields.
+#pragma once
+
+#include "sim/core/types.h"
+#include "sim/live/device.h"
+#include "sim/run/results.h"
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+namespace faultline::live {
+
+// Wall time with pauses (allocation, draining) left out.
+class Clock {
+public:
+  Clock() : start_(now()) {}
+  static Time now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void pause() {
+    paused_at_ = now();
+    is_paused_ = true;
+  }
+  void resume() {
+    paused_ += now() - paused_at_;
+    is_paused_ = false;
+  }
+  bool paused() const { return is_paused_; }
+  Time elapsed() const { return now() - start_ - paused_; }
+  void wait_until(Time elapsed_target) const {
+    while (elapsed() < elapsed_target) {
+    }
+  }
+
+private:
+  Time start_, paused_ = 0, paused_at_ = 0;
+  bool is_paused_ = false;
+};
+
+struct Measured {
+  Time compute_ns = 0, stall_ns = 0;
+  uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
+  uint64_t policy_evicted_bytes = 0, discarded_bytes = 0, prefetch_bytes = 0;
+  uint64_t reported_faults = 0; // faults handed to the policy
+  uint64_t unmapped_faults = 0; // CUPTI records outside the trace's managed memory
+  uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
+  Time policy_ns = 0;        // deciding, untimed
+  Time fault_actions_ns = 0; // issuing the actions taken on a kernel's faults, timed
+  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json steps = nlohmann::json::array(); // a row per training step
+};
+
+// The totals where a training step began, for its row.
+struct StepMark {
+  Time start = 0;
+  Time compute_ns = 0, stall_ns = 0;
+  uint64_t kernels = 0, accesses = 0, evictions = 0, prefetch_bytes = 0, reported_faults = 0;
+  Counters counters;
+
+  StepMark(Time at, const Measured& m, const Counters& c)
+      : start(at), compute_ns(m.compute_ns), stall_ns(m.stall_ns), kernels(m.kernels),
+        accesses(m.accesses), evictions(m.budget_evicted_chunks), prefetch_bytes(m.prefetch_bytes),
+        reported_faults(m.reported_faults), counters(c) {}
+
+  // The row of the step that began at `from` and ends here.
+  StepResult row_since(const StepMark& from, int64_t step) const;
+};
+
+// What the replay measured as a result document's values, under the simulator's names.
+RunTotals totals_of(const Measured& m, const Counters& c, Time total, uint64_t skipped,
+                    uint64_t peak_chunks);
+
+} // namespace faultline::live
