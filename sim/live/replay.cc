@@ -175,16 +175,18 @@ private:
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     const std::vector<size_t> parts = parts_of(k, what);
     absent_.clear();
+    Time part_start = start; // the first part's row holds the launch, as a whole kernel's does
     for (size_t i = 0; i < parts.size(); ++i) {
       const size_t first = parts[i], end = i + 1 < parts.size() ? parts[i + 1] : k.count;
-      run_part(k,
-               parts.size() == 1
-                   ? books_.live_chunks(plan_, k)
-                   : host::group_by_chunk(books_.live_pages(plan_, k.first + first, end - first)),
-               first, end, what);
+      const std::vector<host::ChunkPages> chunks =
+          parts.size() == 1
+              ? books_.live_chunks(plan_, k)
+              : host::group_by_chunk(books_.live_pages(plan_, k.first + first, end - first));
+      const Time compute = run_part(k, chunks, first, end, what);
+      last_end_ = now();
+      record(index, k, part_start, compute, end - first);
+      part_start = last_end_;
     }
-    last_end_ = now();
-    record(index, k, start, last_end_ - start);
     if (host_.observes_faults()) report_faults(index);
     host_.kernel_end(index, last_end_);
   }
@@ -204,9 +206,9 @@ private:
   }
 
   // Touches [first, end) of the kernel, whose pages are `chunks`: room made, then run for their
-  // share of its compute time.
+  // share of its compute time, which it returns.
   template <typename F>
-  void run_part(const Kernel& k, const std::vector<host::ChunkPages>& chunks, size_t first,
+  Time run_part(const Kernel& k, const std::vector<host::ChunkPages>& chunks, size_t first,
                 size_t end, const F& what) {
     evict_chunks(books_.residency().make_room(chunks, what));
     if (host_.observes_faults() && request_.fault_source == ReplayRequest::FaultSource::kBooks) {
@@ -217,6 +219,7 @@ private:
     const Time duration = host::budget::part_duration(k.duration, first, end, k.count);
     if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
       fail("running " + what());
+    return duration;
   }
 
   // The kernel's faults, at trace addresses, to the policy: from the books, or CUPTI's records
@@ -259,20 +262,23 @@ private:
     return faults;
   }
 
-  void record(uint64_t index, const Kernel& k, Time start, Time span) {
+  // A kernel, or a part of one, ran from `start` to last_end_: `accesses` touches for
+  // `compute` of recorded time.
+  void record(uint64_t index, const Kernel& k, Time start, Time compute, uint64_t accesses) {
+    const Time span = last_end_ - start;
     measured_.kernels++;
-    measured_.accesses += k.count;
-    measured_.compute_ns += k.duration;
-    measured_.stall_ns += std::max<Time>(0, span - k.duration);
+    measured_.accesses += accesses;
+    measured_.compute_ns += compute;
+    measured_.stall_ns += std::max<Time>(0, span - compute);
     if (!request_.per_kernel) return;
     measured_.rows.push_back({{"index", index},
                               {"name", k.name},
                               {"start_ns", start},
                               {"end_ns", last_end_},
                               {"gpu_ns", span},
-                              {"compute_ns", k.duration},
-                              {"stall_ns", std::max<Time>(0, span - k.duration)},
-                              {"accesses", k.count}});
+                              {"compute_ns", compute},
+                              {"stall_ns", std::max<Time>(0, span - compute)},
+                              {"accesses", accesses}});
   }
 
   Time now() const { return clock_.elapsed(); }

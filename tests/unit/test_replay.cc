@@ -589,6 +589,7 @@ TEST_CASE("budget mode: kernels larger than the budget are cut alike in the simu
     fault_log = nullptr;
     CHECK(stats.peak_chunks <= chunks);
     CHECK(stats.kernels == device.kernel_pages.size()); // the same parts
+    CHECK(result["results"]["kernels"] == stats.kernels);
     REQUIRE(sim_log.size() == live_log.size());
     for (size_t k = 0; k < sim_log.size(); ++k) {
       INFO("kernel " << k);
