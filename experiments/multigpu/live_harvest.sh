@@ -7,9 +7,11 @@
 #   peer       harvest, victims to GPU 1, no look-ahead prefetch
 #   harvest    harvest with everything (victims to GPU 1, multi-path prefetch)
 #   experiments/multigpu/live_harvest.sh OUT_DIR [FAULTLINE_BIN]
-# HARVESTERS (traces), BUDGETS, PEER_BUDGET and NEIGHBOUR (a trace, or "none": GPU 1 idle)
-# choose the runs. One result per run in
-# OUT_DIR/TRACE-VARIANT-BUDGET.json (.err when it failed); the neighbour's last run in
+# HARVESTERS (traces), BUDGETS, PEER_BUDGET, NEIGHBOUR (a trace, or "none": GPU 1 idle) and
+# REPEATS (default 1; the variants take turns, so a drift in the machine falls on all) choose the
+# runs; PER_KERNEL=1 adds a row per kernel. One result per run in
+# OUT_DIR/TRACE-VARIANT-BUDGET.json, repeats after the first in .r2.json, .r3.json, ... (.err
+# when it failed); the neighbour's last run in
 # OUT_DIR/neighbour.json and how many times it ran in OUT_DIR/neighbour.runs. Brought back here as
 # experiments/multigpu/data/CAMPAIGN/, the folder gets its manifest from
 # experiments/make_manifest.py.
@@ -29,23 +31,28 @@ touch "$out/.running"
   done
 ) &
 sleep 5 # the neighbour has its memory before the harvester starts
+extra=()
+[ "${PER_KERNEL:-0}" = 1 ] && extra=(--per-kernel)
 for t in ${HARVESTERS:-gpt2-small bert-large}; do
   for b in ${BUDGETS:-0.5}; do
-    for v in host preevict peer harvest; do
-      case $v in
-      host) p=ondemand params='{}' ;;
-      preevict) p=harvest params='{"evict_to_peer": false, "multi_path_prefetch": false}' ;;
-      peer) p=harvest params='{"multi_path_prefetch": false}' ;;
-      harvest) p=harvest params='{}' ;;
-      esac
-      name="$out/$t-$v-$b"
-      if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --device 0 --budget "$b" \
-        --policy "$p" --params "$params" --peer-budget "$peer" --out "$name.json" 2>"$name.err"; then
-        rm -f "$name.err"
-        echo "$t $v $b done"
-      else
-        echo "$t $v $b failed: $(tail -1 "$name.err")"
-      fi
+    for r in $(seq 1 "${REPEATS:-1}"); do
+      for v in host preevict peer harvest; do
+        case $v in
+        host) p=ondemand params='{}' ;;
+        preevict) p=harvest params='{"evict_to_peer": false, "multi_path_prefetch": false}' ;;
+        peer) p=harvest params='{"multi_path_prefetch": false}' ;;
+        harvest) p=harvest params='{}' ;;
+        esac
+        name="$out/$t-$v-$b$([ "$r" -gt 1 ] && echo ".r$r")"
+        if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --device 0 --budget "$b" \
+          --policy "$p" --params "$params" --peer-budget "$peer" "${extra[@]}" --out "$name.json" \
+          2>"$name.err"; then
+          rm -f "$name.err"
+          echo "$t $v $b (repeat $r) done"
+        else
+          echo "$t $v $b (repeat $r) failed: $(tail -1 "$name.err")"
+        fi
+      done
     done
   done
 done
