@@ -325,8 +325,9 @@ void GMLakeAllocator::check() const {
       auto live = live_.find(user);
       if (live == live_.end()) broken("a chunk is used by a block that is not live");
       const auto& refs = live->second.chunks;
+      const auto segment = id; // a lambda may not capture a structured binding (C++17)
       if (std::none_of(refs.begin(), refs.end(),
-                       [&](const ChunkRef& c) { return c.segment == id && c.index == i; }))
+                       [&](const ChunkRef& c) { return c.segment == segment && c.index == i; }))
         broken("a chunk's user does not list it");
     }
   }

@@ -34,7 +34,9 @@ public:
   uint64_t capacity_chunks(unsigned gpu) const { return memory_.capacity_chunks(gpu); }
 
 private:
-  const config::RunConfig& config_;
+  // A copy: the jobs and their parts keep references into it, so the caller's config may go
+  // before the run (an embedding, the Python API, builds one per call).
+  const config::RunConfig config_;
   config::TopologySpec spec_;
   Engine engine_;
   Topology topology_;

@@ -478,3 +478,15 @@ TEST_CASE("budget mode keeps every invariant and the budget on random traces",
   }
   CHECK(completed >= 24); // most runs fit: the test is not vacuous
 }
+
+TEST_CASE("the simulator owns its config: the caller's may change or go before the run", "[sim]") {
+  Scratch s;
+  const auto trace = write_trace(s, 2, {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}})});
+  auto config = std::make_unique<config::RunConfig>(simtest::parse(Scratch::run_config()));
+  REQUIRE(config->per_kernel);
+  Simulator sim(*config, trace, 2);
+  config->per_kernel = false; // read at every kernel's end: a reference would see this
+  config.reset();
+  const Stats& stats = sim.run();
+  CHECK(stats.kernel_rows.size() == 2);
+}
