@@ -45,7 +45,7 @@ for t in ${HARVESTERS:-gpt2-small bert-large}; do
         esac
         name="$out/$t-$v-$b$([ "$r" -gt 1 ] && echo ".r$r")"
         if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --device 0 --budget "$b" \
-          --policy "$p" --params "$params" --peer-budget "$peer" "${extra[@]}" --out "$name.json" \
+          --policy "$p" --params "$params" --peer-budget "$peer" ${extra[@]+"${extra[@]}"} --out "$name.json" \
           2>"$name.err"; then
           rm -f "$name.err"
           echo "$t $v $b (repeat $r) done"

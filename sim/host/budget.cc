@@ -48,7 +48,7 @@ std::vector<size_t> parts(const std::vector<uint64_t>& chunk_of_touch, uint64_t 
   std::vector<size_t> starts{0};
   std::unordered_set<uint64_t> in_part;
   for (size_t i = 0; i < chunk_of_touch.size(); ++i) {
-    if (in_part.count(chunk_of_touch[i])) continue;
+    if (chunk_of_touch[i] == kNoChunk || in_part.count(chunk_of_touch[i])) continue;
     if (in_part.size() == room) {
       starts.push_back(i);
       in_part.clear();

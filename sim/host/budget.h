@@ -54,7 +54,9 @@ void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
 // touches in order (the chunk of each) split into consecutive parts of at most `room` distinct
 // chunks. Returns each part's first touch; {0} when the kernel fits. Both backends run the parts
 // one after another, making room before each. Throws SimulationError, naming the kernel by
-// `what()`, when the room is 0.
+// `what()`, when the room is 0. A touch whose chunk is kNoChunk (device memory, never counted
+// against the budget) takes no room.
+constexpr uint64_t kNoChunk = UINT64_MAX;
 std::vector<size_t> parts(const std::vector<uint64_t>& chunk_of_touch, uint64_t room,
                           const std::function<std::string()>& what);
 

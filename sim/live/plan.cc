@@ -4,7 +4,6 @@
 #include "sim/trace/step_repeater.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace faultline::live {
 namespace {
@@ -56,13 +55,13 @@ private:
 
   void kernel(const trace::KernelRecord& k) {
     Kernel out{k.name, plan_.touches.size(), 0, plan_.chunks.size(), 0, k.duration, k.args};
-    std::unordered_set<uint64_t> seen; // slot << 32 | page: each live page once per kernel
+    // A touch per live page each access covers, in the recorded order (repeats kept, as the
+    // simulator keeps them, so that both cut a kernel too large for the budget alike).
     for (const trace::Access& a : k.accesses) {
       bool held = false;
       for_each_overlap(a.big_page * kBigPageSize, [&](uint32_t slot, uint32_t page) {
         held = true;
-        if (seen.insert(uint64_t{slot} << 32 | page).second)
-          plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
+        plan_.touches.push_back({slot << 2 | static_cast<uint32_t>(a.type) % 3, page});
       });
       if (!held) ++plan_.skipped_accesses;
     }

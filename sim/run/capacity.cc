@@ -114,8 +114,11 @@ public:
     if (touched.size() <= books_.room_chunks()) return {0};
     std::vector<uint64_t> chunk_of_touch;
     chunk_of_touch.reserve(k.accesses.size());
-    for (const trace::Access& a : k.accesses)
-      chunk_of_touch.push_back((m_.offset / kBigPageSize + a.big_page) / kBigPagesPerBlock);
+    for (const trace::Access& a : k.accesses) {
+      const uint64_t chunk = (m_.offset / kBigPageSize + a.big_page) / kBigPagesPerBlock;
+      // As chunks_of: only managed blocks take budget (the replay's plan drops the rest).
+      chunk_of_touch.push_back(m_.memory.find(chunk) ? chunk : host::budget::kNoChunk);
+    }
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     return host::budget::parts(chunk_of_touch, books_.room_chunks(), what);
   }

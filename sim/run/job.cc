@@ -234,8 +234,11 @@ void Job::launch_part(Time now) {
   trace::KernelRecord part = kernel_;
   part.accesses.assign(kernel_.accesses.begin() + static_cast<std::ptrdiff_t>(first),
                        kernel_.accesses.begin() + static_cast<std::ptrdiff_t>(end));
-  for (trace::Access& a : part.accesses) a.offset -= kernel_.accesses[first].offset;
   part.duration = host::budget::part_duration(kernel_.duration, first, end, count);
+  // Offsets from the part's start, inside its share (the replay's parts have no offsets: an
+  // access recorded late in the kernel must not stretch its part beyond that share).
+  for (trace::Access& a : part.accesses)
+    a.offset = std::min(a.offset - kernel_.accesses[first].offset, part.duration);
   now = capacity_->before_launch(part, kernel_index_, now);
   const bool last = ++part_ == parts_.size();
   const Time recorded_end = kernel_.start + kernel_.duration;

@@ -229,10 +229,11 @@ TEST_CASE("capture: an operation without its activity record is reported", "[cap
   std::memcpy(&launch, f.records[index_of_type(f, raw::RawType::kLaunch, 2)].data() + 8,
               sizeof(launch));
   const auto this_launch = [&](const std::string& rec) {
+    // Only a kernel activity record holds a RawKernelAct: read none from a shorter record.
+    if (type_of(rec) != static_cast<uint16_t>(raw::RawType::kKernelAct)) return false;
     raw::RawKernelAct act;
     std::memcpy(&act, rec.data() + 8, sizeof(act));
-    return type_of(rec) == static_cast<uint16_t>(raw::RawType::kKernelAct) &&
-           (act.corr == launch.corr_driver || act.corr == launch.corr_runtime);
+    return act.corr == launch.corr_driver || act.corr == launch.corr_runtime;
   };
   const size_t before = f.records.size();
   f.records.erase(std::remove_if(f.records.begin(), f.records.end(), this_launch), f.records.end());

@@ -130,7 +130,7 @@ TEST_CASE("pump: with a lead it hears later launches early, up to a synchronisat
     for (uint64_t id = 1; id <= 4; ++id)
       w.write(trace::AllocRecord{id, trace::MemoryKind::kManaged, range(id).start, 40 * MiB, 0, 0});
     for (uint64_t k = 0; k < 4; ++k) {
-      if (k == 3) w.write(trace::SyncRecord{10 + 2000 * k - 1, trace::SyncKind::kDevice, 0});
+      if (k == 3) w.write(trace::SyncRecord{static_cast<Time>(10 + 2000 * k - 1), trace::SyncKind::kDevice, 0});
       trace::KernelRecord r;
       r.name = "k";
       r.start = 10 + 2000 * static_cast<Time>(k);

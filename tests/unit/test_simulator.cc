@@ -466,14 +466,10 @@ TEST_CASE("budget mode keeps every invariant and the budget on random traces",
       Simulator sim(config, path, chunks);
       sim.set_check_invariants(true);
       INFO("seed " << seed << " policy " << policy << " chunks " << chunks);
-      try {
-        const Stats& st = sim.run();
-        CHECK(st.peak_chunks <= chunks);
-        ++completed;
-      } catch (const SimulationError& e) {
-        // Only the budget's own refusal is acceptable: a kernel larger than the budget.
-        CHECK_THAT(e.what(), Catch::Contains("more than the budget leaves"));
-      }
+      // A kernel larger than the budget runs in parts: every run completes.
+      const Stats& st = sim.run();
+      CHECK(st.peak_chunks <= chunks);
+      ++completed;
     }
   }
   CHECK(completed >= 24); // most runs fit: the test is not vacuous

@@ -9,7 +9,11 @@
 # all at batch 8 per GPU. Each run writes OUT_DIR/runs/NAME-ALLOCATOR.rank{0,1}.json (and, for
 # default, OUT_DIR/traces/NAME.rank{0,1}.pickle); OUT_DIR/logs/ has the output and
 # OUT_DIR/machine.txt the machine. No run starts after DEADLINE seconds (default 480), so that
-# the GPU machine's call returns what is done. Then, here: experiments/papers/gmlake/fsdp_report.py.
+# the GPU machine's call returns what is done. Then, here: OUT_DIR/runs/* and OUT_DIR/logs become
+# the campaign folder experiments/alloc/data/NAME/ (results at its top, the logs as console.log),
+# each OUT_DIR/traces/X.pickle becomes NAME/snapshots/X.pickle.zst (zstd -19; the GPU machine has
+# no zstd), experiments/make_manifest.py writes the manifest, and
+# experiments/papers/gmlake/fsdp_report.py NAME_FOLDER --write-reports the report.
 set -uo pipefail
 out=$(realpath -m "${1:?usage: fsdp.sh OUT_DIR [ALLOC_LIB] [MODEL:TECHNIQUE:BATCH ...]}")
 export FAULTLINE_ALLOC_LIB=$(realpath -m "${2:-build/libfaultline_alloc.so}")

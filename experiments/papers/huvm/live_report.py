@@ -40,10 +40,15 @@ def groups(campaign):
     with open(os.path.join(folder, "summary.json")) as f:
         summary = json.load(f)
     out = []
-    for trace in sorted({r["trace"] for r in rows}):
-        by = {r["variant"]: r for r in rows if r["trace"] == trace}
+    for trace, budget in sorted({(r["trace"], r["budget"]) for r in rows}):
+        by = {r["variant"]: r for r in rows if (r["trace"], r["budget"]) == (trace, budget)}
+        missing = {"host", "preevict", "peer", "harvest"} - set(by)
+        if missing:
+            sys.exit(f"live_report: {path}: {trace} at budget {budget} lacks the variants "
+                     f"{', '.join(sorted(missing))}")
         t = {v: (float(r["live_s"]), float(r["sim_s"])) for v, r in by.items()}
-        out.append({"campaign": campaign, "trace": trace, "device": summary["device"],
+        out.append({"campaign": campaign, "trace": trace, "budget": float(budget),
+                    "device": summary["device"],
                     "live_speedup": t["preevict"][0] / t["harvest"][0],
                     "sim_speedup": t["preevict"][1] / t["harvest"][1],
                     "live_winner": min(t, key=lambda v: t[v][0]),

@@ -56,7 +56,7 @@ __global__ void touch_kernel(const Touch* touches, uint64_t count, const Slot* s
     const Touch t = touches[i / kTouchesPerBigPage];
     const Slot slot = slots[t.slot_type >> 2];
     const uint64_t offset = t.page * kBigPage + (i % kTouchesPerBigPage) * 4096;
-    if (offset < slot.bytes) touch(reinterpret_cast<unsigned int*>(slot.base + offset),
+    if (offset + sizeof(unsigned int) <= slot.bytes) touch(reinterpret_cast<unsigned int*>(slot.base + offset),
                                    static_cast<TouchType>(t.slot_type & 3), sink);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
