@@ -15,19 +15,24 @@ constexpr uint64_t kMaxHeaderBytes = 1 << 24;
 
 } // namespace
 
+void TraceReader::CloseFile::operator()(std::FILE* f) const {
+  std::fclose(f);
+}
+
+void TraceReader::FreeDctx::operator()(ZSTD_DCtx* d) const {
+  ZSTD_freeDCtx(d);
+}
+
 TraceReader::TraceReader(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "rb");
+  file_.reset(std::fopen(path.c_str(), "rb"));
   if (!file_) throw TraceError(path + ": cannot open trace: " + std::strerror(errno));
-  dctx_ = ZSTD_createDCtx();
+  dctx_.reset(ZSTD_createDCtx());
   in_.resize(ZSTD_DStreamInSize());
   buf_.resize(kBufferSize);
   read_header();
 }
 
-TraceReader::~TraceReader() {
-  if (file_) std::fclose(file_);
-  ZSTD_freeDCtx(dctx_);
-}
+TraceReader::~TraceReader() = default;
 
 std::string TraceReader::where() const {
   return path_ + ": record #" + std::to_string(record_index_) + " (" + record_kind_ + ") at byte " +
@@ -49,7 +54,7 @@ std::string TraceReader::compressed_damage() {
   while (scanned < kMaxScanBytes) {
     if (in_pos_ == in_end_) {
       if (file_eof_) return "";
-      in_end_ = std::fread(in_.data(), 1, in_.size(), file_);
+      in_end_ = std::fread(in_.data(), 1, in_.size(), file_.get());
       in_pos_ = 0;
       if (in_end_ == 0) {
         file_eof_ = true;
@@ -58,7 +63,7 @@ std::string TraceReader::compressed_damage() {
     }
     ZSTD_inBuffer in{in_.data(), in_end_, in_pos_};
     ZSTD_outBuffer out{sink.data(), sink.size(), 0};
-    const size_t ret = ZSTD_decompressStream(dctx_, &out, &in);
+    const size_t ret = ZSTD_decompressStream(dctx_.get(), &out, &in);
     if (ZSTD_isError(ret)) {
       return std::string(" (the compressed data is corrupt: zstd reports \"") +
              ZSTD_getErrorName(ret) + "\" between compressed bytes " +
@@ -83,7 +88,7 @@ bool TraceReader::fill(size_t need) {
   while (end_ < need) {
     if (in_pos_ == in_end_) {
       if (file_eof_) return false;
-      in_end_ = std::fread(in_.data(), 1, in_.size(), file_);
+      in_end_ = std::fread(in_.data(), 1, in_.size(), file_.get());
       in_pos_ = 0;
       if (in_end_ == 0) {
         file_eof_ = true;
@@ -98,7 +103,7 @@ bool TraceReader::fill(size_t need) {
     }
     ZSTD_inBuffer in{in_.data(), in_end_, in_pos_};
     ZSTD_outBuffer out{buf_.data(), buf_.size(), end_};
-    const size_t ret = ZSTD_decompressStream(dctx_, &out, &in);
+    const size_t ret = ZSTD_decompressStream(dctx_.get(), &out, &in);
     if (ZSTD_isError(ret)) {
       // zstd does not say where in its input it failed: name the bytes it was given.
       throw TraceError(path_ + ": corrupt compressed data in compressed bytes " +

@@ -6,6 +6,7 @@
 #include "sim/trace/steps.h"
 
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -60,8 +61,15 @@ private:
   std::string compressed_damage();
 
   std::string path_;
-  std::FILE* file_ = nullptr;
-  ZSTD_DCtx* dctx_ = nullptr;
+  // Owned so that a constructor that throws (a bad header) leaks neither.
+  struct CloseFile {
+    void operator()(std::FILE* f) const;
+  };
+  struct FreeDctx {
+    void operator()(ZSTD_DCtx* d) const;
+  };
+  std::unique_ptr<std::FILE, CloseFile> file_;
+  std::unique_ptr<ZSTD_DCtx, FreeDctx> dctx_;
   std::vector<uint8_t> in_;
   size_t in_pos_ = 0, in_end_ = 0;
   uint64_t compressed_offset_ = 0;

@@ -37,7 +37,7 @@ PEER_VARIANTS = ("peer", "harvest")  # the variants that move chunks to GPU 1
 
 def sim_config(live, extra_ns, profile="h200x2"):
     """live_vs_sim's simulation of LIVE with GPU 0's peer costs raised by EXTRA_NS per 2 MB."""
-    cfg = live_vs_sim.sim_config(live)
+    cfg = live_vs_sim.sim_config(live, profile)  # the topology and its GPUs share the name
     with open(os.path.join(common.REPO, "configs", "gpus", profile + ".json")) as f:
         base = json.load(f)
     gpu0 = {"profile": profile,
