@@ -39,6 +39,19 @@ def sim_config(live, topology):
             "idle_gpus": [{"gpu": 1, "bytes": cfg["peer_budget_bytes"]}]}
 
 
+def load_campaign(live_dir, topology=None):
+    """A campaign's harvester runs (the neighbour's left out), one per trace, variant and budget
+    (the median of its repeats, .r2.json and on, their times in `repeats_s`), its manifest, and
+    the topology to simulate it on: TOPOLOGY, else the manifest's gpu_profile, else h200x2."""
+    runs = [r for r in common.load_runs(live_dir)
+            if os.path.basename(r["path"]) != "neighbour.json"]
+    for r in runs:
+        r["variant"] = variant(r)
+    runs = common.median_of_repeats(runs, key=("trace", "variant", "budget"))
+    manifest = common.load_manifest(live_dir)
+    return runs, manifest, topology or manifest.get("gpu_profile", "h200x2")
+
+
 def simulate(faultline, live, topology, traces_revision=None):
     trace = common.trace_at(live["trace"]["path"], traces_revision)
     return common.simulate(trace, sim_config(live, topology), faultline)
@@ -146,15 +159,8 @@ def main():
     ap.add_argument("--faultline", default="build/faultline")
     ap.add_argument("--topology", help="default: the manifest's gpu_profile, else h200x2")
     args = ap.parse_args()
-    runs = common.load_runs(args.live_dir)
-    runs = [r for r in runs if os.path.basename(r["path"]) != "neighbour.json"]
-    for r in runs:
-        r["variant"] = variant(r)
-    # Repeats (.r2.json, ...): the median run of each, its spread kept.
-    runs = common.median_of_repeats(runs, key=("trace", "variant", "budget"))
+    runs, manifest, topology = load_campaign(args.live_dir, args.topology)
     lives = [r["doc"] for r in runs]
-    manifest = common.load_manifest(args.live_dir)
-    topology = args.topology or manifest.get("gpu_profile", "h200x2")
     sims = [simulate(args.faultline, live, topology, manifest.get("traces_revision"))
             for live in lives]
     rows = [row(r, s) for r, s in zip(runs, sims)]

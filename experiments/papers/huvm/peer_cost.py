@@ -5,8 +5,9 @@ load: the one cost the simulator's choice between harvesting and host pre-evicti
                                                  [--extra-us 0,100,200,400,800,1600]
 
 LIVE_DIR is a campaign of experiments/multigpu/live_harvest.sh (the variants host, preevict, peer,
-harvest of each trace and budget). Each live run is simulated as experiments/multigpu/
-live_vs_sim.py does (h200x2, capacity mode "budget"), with GPU 0's peer-migration costs raised by
+harvest of each trace and budget). Each live run (the median of its repeats) is simulated as
+experiments/multigpu/live_vs_sim.py does (the campaign's topology, capacity mode "budget"), with
+GPU 0's peer-migration costs raised by
 an extra cost X per 2 MB moved between the GPUs (peer_eviction_ns + X per chunk evicted to GPU 1,
 peer_fault_migrate_ns + X/32 per 64 KB a fault brings from it), for each X of --extra-us. The
 profile's own costs (X = 0) were measured in isolation by `faultline calibrate`; what they cost
@@ -49,9 +50,9 @@ def sim_config(live, extra_ns, profile="h200x2"):
     return cfg
 
 
-def simulate(faultline, live, extra_ns, traces_revision=None):
+def simulate(faultline, live, extra_ns, traces_revision=None, profile="h200x2"):
     trace = common.trace_at(live["trace"]["path"], traces_revision)
-    return common.simulate(trace, sim_config(live, extra_ns), faultline)
+    return common.simulate(trace, sim_config(live, extra_ns, profile), faultline)
 
 
 def crossing(points, level):
@@ -137,12 +138,12 @@ def main():
     ap.add_argument("--extra-us", default="0,100,200,400,800,1600")
     args = ap.parse_args()
     extras = sorted(int(x) for x in args.extra_us.split(","))
-    runs = [r for r in common.load_runs(args.live_dir)
-            if os.path.basename(r["path"]) != "neighbour.json"]
-    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
+    # The campaign's own pair (its manifest's gpu_profile), as live_vs_sim simulates it.
+    runs, manifest, profile = live_vs_sim.load_campaign(args.live_dir)
+    traces_revision = manifest.get("traces_revision")
     groups = {}
     for r in runs:
-        groups.setdefault(f"{r['trace']} {r['budget']}", {})[live_vs_sim.variant(r)] = r
+        groups.setdefault(f"{r['trace']} {r['budget']}", {})[r["variant"]] = r
     results, revisions = {}, set()
     for name, by_variant in sorted(groups.items()):
         if "peer" not in by_variant:
@@ -152,7 +153,7 @@ def main():
             xs = extras if v in PEER_VARIANTS else extras[:1]
             pts = []
             for x in xs:
-                sim = simulate(args.faultline, run["doc"], x * 1000, traces_revision)
+                sim = simulate(args.faultline, run["doc"], x * 1000, traces_revision, profile)
                 revisions.add(sim["faultline"]["git_revision"])
                 pts.append((x, sim["results"]["total_time_ns"] / 1e9))
             curves[v] = pts
