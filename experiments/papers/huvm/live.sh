@@ -4,7 +4,9 @@
 # nvidia-smi; OUT/cal/configs; CALIBRATE=0 skips it, about 3 minutes), then live_harvest.sh's four
 # variants (host, preevict, peer, harvest) of GPT-2 small and BERT-large at a 50% budget on
 # GPU 0, GPU 1 offering 4 GiB, twice: with a ResNet-50 neighbour looping on GPU 1 (OUT/busy) and
-# with GPU 1 idle (OUT/idle); what the machine is in OUT/machine.txt. About 8 minutes in all.
+# with GPU 1 idle (OUT/idle); what the machine is in OUT/machine.txt. About 8 minutes in all with
+# REPEATS=1; live_harvest.sh's REPEATS and PER_KERNEL pass through. SETS="busy" or "idle" runs one
+# of the two (the device tool allows 10 minutes a call).
 #   experiments/papers/huvm/live.sh OUT [FAULTLINE_BIN]
 # The device tool brings back 8 files at most, 2 folders deep: tar OUT into one file there.
 # Then, here, the profile goes into configs/ and each of the two folders becomes
@@ -30,7 +32,12 @@ if [ "${CALIBRATE:-1}" != 0 ]; then
   "$bin" calibrate --name "${base}x2" --base "$base" --out-dir "$out/cal/configs" \
     >"$out/cal/log" 2>&1
 fi
-HARVESTERS="gpt2-small bert-large" BUDGETS=0.5 PEER_BUDGET=4G \
-  experiments/multigpu/live_harvest.sh "$out/busy" "$bin"
-NEIGHBOUR=none HARVESTERS="gpt2-small bert-large" BUDGETS=0.5 PEER_BUDGET=4G \
-  experiments/multigpu/live_harvest.sh "$out/idle" "$bin"
+for set in ${SETS:-busy idle}; do
+  case $set in
+  busy) neighbour=resnet50 ;;
+  idle) neighbour=none ;;
+  *) echo "live.sh: SETS names busy and idle, not '$set'" >&2 && exit 2 ;;
+  esac
+  NEIGHBOUR=$neighbour HARVESTERS="gpt2-small bert-large" BUDGETS=0.5 PEER_BUDGET=4G \
+    experiments/multigpu/live_harvest.sh "$out/$set" "$bin"
+done
