@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two-GPU live reports (issue 27) from the committed campaigns, into a scratch folder: GMLake
-# under FSDP (experiments/alloc/data/h100x2-fsdp, its histories replayed through the allocator
-# models) and HUVM's headline (experiments/multigpu/reports/h100x2-huvm-*). Checks that the
+# under FSDP (experiments/alloc/data/h200x2-fsdp, its histories replayed through the allocator
+# models) and HUVM's headline (experiments/multigpu/reports/h200x2-huvm-*). Checks that the
 # numbers follow from the data: saved GB and points from the per-rank results, the GMLake model
 # equal to the live GMLake allocator it is built from, the speedups from the fidelity tables, and
 # that the claims rows carry every field claims.py needs.
@@ -27,7 +27,7 @@ for path in glob.glob(os.path.join(work, "*", "claims-*.json")):
         assert all(f in row for f in fields), (path, row)
 
 doc = json.load(open(os.path.join(work, "gmlake", "fsdp.json")))
-data = os.path.join(src, "experiments", "alloc", "data", "h100x2-fsdp")
+data = os.path.join(src, "experiments", "alloc", "data", "h200x2-fsdp")
 counted = [r for r in doc["runs"] if "saved_gb" in r]
 assert counted, "no configuration counted"
 for r in counted:

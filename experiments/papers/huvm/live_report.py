@@ -3,7 +3,8 @@ campaigns (experiments/papers/huvm/live.sh, compared by experiments/multigpu/fid
 
     python3 experiments/papers/huvm/live_report.py [CAMPAIGN ...] [--write-reports]
 
-Each CAMPAIGN (default h100x2-huvm-busy h100x2-huvm-idle) is read from
+Each CAMPAIGN (default h200x2-huvm-busy h200x2-huvm-idle, at the current revision; the H100 pair's
+(h100x2-huvm-*) are an earlier revision's) is read from
 experiments/multigpu/reports/CAMPAIGN/ (fidelity.csv and summary.json, written by
 `experiments/multigpu/fidelity.sh CAMPAIGN --write-reports`). Per group (trace, neighbour): the
 speedup of harvest (victims to GPU 1, multi-path prefetch) over pre-eviction to the host, HUVM's
@@ -21,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 import common  # noqa: E402
 
-CAMPAIGNS = ["h100x2-huvm-busy", "h100x2-huvm-idle"]
+CAMPAIGNS = ["h200x2-huvm-busy", "h200x2-huvm-idle"]
 PAPER_SPEEDUP = 2.71  # report.py's source: "up to 2.71x ... compared to the prior approach"
 SOURCE = ("Choi et al., USENIX ATC'22, abstract: \"up to 2.71x performance improvement compared "
           "to the prior approach\" (pre-eviction to the host with local prefetch)")

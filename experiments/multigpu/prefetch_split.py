@@ -1,0 +1,115 @@
+"""Where HUVM's multi-path prefetch gains or loses time, live against simulated: the `peer`
+variant (victims to GPU 1, no prefetch) beside `harvest` (the same plus the multi-path prefetch),
+split into the kernels' own time (launch to end, the faults they wait for included) and the time
+between kernels (the migrations and prefetch calls issued before each), with the fault stall per
+fault. Reads a campaign's per-kernel rows (per-kernel.tar.zst, written by live_harvest.sh with
+PER_KERNEL=1; the first repeat of each run) and simulates the same runs with per-kernel rows.
+
+    python3 experiments/multigpu/prefetch_split.py CAMPAIGN [--write-reports] [--faultline BIN]
+
+Writes prefetch_split.md and prefetch_split.json into out/multigpu/CAMPAIGN/, or with
+--write-reports into experiments/multigpu/reports/CAMPAIGN/.
+"""
+import argparse
+import io
+import json
+import os
+import sys
+import tarfile
+
+import zstandard
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import live_vs_sim  # noqa: E402
+
+import common  # noqa: E402
+
+VARIANTS = ["peer", "harvest"]
+
+
+def per_kernel_runs(campaign_dir):
+    """{file name: run} for the first repeat of each run in the campaign's per-kernel archive."""
+    path = os.path.join(campaign_dir, "per-kernel.tar.zst")
+    if not os.path.exists(path):
+        sys.exit(f"prefetch_split: {path} is missing (run live_harvest.sh with PER_KERNEL=1)")
+    with open(path, "rb") as f:
+        data = zstandard.ZstdDecompressor().stream_reader(f).read()
+    runs = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            name = os.path.basename(member.name)
+            if member.isfile() and name.endswith(".json") and common.repeat_of(name) == 1:
+                runs[name] = json.load(tar.extractfile(member))
+    return runs
+
+
+def split(kernels):
+    """Seconds inside kernels and between them."""
+    inside = sum(k["end_ns"] - k["start_ns"] for k in kernels)
+    between = sum(b["start_ns"] - a["end_ns"] for a, b in zip(kernels, kernels[1:]))
+    return inside / 1e9, between / 1e9
+
+
+def measure(run, sim):
+    rows = {}
+    for side, doc in (("live", run), ("sim", sim)):
+        inside, between = split(doc["kernels"])
+        r = doc["results"]
+        rows[side] = {"total_s": r["total_time_ns"] / 1e9, "kernels_s": inside,
+                      "between_s": between, "faults": r["faults"],
+                      "stall_s": r["fault_stall_ns"] / 1e9,
+                      "stall_us_per_fault": r["fault_stall_ns"] / 1e3 / max(1, r["faults"])}
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("campaign")
+    ap.add_argument("--write-reports", action="store_true")
+    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    args = ap.parse_args()
+    folder = os.path.join(common.REPO, "experiments", "multigpu", "data", args.campaign)
+    manifest = common.load_manifest(folder)
+    topology = manifest.get("gpu_profile", "h200x2")
+    runs = per_kernel_runs(folder)
+    groups = []
+    for trace in sorted({n.split("-peer-")[0] for n in runs if "-peer-" in n}):
+        group = {"trace": trace}
+        for v in VARIANTS:
+            name = next((n for n in runs if n.startswith(f"{trace}-{v}-")), None)
+            if name is None:
+                sys.exit(f"prefetch_split: no {trace} {v} run in {folder}")
+            live = runs[name]
+            config = live_vs_sim.sim_config(live, topology)
+            config["per_kernel"] = True
+            trace_path = common.trace_at(live["trace"]["path"], manifest.get("traces_revision"))
+            group[v] = measure(live, common.simulate(trace_path, config, args.faultline))
+        groups.append(group)
+    header = ["trace", "side", "total s peer / harvest", "in kernels s", "between kernels s",
+              "faults", "stall s", "stall per fault (us)"]
+    body = []
+    for g in groups:
+        for side in ("live", "sim"):
+            p, h = g["peer"][side], g["harvest"][side]
+            body.append([g["trace"], side, f"{p['total_s']:.2f} / {h['total_s']:.2f}",
+                         f"{p['kernels_s']:.2f} / {h['kernels_s']:.2f}",
+                         f"{p['between_s']:.2f} / {h['between_s']:.2f}",
+                         f"{p['faults']} / {h['faults']}",
+                         f"{p['stall_s']:.2f} / {h['stall_s']:.2f}",
+                         f"{p['stall_us_per_fault']:.1f} / {h['stall_us_per_fault']:.1f}"])
+    out = common.reports_dir("multigpu", args.campaign, args.write_reports)
+    lines = [f"# Multi-path prefetch, live against simulated: `{args.campaign}`", "",
+             f"peer (victims to GPU 1) / harvest (the same plus the multi-path prefetch), the "
+             f"first repeat of each, simulated on `{topology}`. Faults are counted as each side "
+             f"counts them (live: the replay's fault records; simulated: faulted pages), so "
+             f"compare their change, not their values.", "", *common.markdown_table(header, body)]
+    common.write_lines(os.path.join(out, "prefetch_split.md"), lines)
+    common.write_json(os.path.join(out, "prefetch_split.json"),
+                      {"campaign": args.campaign, "topology": topology, "groups": groups})
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
