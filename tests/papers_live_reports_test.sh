@@ -13,6 +13,9 @@ trap 'rm -rf "$work"' EXIT
 "$python" "$src/experiments/papers/gmlake/fsdp_report.py" --faultline "$faultline" \
   --out "$work/gmlake" >/dev/null
 "$python" "$src/experiments/papers/huvm/live_report.py" --out "$work/huvm" >/dev/null
+# prefetch_split.py writes into out/multigpu/CAMPAIGN/ of the source tree (ignored by git).
+"$python" "$src/experiments/multigpu/prefetch_split.py" h200x2-huvm-idle \
+  --faultline "$faultline" >/dev/null
 "$python" - "$work" "$src" <<'PY'
 import csv
 import glob
@@ -53,5 +56,19 @@ for g in live["groups"]:
     assert g["live_winner"] == min(rows, key=lambda v: float(rows[v]["live_s"])), g
 claims = json.load(open(os.path.join(work, "huvm", "claims-live.json")))
 assert claims[0]["our_value"] == round(max(g["live_speedup"] for g in live["groups"]), 2)
+# The per-kernel split: live totals are the campaign's first repeats, and the time in and
+# between kernels adds up to no more than the run's total.
+split = json.load(open(os.path.join(src, "out", "multigpu", "h200x2-huvm-idle",
+                                    "prefetch_split.json")))
+campaign = os.path.join(src, "experiments", "multigpu", "data", "h200x2-huvm-idle")
+assert len(split["groups"]) == 2, split["groups"]
+for g in split["groups"]:
+    for v in ("peer", "harvest"):
+        run = json.load(open(os.path.join(campaign, f"{g['trace']}-{v}-0.5.json")))
+        live = g[v]["live"]
+        assert abs(live["total_s"] - run["results"]["total_time_ns"] / 1e9) < 1e-9, (g["trace"], v)
+        for side in ("live", "sim"):
+            m = g[v][side]
+            assert m["kernels_s"] + m["between_s"] <= m["total_s"] + 1e-6, (g["trace"], v, side)
 print("live reports: ok")
 PY
