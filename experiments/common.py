@@ -77,9 +77,10 @@ def _run(command, trace, config, faultline, overrides):
 def trace_at(path, revision=None):
     """The trace PATH (relative to the repository) as it was at git REVISION, extracted once into
     out/traces/REVISION/PATH; PATH itself when REVISION is None. A campaign replayed on traces
-    since recaptured names their revision in its manifest (`traces_revision`)."""
+    since recaptured names their revision in its manifest (`traces_revision`). Without REVISION, a
+    relative PATH that is not there from the working directory is taken from the repository."""
     if not revision:
-        return path
+        return path if os.path.isabs(path) or os.path.exists(path) else os.path.join(REPO, path)
     out = os.path.join(REPO, "out", "traces", revision, path)
     if not os.path.exists(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)

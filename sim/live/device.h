@@ -49,6 +49,9 @@ public:
   // Runs one kernel over touches[first, first + count) in order, lasting at least
   // duration_ns, and waits for it; false on failure.
   virtual bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) = 0;
+  // How long the last run_kernel waited on the GPU for the migrations issued before it, before
+  // the kernel began (0 where the device cannot tell).
+  virtual uint64_t last_copy_wait_ns() { return 0; }
   virtual void prefetch_to_gpu(void* p, uint64_t bytes) = 0;
   virtual void evict_to_host(void* p, uint64_t bytes) = 0;
   // Migrates the range to the next GPU (the neighbour), in order with the other migrations.

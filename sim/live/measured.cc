@@ -38,6 +38,7 @@ RunTotals totals_of(const Measured& m, const Counters& c, Time total, uint64_t s
   t.faults_outside_trace_memory = n(m.unmapped_faults);
   t.policy_decision_ns = m.policy_ns;
   t.fault_actions_ns = m.fault_actions_ns;
+  t.copy_wait_ns = m.copy_wait_ns;
   t.bytes_host_to_gpu = n(c.bytes_host_to_gpu);
   t.bytes_gpu_to_host = n(c.bytes_gpu_to_host);
   t.evictions = n(m.budget_evicted_chunks);

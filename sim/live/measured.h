@@ -50,6 +50,7 @@ struct Measured {
   uint64_t peer_evicted_chunks = 0, bytes_to_peer = 0, bytes_staged = 0;
   Time policy_ns = 0;        // deciding, untimed
   Time fault_actions_ns = 0; // issuing the actions taken on a kernel's faults, timed
+  Time copy_wait_ns = 0;     // kernels waiting on the GPU for the copies issued before them
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json steps = nlohmann::json::array(); // a row per training step
 };

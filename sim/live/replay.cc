@@ -16,6 +16,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace faultline::live {
 namespace {
@@ -222,6 +223,7 @@ private:
     const Time duration = host::budget::part_duration(k.duration, first, end, k.count);
     if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
       fail("running " + what());
+    copy_wait_ += static_cast<Time>(device_.last_copy_wait_ns());
     return duration;
   }
 
@@ -273,6 +275,8 @@ private:
     measured_.accesses += accesses;
     measured_.compute_ns += compute;
     measured_.stall_ns += std::max<Time>(0, span - compute);
+    measured_.copy_wait_ns += copy_wait_;
+    const Time copy_wait = std::exchange(copy_wait_, 0);
     if (!request_.per_kernel) return;
     measured_.rows.push_back({{"index", index},
                               {"name", k.name},
@@ -281,6 +285,7 @@ private:
                               {"gpu_ns", span},
                               {"compute_ns", compute},
                               {"stall_ns", std::max<Time>(0, span - compute)},
+                              {"copy_wait_ns", copy_wait},
                               {"accesses", accesses}});
   }
 
@@ -307,6 +312,8 @@ private:
   host::PolicyHost host_;
   Clock clock_;
   Time last_end_ = 0;
+  Time copy_wait_ =
+      0; // the running kernel's parts' waits for copies (LiveDevice::last_copy_wait_ns)
   bool pause_for_decision_ = false;
   Time decision_start_ = 0;
   std::vector<host::ChunkPages> absent_; // the running kernel's pages off the GPU

@@ -153,6 +153,9 @@ public:
     });
   }
 
+  Time stage_call_ns() const override {
+    return m_.profile.prefetch_call_ns + m_.profile.prefetch_copy_extra_ns;
+  }
   Time migration_start(Time now) const override { return std::max(now, done_); }
   void migration_end(Time end) override { done_ = std::max(done_, end); }
 

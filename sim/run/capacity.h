@@ -47,6 +47,10 @@ public:
   // Of a batch the driver serviced (64 KB big pages, model addresses): the faults the policy hears.
   virtual std::vector<Addr> batch_faults(const std::vector<uint64_t>& big_pages) const = 0;
   virtual void prefetch(const policies::Range& range, Time now) = 0;
+  // The driver work of staging one 2 MB block of host data on a neighbour, besides its copy: the
+  // live replay issues each as a cudaMemPrefetchAsync to that GPU (kBudget), which costs what a
+  // prefetch of host data costs; the driver's own staging (kDriver) has no call to pay for.
+  virtual Time stage_call_ns() const { return 0; }
   virtual Time migration_start(Time now) const = 0;
   virtual void migration_end(Time end) = 0;
 };

@@ -311,8 +311,8 @@ void Job::stage(const policies::Range& range, unsigned peer, Time now) {
   for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages_in_range) {
     const PageMask pages = pages_in_range & block.resident[kHost];
     if (pages.none() || (!block.chunk[peer] && !migrator_.peer_has_room(peer))) return;
-    capacity_->migration_end(
-        migrator_.stage_on_peer(block, peer, pages, capacity_->migration_start(now)));
+    const Time start = capacity_->migration_start(now) + capacity_->stage_call_ns();
+    capacity_->migration_end(migrator_.stage_on_peer(block, peer, pages, start));
   });
 }
 

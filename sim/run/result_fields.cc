@@ -37,6 +37,9 @@ std::vector<ResultField> declare() {
       {"results.fault_actions_ns", "ns", "live",
        "time spent issuing the actions a policy took on a kernel's faults (on the clock, part of "
        "total_time_ns: a migration call blocks the CPU)"},
+      {"results.copy_wait_ns", "ns", "live",
+       "time the kernels waited on the GPU for the migrations issued before them (part of "
+       "fault_stall_ns: each kernel is launched behind the copy stream)"},
       {"results.batches", "count", "sim", "fault batches serviced"},
       {"results.batch_time_ns", "ns", "sim", "service time of all batches, summed"},
       {"results.va_blocks_serviced", "count", "sim",

@@ -79,6 +79,7 @@ const FieldTable<RunTotals>& run_fields() {
       {"faults_outside_trace_memory", &R::faults_outside_trace_memory},
       {"policy_decision_ns", &R::policy_decision_ns},
       {"fault_actions_ns", &R::fault_actions_ns},
+      {"copy_wait_ns", &R::copy_wait_ns},
       {"batches", &R::batches},
       {"batch_time_ns", &R::batch_time_ns},
       {"va_blocks_serviced", &R::va_blocks_serviced},

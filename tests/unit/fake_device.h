@@ -23,7 +23,9 @@ namespace live = faultline::live;
 class FakeDevice : public live::LiveDevice {
 public:
   const char* name() override { return "fake GPU"; }
-  uint64_t misalign = 0; // bytes past a 2 MB boundary where each allocation starts
+  uint64_t misalign = 0;  // bytes past a 2 MB boundary where each allocation starts
+  uint64_t copy_wait = 0; // what each kernel reports waiting for copies
+  uint64_t last_copy_wait_ns() override { return copy_wait; }
   uint64_t free_bytes() override { return free; }
   void* alloc_managed(uint64_t bytes) override {
     next_ = (next_ + kBlockSize - 1) / kBlockSize * kBlockSize + misalign;

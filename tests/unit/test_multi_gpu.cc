@@ -9,6 +9,7 @@
 #include "source_dir.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <random>
 
 using namespace faultline;
@@ -416,4 +417,48 @@ TEST_CASE("hierarchical eviction: the driver's own victims go to the neighbour w
         b["results"]["peers"]["evictions_to_peer"].get<uint64_t>());
   CHECK(b["results"]["total_time_ns"].get<int64_t>() <
         a["results"]["total_time_ns"].get<int64_t>());
+}
+
+TEST_CASE("budget mode: staging a block on the neighbour costs a prefetch call of host data",
+          "[multigpu][sim]") {
+  // The live replay stages with one cudaMemPrefetchAsync per 2 MB block on its one migration
+  // stream, and each call pays the driver's per-call work for host data (prefetch_call_ns +
+  // prefetch_copy_extra_ns) before its copy; in budget mode the simulator must charge it too, or
+  // multi-path prefetch looks cheaper than on the GPU.
+  fltest::TempDir dir;
+  write_two_traces(dir, 3, 64ull << 20, 1);
+  const Time call_us = 300, extra_us = 700;
+  json topology = json::parse(
+      std::ifstream(std::string(FAULTLINE_SOURCE_DIR) + "/configs/topologies/h200x2.json"));
+  for (json& g : topology["gpus"])
+    g["profile"] = {{"profile", "h200x2"},
+                    {"prefetch_call_ns", call_us * 1000},
+                    {"prefetch_copy_extra_ns", extra_us * 1000}};
+  SimRequest request;
+  request.config_path = "two-job config";
+  request.config_doc = {{"topology", topology},
+                        {"capacity", {{"fraction_of_footprint", 0.5}, {"mode", "budget"}}},
+                        {"policy", {{"name", "harvest"}, {"params", {{"reserve_chunks", 4}}}}},
+                        {"driver", {{"peer_reserve_bytes", 8 << 20}, {"peer_write_back", false}}},
+                        {"idle_gpus", {{{"gpu", 1}, {"bytes", 96 << 20}}}}};
+  request.trace_path = dir.file("own.fltrace");
+  request.timeline_path = dir.file("timeline.json");
+  const json out = run_sim(request);
+  REQUIRE(out["results"]["peers"]["bytes_staged_on_peer"].get<uint64_t>() > 0);
+  // Every staging copy starts at least one call after the copies issued before it ended: they
+  // are on the one stream, or (faults) in the kernel the policy acted after. Transfers are the
+  // timeline's events with bytes, written in the order they are issued; times in microseconds.
+  const json timeline = json::parse(std::ifstream(dir.file("timeline.json")));
+  double last_end = -1;
+  unsigned stages = 0;
+  for (const json& e : timeline["traceEvents"]) {
+    if (!e.contains("args") || !e["args"].contains("bytes")) continue;
+    const double start = e["ts"].get<double>(), end = start + e["dur"].get<double>();
+    if (e["name"] == "stage") {
+      ++stages;
+      if (last_end >= 0) CHECK(start - last_end >= static_cast<double>(call_us + extra_us) - 1);
+    }
+    last_end = std::max(last_end, end);
+  }
+  CHECK(stages > 0);
 }

@@ -199,6 +199,13 @@ TEST_CASE("replay: every step waits for the recorded host time before it, the fi
   CHECK(rows.at(0)["faults_reported"] == 1);
   CHECK(rows.at(1)["faults_reported"] == 0);
   CHECK(rows.at(2)["faults_reported"] == 1);
+  // What the device says each kernel waited for copies goes into its row and the total.
+  CHECK(result["results"]["copy_wait_ns"] == 0);
+  FakeDevice waiting;
+  waiting.copy_wait = 1234;
+  const auto waited = live::run_replay(request, waiting);
+  for (const auto& row : waited["kernels"]) CHECK(row["copy_wait_ns"] == 1234);
+  CHECK(waited["results"]["copy_wait_ns"] == 3 * 1234);
 }
 
 TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {

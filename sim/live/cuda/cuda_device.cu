@@ -56,8 +56,9 @@ __global__ void touch_kernel(const Touch* touches, uint64_t count, const Slot* s
     const Touch t = touches[i / kTouchesPerBigPage];
     const Slot slot = slots[t.slot_type >> 2];
     const uint64_t offset = t.page * kBigPage + (i % kTouchesPerBigPage) * 4096;
-    if (offset + sizeof(unsigned int) <= slot.bytes) touch(reinterpret_cast<unsigned int*>(slot.base + offset),
-                                   static_cast<TouchType>(t.slot_type & 3), sink);
+    if (offset + sizeof(unsigned int) <= slot.bytes)
+      touch(reinterpret_cast<unsigned int*>(slot.base + offset),
+            static_cast<TouchType>(t.slot_type & 3), sink);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     unsigned long long now = start;
@@ -143,6 +144,8 @@ public:
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming), "cudaEventCreate") ||
+        !check(cudaEventCreate(&wait_start_), "cudaEventCreate") ||
+        !check(cudaEventCreate(&wait_end_), "cudaEventCreate") ||
         !check(cudaMalloc(&slots_, kSlots * sizeof(Slot)), "cudaMalloc (slot table)") ||
         !check(cudaMalloc(&sink_, sizeof(unsigned long long)), "cudaMalloc"))
       return error = error_, false;
@@ -188,13 +191,26 @@ public:
   bool run_kernel(uint64_t first, uint64_t count, uint64_t duration_ns) override {
     const uint64_t threads = std::max<uint64_t>(1, count * kTouchesPerBigPage);
     const auto blocks = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+    // The events around the wait time how long the kernel stream waited for the copies still
+    // running when the kernel was launched (the stream is idle before: the last kernel was
+    // waited for).
     if (!check(cudaEventRecord(copied_, copies_), "cudaEventRecord") ||
-        !check(cudaStreamWaitEvent(stream_, copied_, 0), "cudaStreamWaitEvent"))
+        !check(cudaEventRecord(wait_start_, stream_), "cudaEventRecord") ||
+        !check(cudaStreamWaitEvent(stream_, copied_, 0), "cudaStreamWaitEvent") ||
+        !check(cudaEventRecord(wait_end_, stream_), "cudaEventRecord"))
       return false;
     touch_kernel<<<blocks, kThreads, 0, stream_>>>(touches_ + first, count, slots_, duration_ns,
                                                    sink_);
-    return check(cudaGetLastError(), "launch") && check(cudaStreamSynchronize(stream_), "kernel");
+    if (!check(cudaGetLastError(), "launch") || !check(cudaStreamSynchronize(stream_), "kernel"))
+      return false;
+    float ms = 0;
+    last_wait_ns_ = check(cudaEventElapsedTime(&ms, wait_start_, wait_end_), "cudaEventElapsedTime")
+                        ? static_cast<uint64_t>(ms * 1e6)
+                        : 0;
+    return true;
   }
+
+  uint64_t last_copy_wait_ns() override { return last_wait_ns_; }
 
   void prefetch_to_gpu(void* p, uint64_t bytes) override {
     cudaMemLocation gpu{cudaMemLocationTypeDevice, device_};
@@ -322,7 +338,8 @@ private:
   int device_ = 0;
   std::string name_, error_;
   cudaStream_t stream_ = nullptr, copies_ = nullptr;
-  cudaEvent_t copied_ = nullptr;
+  cudaEvent_t copied_ = nullptr, wait_start_ = nullptr, wait_end_ = nullptr;
+  uint64_t last_wait_ns_ = 0;
   void* peer_[2] = {nullptr, nullptr};
   uint64_t peer_bytes_ = 0;
   Slot* slots_ = nullptr;
