@@ -115,6 +115,8 @@ std::vector<ResultField> declare() {
       {"kernels[].gpu_ns", "ns", "live", "per_kernel: its time on the GPU, measured"},
       {"kernels[].compute_ns", "ns", "both", "per_kernel: its recorded all-resident duration"},
       {"kernels[].stall_ns", "ns", "both", "per_kernel: its time beyond that"},
+      {"kernels[].copy_wait_ns", "ns", "live",
+       "per_kernel: of its stall, the wait for the migrations issued before it"},
       {"kernels[].accesses", "count", "both", "per_kernel: its 64 KB accesses"},
       {"kernels[].faults", "count", "sim", "per_kernel: the fault-buffer entries it raised"},
       {"neighbour_jobs[].name", "text", "sim", "a neighbour job's name"},
