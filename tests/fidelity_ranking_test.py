@@ -1,7 +1,8 @@
 """The fidelity report's reading of repeated live runs: the median run stands for its repeats, a
 pair ordered differently is flagged, a tie in the simulator counts as a different order, and a
 pair whose repeats on the GPU overlap is marked as one the GPU does not separate, and a group
-whose every such pair is one the GPU does not separate is consistent with it."""
+whose every such pair is one the GPU does not separate is consistent with it; the byte errors
+leave out runs that moved too little to give a ratio."""
 import json
 import os
 import sys
@@ -64,6 +65,12 @@ def main():
     (pair,) = fidelity.rankings(single)[0]["swapped"]
     assert pair["repeats_overlap"] is None
     assert not fidelity.rankings(single)[0]["consistent"], "an unknown spread is not consistency"
+    # Byte errors: |sim / live - 1| over the runs that moved at least 64 MB that way live.
+    moved = [{"live_htod_gb": 2.0, "sim_htod_gb": 2.5, "live_dtoh_gb": 0.01, "sim_dtoh_gb": 1.0},
+             {"live_htod_gb": 4.0, "sim_htod_gb": 3.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 1.1}]
+    assert fidelity.byte_errors(moved, "htod") == [0.25, 0.25]
+    (dtoh,) = fidelity.byte_errors(moved, "dtoh")
+    assert abs(dtoh - 0.1) < 1e-12, "the run that moved 10 MB back is left out"
     print("fidelity ranking: ok")
 
 

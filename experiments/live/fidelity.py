@@ -193,6 +193,13 @@ def plot(rows, out_path):
     common.save_figure(fig, out_path)
 
 
+def byte_errors(rows, way):
+    """|simulated / live - 1| of the bytes moved one way (htod or dtoh), over the runs that moved
+    at least 64 MB that way live (below that a ratio says nothing)."""
+    return [abs(r[f"sim_{way}_gb"] / r[f"live_{way}_gb"] - 1) for r in rows
+            if r[f"live_{way}_gb"] >= 0.064]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("live_dir")
@@ -222,6 +229,7 @@ def main():
         raise SystemExit("fidelity: no live run could be simulated: " + json.dumps(failed))
     ranks = rankings(rows)
     errors = [abs(r["time_error"]) for r in rows]
+    bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": args.gpu,
                "device": sorted({r["device"] for r in runs}),
@@ -231,6 +239,9 @@ def main():
                "median_abs_time_error": statistics.median(errors),
                "max_abs_time_error": max(errors),
                "runs_within_10_percent": sum(e <= 0.10 for e in errors),
+               **{f"{stat}_abs_{way}_error": f(e) if e else None
+                  for way, e in bytes_errors.items()
+                  for stat, f in (("median", statistics.median), ("max", max))},
                "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),
                "rankings_consistent_with_gpu_spread": sum(k["consistent"] for k in ranks),
                "pairs": sum(len(k["live"]) * (len(k["live"]) - 1) // 2 for k in ranks),
