@@ -312,8 +312,8 @@ private:
   host::PolicyHost host_;
   Clock clock_;
   Time last_end_ = 0;
-  Time copy_wait_ =
-      0; // the running kernel's parts' waits for copies (LiveDevice::last_copy_wait_ns)
+  // The running kernel's parts' waits for copies (LiveDevice::last_copy_wait_ns).
+  Time copy_wait_ = 0;
   bool pause_for_decision_ = false;
   Time decision_start_ = 0;
   std::vector<host::ChunkPages> absent_; // the running kernel's pages off the GPU
