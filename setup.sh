@@ -40,3 +40,9 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
 cmake --build build -j "$(nproc)"
 echo "setup: built build/faultline"
+# The Python package (python/, pyproject.toml) into .venv: the same CMake build, in build/python.
+pip_cmake_args=""
+command -v ccache >/dev/null && pip_cmake_args="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+CMAKE_ARGS="$pip_cmake_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation .
+echo "setup: installed the Python package faultline into .venv"

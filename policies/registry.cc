@@ -24,6 +24,12 @@ std::string Registry::known() const {
   return out;
 }
 
+std::vector<std::string> Registry::names() const {
+  std::vector<std::string> out;
+  for (const auto& entry : factories_) out.push_back(entry.first);
+  return out;
+}
+
 std::unique_ptr<IPolicy> Registry::create(const std::string& name, const nlohmann::json& params,
                                           const std::string& where) const {
   auto it = factories_.find(name);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace faultline::policies {
 
@@ -26,6 +27,7 @@ public:
   bool has(const std::string& name) const override { return factories_.count(name) != 0; }
   // Comma-separated known names, for messages.
   std::string known() const override;
+  std::vector<std::string> names() const; // in name order
   std::unique_ptr<IPolicy> create(const std::string& name, const nlohmann::json& params,
                                   const std::string& where) const;
 

@@ -95,6 +95,35 @@ private:
   uint64_t reused_ = 0;
 };
 
+nlohmann::json by_step_json(const std::vector<StepCounts>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StepCounts& c : rows) {
+    out.push_back({{"step", c.step},
+                   {"first_record", c.first_record},
+                   {"start_ns", c.start_ns},
+                   {"records", c.records},
+                   {"kernels", c.kernels},
+                   {"accesses", c.accesses}});
+  }
+  return out;
+}
+
+// Counts each record into its step's row, opening a row where a step (or the set-up) begins.
+void count_step(const TraceReader& reader, const Record& r, std::vector<StepCounts>& rows) {
+  if (rows.empty() || rows.back().step != reader.step()) {
+    const int64_t step = reader.step();
+    const Time start = step < 0 ? r.time() : reader.steps()[static_cast<size_t>(step)].start_ns;
+    rows.push_back({step, reader.records() - 1, start, 0, 0, 0});
+  }
+  StepCounts& c = rows.back();
+  ++c.records;
+  if (r.type != RecordType::kKernel) return;
+  ++c.kernels;
+  c.accesses += r.kernel.accesses.size();
+}
+
+} // namespace
+
 nlohmann::json record_json(const Record& r) {
   using nlohmann::json;
   switch (r.type) {
@@ -137,35 +166,6 @@ nlohmann::json record_json(const Record& r) {
           {"args", k.args},
           {"accesses", accesses}};
 }
-
-nlohmann::json by_step_json(const std::vector<StepCounts>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const StepCounts& c : rows) {
-    out.push_back({{"step", c.step},
-                   {"first_record", c.first_record},
-                   {"start_ns", c.start_ns},
-                   {"records", c.records},
-                   {"kernels", c.kernels},
-                   {"accesses", c.accesses}});
-  }
-  return out;
-}
-
-// Counts each record into its step's row, opening a row where a step (or the set-up) begins.
-void count_step(const TraceReader& reader, const Record& r, std::vector<StepCounts>& rows) {
-  if (rows.empty() || rows.back().step != reader.step()) {
-    const int64_t step = reader.step();
-    const Time start = step < 0 ? r.time() : reader.steps()[static_cast<size_t>(step)].start_ns;
-    rows.push_back({step, reader.records() - 1, start, 0, 0, 0});
-  }
-  StepCounts& c = rows.back();
-  ++c.records;
-  if (r.type != RecordType::kKernel) return;
-  ++c.kernels;
-  c.accesses += r.kernel.accesses.size();
-}
-
-} // namespace
 
 nlohmann::json TraceStats::to_json() const {
   return {{"records", records},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sim/core/types.h"
+#include "sim/trace/format.h"
 
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -48,6 +49,8 @@ struct TraceStats {
 };
 
 TraceStats compute_stats(const std::string& path);
+// One record as `faultline trace dump` writes it (and the Python API yields it).
+nlohmann::json record_json(const Record& r);
 // Writes one JSON object per line: the header first, then each record.
 void dump(const std::string& path, std::ostream& out);
 
