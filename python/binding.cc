@@ -3,10 +3,11 @@
 // that a result has exactly the keys `faultline sim --out` writes (one writer:
 // sim/run/results.cc). faultline's errors become the Python exceptions Error, ConfigError,
 // TraceError and SimulationError with the same located messages. The GIL is released while a
-// simulation runs, so simulations run in parallel from Python threads.
+// simulation or a sweep runs, so simulations run in parallel from Python threads.
 #include "policies/registry.h"
 #include "sim/core/error.h"
 #include "sim/run/results.h"
+#include "sim/sweep/sweep.h"
 #include "sim/trace/inspect.h"
 #include "sim/trace/reader.h"
 
@@ -62,6 +63,21 @@ NB_MODULE(_faultline, m) {
   static nb::exception<UsageError> usage_error(m, "UsageError", error);
   m.def("simulate", &simulate, nb::arg("trace"), nb::arg("config"), nb::arg("name"));
   m.def("policies", [] { return policies::Registry::instance().names(); });
+  // Runs a sweep file as `faultline sweep` does (its points and tables under its "out"); returns
+  // where they are and how many points ran or were reused.
+  m.def(
+      "sweep",
+      [](const std::string& path, unsigned jobs) {
+        nlohmann::json out;
+        {
+          nb::gil_scoped_release unlocked;
+          const sweep::Sweep s = sweep::load_sweep(path);
+          const sweep::Outcome o = sweep::run_sweep(s, {jobs, false});
+          out = {{"out", s.out_dir}, {"ran", o.ran}, {"reused", o.reused}};
+        }
+        return out.dump();
+      },
+      nb::arg("path"), nb::arg("jobs"));
   m.def("trace_stats", [](const std::string& path) {
     std::string out;
     {

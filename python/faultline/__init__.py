@@ -23,9 +23,10 @@ from faultline._faultline import (
 from faultline._faultline import Records as _Records
 from faultline._faultline import policies as _policies
 from faultline._faultline import simulate as _simulate
+from faultline._faultline import sweep as _sweep
 from faultline._faultline import trace_stats as _trace_stats
 
-__all__ = ["simulate", "read_trace", "trace_stats", "trace_metadata", "policies", "Error",
+__all__ = ["simulate", "sweep", "read_trace", "trace_stats", "trace_metadata", "policies", "Error",
            "ConfigError", "TraceError", "SimulationError", "UsageError"]
 
 
@@ -63,6 +64,44 @@ def simulate(trace, config, **overrides):
     doc, name = _config(config)
     doc = _merged(doc, overrides)
     return json.loads(_simulate(os.fspath(trace), json.dumps(doc), name))
+
+
+def sweep(spec, jobs=0):
+    """Runs a sweep (a sweep file's path, or its document as a dict) as `faultline sweep` does,
+    points and tables under its "out" (finished points are reused), and returns a pandas
+    DataFrame with one row per point in grid order: index, trace, policy, policy_params,
+    capacity_fraction, the varied values (varied.POINTER), every result (results.*), the
+    resolved run config flattened (config.*) and git_revision. jobs: threads, 0 for all cores."""
+    import pandas
+
+    if isinstance(spec, dict):
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(spec, f)
+        try:
+            outcome = json.loads(_sweep(f.name, jobs))
+        except Error as e:  # name the dict, not the file it passed through
+            raise type(e)(str(e).replace(f.name, "<sweep dict>")) from None
+        finally:
+            os.unlink(f.name)
+    else:
+        outcome = json.loads(_sweep(os.fspath(spec), jobs))
+    with open(os.path.join(outcome["out"], "results.json")) as f:
+        points = json.load(f)["points"]
+    rows = []
+    for p in points:
+        point = p["point"]
+        rows.append({"index": point["index"], "trace": point["trace"],
+                     "policy": point["policy"]["name"],
+                     "policy_params": json.dumps(point["policy"].get("params", {}),
+                                                 sort_keys=True),
+                     "capacity_fraction": point["capacity_fraction"],
+                     "varied": point.get("varied") or {}, "results": p["results"],
+                     "config": p["config"], "git_revision": p["git_revision"]})
+    frame = pandas.json_normalize(rows, sep=".")
+    frame.attrs.update(outcome)
+    return frame
 
 
 def read_trace(path):

@@ -106,3 +106,28 @@ def test_policies_are_the_registry():
     names = faultline.policies()
     assert names == sorted(names)
     assert {"ondemand", "deepum", "pump", "oracle", "harvest"} <= set(names)
+
+
+def test_sweep_returns_one_row_per_point(tmp_path):
+    spec = {"name": "api", "base": DEFAULT, "traces": [STREAM],
+            "policies": ["ondemand", "pump"], "capacity_fractions": [1.0, 0.5],
+            "vary": {"/driver/eviction": ["fifo", "lru"]}, "out": str(tmp_path / "sweep")}
+    frame = faultline.sweep(spec, jobs=2)
+    assert len(frame) == 8 and list(frame["index"]) == list(range(8))
+    assert {"results.total_time_ns", "config.capacity.fraction_of_footprint",
+            "config.driver.eviction", "varied./driver/eviction", "git_revision"} <= set(frame)
+    assert (frame["config.driver.eviction"] == frame["varied./driver/eviction"]).all()
+    row = frame[(frame["policy"] == "pump") & (frame["capacity_fraction"] == 0.5)
+                & (frame["varied./driver/eviction"] == "lru")].iloc[0]
+    one = faultline.simulate(STREAM, DEFAULT, policy={"name": "pump", "params": {}},
+                             capacity={"fraction_of_footprint": 0.5},
+                             driver={"eviction": "lru"})
+    assert row["results.total_time_ns"] == one["results"]["total_time_ns"]
+    # A second call reuses every finished point.
+    again = faultline.sweep(spec, jobs=2)
+    assert again.attrs["reused"] == 8 and again.attrs["ran"] == 0
+    assert again.equals(frame)
+    spec["policies"] = ["no-such-policy"]
+    with pytest.raises(faultline.ConfigError,
+                       match=r"^<sweep dict> \(point 0\): \$\.policy\.name: unknown policy"):
+        faultline.sweep(spec)
