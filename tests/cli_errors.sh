@@ -224,6 +224,31 @@ expect "capture convert keeps every --meta" 0 stdout '"batch":8' -- "$FAULTLINE"
 expect "sweep without a file" 2 stderr "usage: faultline sweep" -- "$FAULTLINE" sweep
 expect "sweep missing file" 1 stderr "none.json" -- "$FAULTLINE" sweep "$WORK/none.json"
 expect "sweep bad jobs" 2 stderr "--jobs" -- "$FAULTLINE" sweep "$WORK/none.json" --jobs many
+# Shards and the merge (a Slurm job array's two steps).
+cat >"$WORK/shards.json" <<JSON
+{"name": "shards", "base": "$WORK/run.json",
+ "traces": ["$TRACE"], "policies": ["ondemand"],
+ "capacity_fractions": [1.0, 0.5], "out": "$WORK/shards"}
+JSON
+expect "sweep shard past the last" 2 stderr "shard 3 of 3 does not exist" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --shard 3/3
+expect "sweep shard not a number" 2 stderr "--shard: expected a whole number, got \"x\"" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --shard x/2
+expect "sweep shard without N" 2 stderr "expected I/N" -- "$FAULTLINE" sweep "$WORK/shards.json" --shard 1
+expect "sweep merge before the shards" 1 stderr "2 of 2 points missing" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --merge
+expect "sweep shard" 0 stderr "shard 0/2, 2 points (1 run" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --shard 0/2
+expect "sweep merge with a point missing" 1 stderr "1 of 2 points missing" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --merge
+expect "sweep shard from a Slurm array" 0 stderr "shard 1/2" -- \
+  env SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=2 \
+  "$FAULTLINE" sweep "$WORK/shards.json"
+expect "sweep bad Slurm task id" 2 stderr "SLURM_ARRAY_TASK_ID" -- \
+  env SLURM_ARRAY_TASK_ID=one SLURM_ARRAY_TASK_COUNT=2 "$FAULTLINE" sweep "$WORK/shards.json"
+expect "sweep merge and shard" 2 stderr "--merge takes no --shard" -- \
+  "$FAULTLINE" sweep "$WORK/shards.json" --merge --shard 0/2
+expect "sweep merge" 0 stderr "2 points merged" -- "$FAULTLINE" sweep "$WORK/shards.json" --merge
 
 # faultline calibrate and replay: misuse caught before any GPU is needed.
 expect "calibrate without a name" 2 stderr "--name is required" -- "$FAULTLINE" calibrate

@@ -6,6 +6,7 @@
 #include "sim/core/error.h"
 #include "sim/run/results.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -322,6 +323,7 @@ Outcome run_sweep(const Sweep& s, const RunOptions& options) {
   Outcome outcome;
   std::vector<size_t> todo;
   for (const Point& p : s.points) {
+    if (!options.shard.holds(p)) continue;
     results[p.index] = finished(s, p);
     if (results[p.index].is_null())
       todo.push_back(p.index);
@@ -341,8 +343,30 @@ Outcome run_sweep(const Sweep& s, const RunOptions& options) {
                           " (finished points are kept in " + s.out_dir +
                           "/points; rerun to resume)");
   outcome.ran = todo.size();
+  if (options.shard.count > 1) return outcome; // another shard may still run: merge_sweep
   write_tables(s, results);
+  outcome.tables = true;
   return outcome;
+}
+
+Outcome merge_sweep(const Sweep& s) {
+  std::vector<json> results(s.points.size());
+  std::string missing;
+  size_t count = 0;
+  for (const Point& p : s.points) {
+    results[p.index] = finished(s, p);
+    if (!results[p.index].is_null()) continue;
+    if (++count <= 20) missing += (missing.empty() ? "" : ", ") + std::to_string(p.index);
+  }
+  if (count > 0)
+    throw ConfigError("sweep " + s.name + ": cannot merge: " + std::to_string(count) + " of " +
+                      std::to_string(s.points.size()) + " points missing from " + s.out_dir +
+                      "/points or computed by another build (" + missing +
+                      (count > 20 ? ", ..." : "") +
+                      "); run their shards (--shard I/N runs the points whose index modulo N is "
+                      "I) with this build");
+  write_tables(s, results);
+  return {0, s.points.size(), true};
 }
 
 } // namespace faultline::sweep

@@ -41,17 +41,31 @@ struct Sweep {
 // bad value; every point's run config and policy are checked before anything runs.
 Sweep load_sweep(const std::string& path);
 
+// One machine's share of a sweep (`--shard I/N`, a Slurm array task): the points whose index
+// modulo `count` is `index`.
+struct Shard {
+  size_t index = 0, count = 1;
+  bool holds(const Point& p) const { return p.index % count == index; }
+};
+
 struct RunOptions {
   unsigned jobs = 0;     // threads (--jobs); 0: all cores
   bool progress = false; // a progress bar on stderr
+  Shard shard;           // count 1: the whole sweep
 };
 
 struct Outcome {
   size_t ran = 0, reused = 0;
+  bool tables = false; // written (the whole sweep ran, or a merge found every point)
 };
 
-// Runs the points not already done and writes the tables. Throws the first point's error after
-// the points in flight have finished; finished points stay on disk for the next run.
+// Runs the points of the shard not already done and, for the whole sweep, writes the tables.
+// Throws the first point's error after the points in flight have finished; finished points stay
+// on disk for the next run. A shard writes only its points: merge_sweep() writes the tables.
 Outcome run_sweep(const Sweep& sweep, const RunOptions& options);
+
+// The tables from the points on disk (each shard's), the same bytes a one-machine run writes.
+// Throws ConfigError naming every point missing or computed by another build.
+Outcome merge_sweep(const Sweep& sweep);
 
 } // namespace faultline::sweep

@@ -72,6 +72,37 @@ TEST_CASE("sweep: runs in parallel, resumes, and writes the same tables", "[swee
   CHECK(fltest::read_text(dir.file("out/results.json")) == table);
 }
 
+TEST_CASE("sweep: shards run their points, and the merge writes the one-machine tables",
+          "[sweep]") {
+  fltest::TempDir one, many;
+  const sweep::Sweep whole = sweep::load_sweep(write_sweep(one));
+  REQUIRE(sweep::run_sweep(whole, {2, false}).tables);
+  const sweep::Sweep s = sweep::load_sweep(write_sweep(many));
+  for (size_t i : {0, 2}) { // shards 0 and 2 of 3: 6 and 5 of the 16 points
+    const sweep::Outcome shard = sweep::run_sweep(s, {1, false, {i, 3}});
+    CHECK(shard.ran == (i == 0 ? 6 : 5));
+    CHECK_FALSE(shard.tables);
+  }
+  CHECK_FALSE(std::filesystem::exists(many.file("out/results.csv")));
+  // Shard 1 (points 1, 4, 7, 10, 13) has not run: the merge names its points.
+  CHECK_THROWS_WITH(sweep::merge_sweep(s), Contains("5 of 16 points missing") &&
+                                               Contains("(1, 4, 7, 10, 13)") &&
+                                               Contains("--shard I/N"));
+  const sweep::Outcome last = sweep::run_sweep(s, {2, false, {1, 3}});
+  CHECK(last.ran == 5);
+  CHECK(last.reused == 0); // the other shards' points are not this shard's
+  CHECK(sweep::merge_sweep(s).tables);
+  // The same bytes as the one-machine run, but for the paths of the traces and the output.
+  const auto same = [&](const std::string& name) {
+    std::string text = fltest::read_text(many.file("out/" + name));
+    for (size_t at; (at = text.find(many.path().string())) != std::string::npos;)
+      text.replace(at, many.path().string().size(), one.path().string());
+    return text == fltest::read_text(one.file("out/" + name));
+  };
+  CHECK(same("results.csv"));
+  CHECK(same("results.json"));
+}
+
 TEST_CASE("sweep: a point from a different sweep definition is not reused", "[sweep]") {
   fltest::TempDir dir;
   sweep::run_sweep(sweep::load_sweep(write_sweep(dir)), {2, false});
