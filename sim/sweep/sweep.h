@@ -65,7 +65,7 @@ struct Outcome {
 Outcome run_sweep(const Sweep& sweep, const RunOptions& options);
 
 // The tables from the points on disk (each shard's), the same bytes a one-machine run writes.
-// Throws ConfigError naming every point missing or computed by another build.
+// Throws ConfigError naming the points missing or computed by another build (the first 20).
 Outcome merge_sweep(const Sweep& sweep);
 
 } // namespace faultline::sweep
