@@ -72,7 +72,7 @@ NB_MODULE(_faultline, m) {
         {
           nb::gil_scoped_release unlocked;
           const sweep::Sweep s = sweep::load_sweep(path);
-          const sweep::Outcome o = sweep::run_sweep(s, {jobs, false});
+          const sweep::Outcome o = sweep::run_sweep(s, {jobs, false, {}});
           out = {{"out", s.out_dir}, {"ran", o.ran}, {"reused", o.reused}};
         }
         return out.dump();

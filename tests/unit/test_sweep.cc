@@ -51,7 +51,7 @@ TEST_CASE("sweep: the grid expands in trace, policy, capacity, varied-value orde
 TEST_CASE("sweep: runs in parallel, resumes, and writes the same tables", "[sweep]") {
   fltest::TempDir dir;
   const sweep::Sweep s = sweep::load_sweep(write_sweep(dir));
-  const sweep::Outcome first = sweep::run_sweep(s, {3, false});
+  const sweep::Outcome first = sweep::run_sweep(s, {3, false, {}});
   CHECK(first.ran == 16);
   CHECK(first.reused == 0);
   const std::string csv = fltest::read_text(dir.file("out/results.csv"));
@@ -62,11 +62,11 @@ TEST_CASE("sweep: runs in parallel, resumes, and writes the same tables", "[swee
   CHECK(rows[5]["config"]["capacity"].contains("resolved_bytes"));
   CHECK(rows[5]["point"]["index"] == 5);
 
-  const sweep::Outcome again = sweep::run_sweep(s, {1, false});
+  const sweep::Outcome again = sweep::run_sweep(s, {1, false, {}});
   CHECK(again.ran == 0);
   CHECK(again.reused == 16);
   std::filesystem::remove(dir.file("out/points/0006.json"));
-  const sweep::Outcome resumed = sweep::run_sweep(s, {2, false});
+  const sweep::Outcome resumed = sweep::run_sweep(s, {2, false, {}});
   CHECK(resumed.ran == 1);
   CHECK(fltest::read_text(dir.file("out/results.csv")) == csv);
   CHECK(fltest::read_text(dir.file("out/results.json")) == table);
@@ -76,7 +76,7 @@ TEST_CASE("sweep: shards run their points, and the merge writes the one-machine 
           "[sweep]") {
   fltest::TempDir one, many;
   const sweep::Sweep whole = sweep::load_sweep(write_sweep(one));
-  REQUIRE(sweep::run_sweep(whole, {2, false}).tables);
+  REQUIRE(sweep::run_sweep(whole, {2, false, {}}).tables);
   const sweep::Sweep s = sweep::load_sweep(write_sweep(many));
   for (size_t i : {0, 2}) { // shards 0 and 2 of 3: 6 and 5 of the 16 points
     const sweep::Outcome shard = sweep::run_sweep(s, {1, false, {i, 3}});
@@ -105,10 +105,10 @@ TEST_CASE("sweep: shards run their points, and the merge writes the one-machine 
 
 TEST_CASE("sweep: a point from a different sweep definition is not reused", "[sweep]") {
   fltest::TempDir dir;
-  sweep::run_sweep(sweep::load_sweep(write_sweep(dir)), {2, false});
+  sweep::run_sweep(sweep::load_sweep(write_sweep(dir)), {2, false, {}});
   const sweep::Sweep changed =
       sweep::load_sweep(write_sweep(dir, {{"capacity_fractions", {1.0, 0.75}}}));
-  const sweep::Outcome o = sweep::run_sweep(changed, {2, false});
+  const sweep::Outcome o = sweep::run_sweep(changed, {2, false, {}});
   CHECK(o.ran == 8); // the 0.75 points
   CHECK(o.reused == 8);
 }
@@ -117,7 +117,7 @@ TEST_CASE("sweep: a failing point is named and the finished points are kept", "[
   fltest::TempDir dir;
   // At a quarter of the footprint the device allocation leaves no chunk for managed data.
   const sweep::Sweep s = sweep::load_sweep(write_sweep(dir, {{"capacity_fractions", {1.0, 0.25}}}));
-  CHECK_THROWS_WITH(sweep::run_sweep(s, {1, false}),
+  CHECK_THROWS_WITH(sweep::run_sweep(s, {1, false, {}}),
                     Contains("sweep test: point 2 (") && Contains("rerun to resume"));
   CHECK(std::filesystem::exists(dir.file("out/points/0001.json"))); // ran before point 2
   CHECK_FALSE(std::filesystem::exists(dir.file("out/results.csv")));
