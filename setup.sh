@@ -6,7 +6,8 @@ cd "$(dirname "$0")"
 
 packages=(build-essential cmake ninja-build pkg-config git libzstd-dev nlohmann-json3-dev
           catch2 libnlopt-cxx-dev libbenchmark-dev libboost-graph-dev libcli11-dev python3
-          python3-venv python3-pip slurm-wlm munge)
+          python3-venv python3-pip slurm-wlm munge
+          clang llvm libclang-rt-dev ccache) # the sanitizer build and fuzzing (tests/sanitize.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

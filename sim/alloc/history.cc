@@ -104,18 +104,26 @@ public:
     if (!live_.emplace(address, size).second)
       throw TraceError(where() + ": alloc at " + hex(address) + ", which is already live");
     seen_.insert(address);
+    check_live(live_bytes_, size, "allocations live here", where);
     add(Event{true, address, size, stream, time});
   }
 
   template <class Where>
   void free(Addr address, Bytes size, uint64_t stream, Time time, const Where& where) {
-    if (live_.erase(address) == 0) {
+    auto it = live_.find(address);
+    if (it == live_.end()) {
       if (seen_.count(address)) {
         throw TraceError(where() + ": free of " + hex(address) +
                          ", which was freed already (a double free)");
       }
       seen_.insert(address);
+      // All of these are live together at time 0, where the replay allocates them.
+      check_live(before_bytes_, size, "blocks allocated before recording began, up to here,",
+                 where);
       before_.push_back(Event{true, address, size, stream, 0});
+    } else {
+      live_bytes_ -= it->second;
+      live_.erase(it);
     }
     add(Event{false, address, size, stream, time});
   }
@@ -132,6 +140,18 @@ public:
   }
 
 private:
+  // A model replays what is live at once; a size no GPU holds would have it build (and check)
+  // millions of 2 MB chunks from a few bytes of input.
+  template <class Where>
+  static void check_live(Bytes& sum, Bytes size, const char* what, const Where& where) {
+    if (size > kMaxLiveBytes - sum) {
+      throw TraceError(where() + ": " + what + " add up to more than " +
+                       std::to_string(kMaxLiveBytes >> 40) + " TiB (" + std::to_string(sum) +
+                       " + " + std::to_string(size) + " bytes), more than any GPU holds");
+    }
+    sum += size;
+  }
+
   void add(const Event& e) {
     if (events_.empty()) origin_ = e.time;
     events_.push_back(e);
@@ -156,6 +176,7 @@ private:
   }
 
   std::unordered_map<Addr, Bytes> live_;
+  Bytes live_bytes_ = 0, before_bytes_ = 0;
   std::unordered_set<Addr> seen_;
   std::vector<Event> before_, events_;
   Time origin_ = 0;

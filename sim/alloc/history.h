@@ -40,6 +40,10 @@ struct History {
   Recorded recorded;
 };
 
+// The most bytes a history may hold live at once (its allocations, and apart from them the
+// blocks allocated before recording began): more than any GPU's memory.
+constexpr Bytes kMaxLiveBytes = Bytes{1} << 40;
+
 struct ReadOptions {
   int device = -1; // which device's trace of a snapshot; -1: the only one with events
 };
@@ -47,7 +51,8 @@ struct ReadOptions {
 // Reads a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot's pickle, the same dict as
 // JSON, either optionally zstd-compressed), the tracer's allocator history JSON, or a faultline
 // trace (its allocator blocks), telling them apart by content. Throws TraceError naming the
-// file and where in it (byte offset, JSON path or record) the first defect is.
+// file and where in it (byte offset, JSON path or record) the first defect is, a history that
+// holds more than kMaxLiveBytes live at once included.
 History read_history(const std::string& path, const ReadOptions& options = {});
 
 } // namespace faultline::alloc

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -45,9 +46,13 @@ std::vector<json> combinations(const json& vary, const std::string& file) {
   std::vector<json> out = {json::object()};
   for (const auto& [pointer, values] : vary.items()) {
     const std::string where = "$.vary[\"" + pointer + "\"]";
-    if (pointer.empty() || pointer[0] != '/')
+    try {
+      if (pointer.empty() || pointer[0] != '/') throw std::invalid_argument("no leading '/'");
+      json::json_pointer{pointer};
+    } catch (const std::exception& e) { // json's parse_error for a bad '~' escape
       throw ConfigError(file + ": " + where +
-                        ": expected a JSON pointer like \"/driver/eviction\"");
+                        ": expected a JSON pointer like \"/driver/eviction\" (" + e.what() + ")");
+    }
     if (!values.is_array() || values.empty())
       throw ConfigError(file + ": " + where + ": expected a non-empty array of values");
     std::vector<json> next;
@@ -141,7 +146,8 @@ const config::Fields<SweepSpec>& sweep_fields() {
 
 FAULTLINE_REGISTER_SCHEMA("sweep", "a sweep file, configs/sweeps/NAME.json", sweep_fields);
 
-json point_config(const json& base, const json& policy, double fraction, const json& varied) {
+json point_config(const json& base, const json& policy, double fraction, const json& varied,
+                  const std::string& file) {
   json c = base;
   c.erase("description");
   c["policy"] = policy;
@@ -149,16 +155,50 @@ json point_config(const json& base, const json& policy, double fraction, const j
                         ? base["capacity"].value("mode", json("driver"))
                         : json("driver");
   c["capacity"] = {{"fraction_of_footprint", fraction}, {"mode", mode}};
-  for (const auto& [pointer, value] : varied.items()) c[json::json_pointer(pointer)] = value;
+  for (const auto& [pointer, value] : varied.items()) {
+    try {
+      c[json::json_pointer(pointer)] = value;
+    } catch (const json::exception& e) { // a path through a value that is not an object
+      throw ConfigError(file + ": $.vary[\"" + pointer + "\"]: cannot set " + value.dump() +
+                        " there in the base config: " + e.what());
+    }
+  }
   return c;
 }
 
-// Checks a point before anything runs: its run config parses and its policy can be built.
-void validate(const Point& p, const std::string& file) {
-  const std::string where = file + " (point " + std::to_string(p.index) + ")";
-  if (!fs::exists(p.trace)) throw ConfigError(file + ": trace " + p.trace + " does not exist");
-  const config::RunConfig rc = config::parse_run_config(p.config, where);
-  policies::Registry::instance().create(rc.policy, rc.policy_params, where + " $.policy");
+// Checks each point before anything runs: its trace exists, its run config parses and its policy
+// can be built. Each trace and each distinct config is checked once (a config is the same for
+// every trace).
+struct Validated {
+  std::set<std::string> traces, configs;
+
+  void check(const Point& p, const std::string& file) {
+    if (traces.insert(p.trace).second && !fs::exists(p.trace))
+      throw ConfigError(file + ": trace " + p.trace + " does not exist");
+    if (!configs.insert(p.config.dump()).second) return;
+    const std::string where = file + " (point " + std::to_string(p.index) + ")";
+    const config::RunConfig rc = config::parse_run_config(p.config, where);
+    policies::Registry::instance().create(rc.policy, rc.policy_params, where + " $.policy");
+  }
+};
+
+// A grid is a product: a few lines of "vary" can ask for more points than memory holds. Refused
+// before anything is expanded.
+void check_grid_size(const SweepSpec& spec, const std::string& file) {
+  uint64_t points = spec.traces.size() * spec.policies.size() * spec.fractions.size();
+  std::string factors = std::to_string(spec.traces.size()) + " traces x " +
+                        std::to_string(spec.policies.size()) + " policies x " +
+                        std::to_string(spec.fractions.size()) + " capacities";
+  for (const json& values : spec.vary) {
+    const uint64_t n = values.is_array() ? std::max<size_t>(values.size(), 1) : 1;
+    if (points <= kMaxPoints) points *= n; // so it stays far below 2^64
+    factors += " x " + std::to_string(n);
+  }
+  if (points > kMaxPoints) {
+    throw ConfigError(file + ": the grid holds more than " + std::to_string(kMaxPoints) +
+                      " points (" + factors +
+                      "), the most a sweep holds: split it into several sweep files");
+  }
 }
 
 std::string point_file(const Sweep& s, const Point& p) {
@@ -302,16 +342,19 @@ Sweep load_sweep(const std::string& path) {
   SweepSpec spec;
   config::read_fields(r, spec, sweep_fields());
   r.finish();
+  check_grid_size(spec, path);
   Sweep s;
   s.name = spec.name;
   s.out_dir = spec.out;
+  const std::vector<json> combos = combinations(spec.vary, path);
+  Validated validated;
   for (const std::string& trace : spec.traces)
     for (const json& policy : spec.policies)
       for (double fraction : spec.fractions)
-        for (const json& varied : combinations(spec.vary, path)) {
+        for (const json& varied : combos) {
           Point p{s.points.size(), trace,  policy,
-                  fraction,        varied, point_config(spec.base, policy, fraction, varied)};
-          validate(p, path);
+                  fraction,        varied, point_config(spec.base, policy, fraction, varied, path)};
+          validated.check(p, path);
           s.points.push_back(std::move(p));
         }
   return s;

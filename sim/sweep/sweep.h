@@ -14,6 +14,7 @@
 // and OUT/results.json list every point in grid order, whatever order they finished in.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,8 +38,12 @@ struct Sweep {
   std::vector<Point> points; // grid order: traces, then policies, capacities, varied values
 };
 
+// The most points a sweep file may expand to.
+constexpr uint64_t kMaxPoints = 100'000;
+
 // Reads and expands a sweep file. Throws ConfigError naming the file and JSON path of the first
-// bad value; every point's run config and policy are checked before anything runs.
+// bad value, or the grid's size when it holds more than kMaxPoints; every point's run config and
+// policy are checked before anything runs.
 Sweep load_sweep(const std::string& path);
 
 // One machine's share of a sweep (`--shard I/N`, a Slurm array task): the points whose index

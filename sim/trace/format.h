@@ -14,6 +14,9 @@ namespace faultline::trace {
 constexpr std::array<char, 8> kMagic = {'F', 'L', 'T', 'R', 'A', 'C', 'E', '\n'};
 constexpr uint32_t kVersion = 1;
 constexpr uint64_t kMaxStringBytes = 1 << 16; // longest kernel name a trace holds
+// Every time in a trace (a record's, a kernel's end) stays below 2^62 ns (146 years), so that
+// sums of two of them (a kernel's end, a step's shift) cannot overflow a Time.
+constexpr int64_t kMaxTraceTime = int64_t{1} << 62;
 
 enum class RecordType : uint8_t {
   kString = 1, // internal: defines a kernel-name string; never returned by the reader

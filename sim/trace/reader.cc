@@ -1,6 +1,7 @@
 #include "sim/trace/reader.h"
 
 #include "sim/core/error.h"
+#include "sim/core/utf8.h"
 #include "sim/trace/varint.h"
 
 #include <cerrno>
@@ -229,6 +230,10 @@ bool TraceReader::next(Record& record) {
     }
     const uint64_t dt = varint();
     if (dt > (uint64_t{1} << 62)) fail("time step of " + std::to_string(dt) + " ns is implausible");
+    if (dt > static_cast<uint64_t>(kMaxTraceTime - time_)) {
+      fail("time step of " + std::to_string(dt) + " ns takes the trace past 2^62 ns (at " +
+           std::to_string(time_) + " ns)");
+    }
     time_ += static_cast<Time>(dt);
     switch (type) {
     case RecordType::kAlloc:
@@ -265,7 +270,14 @@ void TraceReader::read_string() {
   const uint64_t length = varint();
   if (length > kMaxStringBytes) fail("string of " + std::to_string(length) + " bytes; max 65536");
   if (!fill(length)) fail("truncated: the trace ends inside this string");
-  strings_.emplace_back(reinterpret_cast<const char*>(buf_.data() + pos_), length);
+  const std::string_view text(reinterpret_cast<const char*>(buf_.data() + pos_), length);
+  // Names go into JSON (results, timelines, `trace dump`), which holds only UTF-8.
+  const size_t bad = utf8_error_offset(text);
+  if (bad != text.size()) {
+    fail("string " + std::to_string(id) + " is not valid UTF-8 (at byte " +
+         std::to_string(base_ + pos_ + bad) + ")");
+  }
+  strings_.emplace_back(text);
   pos_ += length;
 }
 
@@ -318,6 +330,10 @@ void TraceReader::read_kernel(KernelRecord& r) {
   }
   r.duration = static_cast<Time>(varint());
   if (r.duration < 0) fail("kernel duration is negative");
+  if (r.duration > kMaxTraceTime - r.start) {
+    fail("kernel of " + std::to_string(r.duration) + " ns starting at " + std::to_string(r.start) +
+         " ns ends past 2^62 ns");
+  }
   const uint64_t nargs = varint();
   r.args.clear();
   for (uint64_t i = 0; i < nargs; ++i) {
@@ -334,11 +350,14 @@ void TraceReader::read_kernel(KernelRecord& r) {
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t packed = varint();
     page += static_cast<uint64_t>(unzigzag(packed >> 2));
-    offset += static_cast<Time>(varint());
-    if (offset > r.duration || offset < 0) {
-      fail("access " + std::to_string(i) + " at offset " + std::to_string(offset) +
+    const uint64_t delta = varint();
+    if (delta > static_cast<uint64_t>(r.duration - offset)) {
+      const uint64_t at = static_cast<uint64_t>(offset) + delta;
+      fail("access " + std::to_string(i) + " at offset " +
+           (at < delta ? "past 2^64" : std::to_string(at)) +
            " ns lies beyond the kernel's duration of " + std::to_string(r.duration) + " ns");
     }
+    offset += static_cast<Time>(delta);
     r.accesses.push_back(Access{page, offset, static_cast<AccessType>(packed & 3)});
   }
 }

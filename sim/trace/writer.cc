@@ -1,6 +1,7 @@
 #include "sim/trace/writer.h"
 
 #include "sim/core/error.h"
+#include "sim/core/utf8.h"
 #include "sim/trace/varint.h"
 
 #include <cstring>
@@ -57,6 +58,9 @@ uint64_t TraceWriter::string_id(const std::string& s) {
   if (s.size() > kMaxStringBytes)
     throw TraceError(path_ + ": kernel name of " + std::to_string(s.size()) +
                      " bytes; a trace holds names of at most " + std::to_string(kMaxStringBytes));
+  if (!valid_utf8(s))
+    throw TraceError(path_ + ": kernel name \"" + s.substr(0, utf8_error_offset(s)) +
+                     "...\" is not valid UTF-8 (a trace holds UTF-8 names)");
   const uint64_t id = strings_.size();
   strings_.emplace(s, id);
   buf_.push_back(static_cast<char>(RecordType::kString));

@@ -288,6 +288,25 @@ TEST_CASE("alloc history: bad input names the file and the place", "[alloc-histo
     CHECK_THAT(read_error(path), Contains(path + ": /device_traces/0/2: alloc at 0x7f0000000000, "
                                                  "which is already live"));
   }
+  SECTION("more live at once than any GPU holds (found by fuzzing)") {
+    // A size believed would have the models build a 2 MB chunk per 2 MB of it.
+    const std::string path = dir.file("h.json");
+    const uint64_t half = kMaxLiveBytes / 2;
+    fltest::write_json(path, {{"torch", "2.x"},
+                              {"events",
+                               {{"alloc", 1 << 20, half, 0, 1},
+                                {"alloc", 2 << 20, half, 0, 2},
+                                {"alloc", 3 << 20, 1, 0, 3}}}});
+    CHECK_THAT(read_error(path), Contains(path + ": /events/2: allocations live here add up to "
+                                                 "more than 1 TiB") &&
+                                     Contains("more than any GPU holds"));
+    fltest::write_json(path, {{"torch", "2.x"},
+                              {"events",
+                               {{"free_completed", 1 << 20, kMaxLiveBytes, 0, 1},
+                                {"free_completed", 2 << 20, 1, 0, 2}}}});
+    CHECK_THAT(read_error(path), Contains(path + ": /events/1: blocks allocated before recording "
+                                                 "began, up to here, add up to more than 1 TiB"));
+  }
   SECTION("tracer history entry of the wrong shape") {
     const std::string path = dir.file("h.json");
     fltest::write_json(path, {{"torch", "2.x"}, {"events", {{"alloc", 1, 2, 3}}}});

@@ -147,4 +147,17 @@ TEST_CASE("sweep: bad sweep files name the file, the JSON path and what was expe
   CHECK_THAT(error_of({{"vary", {{"/driver/eviction", {"random"}}}}}), Contains("eviction"));
   CHECK_THAT(error_of({{"base", 3}}), Contains("base") && Contains("run config"));
   CHECK_THAT(error_of({{"name", nullptr}}), Contains("name"));
+  // Found by the sweep fuzzer (tests/fuzz/regressions/sweep/): nlohmann's own exceptions for a
+  // pointer it cannot parse or a path through a value that is not an object, and a few lines of
+  // "vary" that expand to 2^40 points.
+  CHECK_THAT(error_of({{"vary", {{"/pol~cy/params", {1}}}}}),
+             Contains("sweep.json") && Contains("$.vary[\"/pol~cy/params\"]") &&
+                 Contains("expected a JSON pointer"));
+  CHECK_THAT(error_of({{"vary", {{"/policy/name/x", {1}}}}}),
+             Contains("$.vary[\"/policy/name/x\"]") && Contains("cannot set 1 there"));
+  json vary = json::object();
+  for (int i = 0; i < 40; ++i) vary["/driver/x" + std::to_string(i)] = {1, 2};
+  CHECK_THAT(error_of({{"vary", vary}}),
+             Contains("sweep.json") && Contains("the grid holds more than 100000 points") &&
+                 Contains("x 2 x 2") && Contains("split it"));
 }

@@ -915,3 +915,66 @@ TEST_CASE("trace: the small trace from test_support reads back as documented", "
   TraceReader reader(path);
   CHECK(reader.metadata()["source"] == "test_support");
 }
+
+// Inputs the trace fuzzer (tests/fuzz/fuzz_trace.cc) found; each is also replayed from
+// tests/fuzz/regressions/trace/.
+TEST_CASE("trace: a kernel name that is not UTF-8 is refused where it is read and written",
+          "[trace]") {
+  fltest::TempDir dir;
+  const std::string bad_name = std::string("gemm_") + "\xe9" + "_kernel"; // Latin-1, not UTF-8
+  SECTION("the reader names the string record and the byte") {
+    // `trace dump` and the results write names as JSON, which refuses invalid UTF-8 with an
+    // exception of its own, so the reader refuses the string.
+    const std::string path = dir.file("name.fltrace");
+    RawTrace raw;
+    const size_t at = raw.offset();
+    raw.string(0, bad_name).end(0).write(path);
+    CHECK_THAT(
+        trace_error(path),
+        Contains(path) && Contains("record #0 (string) at byte " + std::to_string(at)) &&
+            Contains("string 0 is not valid UTF-8 (at byte " + std::to_string(at + 3 + 5) + ")"));
+  }
+  SECTION("the writer refuses to write it") {
+    const std::string path = dir.file("written.fltrace");
+    TraceWriter w(path, {});
+    KernelRecord k;
+    k.name = bad_name;
+    k.duration = 1;
+    CHECK_THROWS_WITH(w.write(k), Contains(path) && Contains("kernel name \"gemm_...\"") &&
+                                      Contains("is not valid UTF-8"));
+  }
+}
+
+TEST_CASE("trace: times past 2^62 ns are refused before they overflow", "[trace]") {
+  fltest::TempDir dir;
+  constexpr uint64_t kHalf = uint64_t{1} << 61;
+  SECTION("record times that add up past 2^62") {
+    const std::string path = dir.file("dt.fltrace");
+    RawTrace raw;
+    raw.alloc(kHalf, 1, MemoryKind::kManaged, kSeg, kBlockSize).free(kHalf, 1);
+    const size_t at = raw.offset();
+    raw.alloc(1, 2, MemoryKind::kManaged, kSeg, kBlockSize).end(3).write(path);
+    CHECK_THAT(trace_error(path),
+               Contains("record #2 (alloc) at byte " + std::to_string(at)) &&
+                   Contains("time step of 1 ns takes the trace past 2^62 ns (at " +
+                            std::to_string(2 * kHalf) + " ns)"));
+  }
+  SECTION("a kernel that ends past 2^62") {
+    const std::string path = dir.file("end.fltrace");
+    RawTrace raw;
+    raw.string(0, "k").kernel(kHalf, 0, 2 * kHalf, {}, {}).end(1).write(path);
+    CHECK_THAT(trace_error(path), Contains("record #1 (kernel)") && Contains("ends past 2^62 ns"));
+  }
+  SECTION("an access offset step that would overflow") {
+    const std::string path = dir.file("offset.fltrace");
+    RawTrace raw;
+    raw.string(0, "k").alloc(0, 1, MemoryKind::kManaged, kSeg, kBlockSize);
+    raw.kernel(1, 0, 100, {1},
+               {{static_cast<int64_t>(kSegPage), AccessType::kRead, 50},
+                {1, AccessType::kRead, ~uint64_t{0} - 10}})
+        .end(2)
+        .write(path);
+    CHECK_THAT(trace_error(path), Contains("access 1 at offset past 2^64 ns") &&
+                                      Contains("beyond the kernel's duration of 100 ns"));
+  }
+}

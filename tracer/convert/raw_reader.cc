@@ -1,6 +1,7 @@
 #include "tracer/convert/raw_reader.h"
 
 #include "sim/core/error.h"
+#include "sim/core/utf8.h"
 
 #include <cstring>
 #include <fstream>
@@ -88,6 +89,11 @@ void read_launch(const Cursor& c, std::string_view p, ApiEvent& e) {
     c.fail("launch payload of " + std::to_string(p.size()) + " bytes; its name and " +
            std::to_string(e.launch.n_words) + " words need " + std::to_string(expected));
   e.name.assign(p.data() + sizeof(raw::RawLaunch), e.launch.name_length);
+  // The name becomes a trace's string, which is UTF-8 (traces/FORMAT.md).
+  const size_t bad = utf8_error_offset(e.name);
+  if (bad != e.name.size())
+    c.fail("launch's kernel name is not valid UTF-8 (at byte " + std::to_string(bad) +
+           " of the name)");
   e.words.resize(e.launch.n_words);
   std::memcpy(e.words.data(), p.data() + sizeof(raw::RawLaunch) + e.launch.name_length,
               8ull * e.launch.n_words);

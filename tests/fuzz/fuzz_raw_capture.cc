@@ -1,0 +1,41 @@
+// A raw capture stream (tracer/raw/raw_format.h) as `faultline capture convert` reads it: the
+// stream's framing, then the whole conversion with the stream as both the timing and the access
+// pass, into a trace in a scratch folder.
+#include "fuzz_support.h"
+#include "tracer/convert/assemble.h"
+#include "tracer/convert/raw_reader.h"
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+// The converter writes its trace by name and renames a rewritten header into place, so it needs
+// a real folder; removed when the fuzzer exits.
+struct Scratch {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("faultline-fuzz-raw-" + std::to_string(::getpid()));
+  Scratch() { std::filesystem::create_directories(dir); }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string trace() const { return (dir / "out.fltrace").string(); }
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static fuzz::InputFile file("capture.raw");
+  static const Scratch scratch;
+  const std::string& path = file.write(fuzz::view(data, size));
+  bool framed = false;
+  fuzz::accept_errors([&] {
+    faultline::capture::read_raw(path);
+    framed = true;
+  });
+  if (!framed) return 0;
+  faultline::capture::ConvertRequest request;
+  request.timing_path = path;
+  request.access_path = path;
+  request.out_path = scratch.trace();
+  fuzz::accept_errors([&] { faultline::capture::convert_capture(request); });
+  return 0;
+}

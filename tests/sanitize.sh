@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The test suite again, built by clang with AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer in build-sanitize/; any report fails its test. The same build holds
+# the fuzz targets (tests/fuzz/), which then run for FAULTLINE_FUZZ_SECONDS each (default 10).
+#   tests/sanitize.sh            configure if needed, build, ctest, fuzz
+#   tests/sanitize.sh --build    configure if needed and build only (what tests/fuzz/run.sh uses)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build-sanitize
+
+if ! command -v clang++ >/dev/null; then
+  echo "sanitize: clang++ not found (setup.sh installs clang): skipping the sanitizer build" >&2
+  exit 0
+fi
+if [ ! -f "$dir/build.ninja" ]; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # fuzzer-no-link: coverage for libFuzzer in every object, so one build serves the tests and
+  # the fuzz targets; UBSan does not recover, so a report fails the run. The test sources build
+  # at -O0, in half the time; the library, where the work is, at -O1.
+  flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link"
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja "${launcher[@]}" \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" -DFAULTLINE_UNIT_TEST_OPTIONS=-O0 \
+    -DFAULTLINE_CUDA=OFF -DFAULTLINE_BENCHMARKS=OFF -DFAULTLINE_FUZZ=ON >/dev/null
+fi
+cmake --build "$dir" -j "$(nproc)" --target faultline faultline_tests fuzz
+[ "${1:-}" = "--build" ] && exit 0
+
+export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:${UBSAN_OPTIONS:-}"
+# Left out (tests/README.md says why): the large real traces and the live reports, 16 times
+# slower here; tests of Python alone or of the GCC build's Python module.
+skip=(real_trace_simulates_'(bert-large|gpt2-medium|gpt2-small|graphsage|moe|resnet50|t5-base)'
+      papers_live_reports ruff layers include_cycles experiments_layout fidelity_ranking
+      multigpu_live_vs_sim python_api)
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
+  -E "^($(IFS='|'; echo "${skip[*]}"))\$"
+tests/fuzz/run.sh "${FAULTLINE_FUZZ_SECONDS:-10}"
