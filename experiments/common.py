@@ -139,6 +139,13 @@ def load_runs(folder, pattern=".json"):
     return runs
 
 
+def repo_relative(path):
+    """PATH relative to the repository when it lies inside it (results name files portably)."""
+    if os.path.isabs(path) and path.startswith(REPO + os.sep):
+        return os.path.relpath(path, REPO)
+    return path
+
+
 def load_manifest(folder):
     """The campaign's manifest.json ({} where there is none)."""
     path = os.path.join(folder, "manifest.json")

@@ -4,6 +4,12 @@ becomes the machine, and the revision, command and date are given here.
 
     python3 experiments/make_manifest.py STUDY/data/CAMPAIGN --what TEXT --revision REV \\
         --command CMD [--date YYYY-MM-DD] [--gpu-profile h200] [--machine machine.txt]
+        [--shipped-profile h200]
+
+--gpu-profile is the profile the campaign's runs are simulated with: a name in configs/gpus/,
+or, for a campaign that calibrated its own instance (experiments/live/campaign.sh), the path of
+that profile inside the folder (profile/gpus/NAME.json); --shipped-profile then names the
+shipped profile of the GPU model, which the report also simulates with.
 
 A campaign is immutable once committed: this refuses to overwrite a manifest.
 """
@@ -23,6 +29,7 @@ def main():
     ap.add_argument("--command", required=True)
     ap.add_argument("--date")
     ap.add_argument("--gpu-profile")
+    ap.add_argument("--shipped-profile")
     ap.add_argument("--machine", help="default: FOLDER/machine.txt")
     ap.add_argument("--kind", default="measured")
     args = ap.parse_args()
@@ -50,6 +57,8 @@ def main():
                 "machine": machine, "command": args.command, "refusals": refusals}
     if args.gpu_profile:
         manifest["gpu_profile"] = args.gpu_profile
+    if args.shipped_profile:
+        manifest["shipped_profile"] = args.shipped_profile
     common.write_json(path, manifest)
     for p in absorbed + ([machine_path] if machine and not args.machine else []):
         os.unlink(p)

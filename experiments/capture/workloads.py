@@ -4,7 +4,8 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank or mlp (a tiny smoke test). The warm-up steps
+synthetic graph), pagerank, llama (a Llama-style decoder, a hold-out program: never used to tune
+the model) or mlp (a tiny smoke test). The warm-up steps
 run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
@@ -129,6 +130,58 @@ def moe(batch, seq=512, width=512, layers=6, vocab=16384):
     return training_step(model, optimizer, loss, bf16=True)
 
 
+class _DecoderLayer(torch.nn.Module):
+    """A Llama-style decoder layer: RMSNorm, rotary attention without biases, SwiGLU."""
+
+    def __init__(self, width, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = torch.nn.RMSNorm(width), torch.nn.RMSNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width, bias=False)
+        self.out = torch.nn.Linear(width, width, bias=False)
+        self.gate_up = torch.nn.Linear(width, 2 * hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, width, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, w = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, -1).transpose(1, 3).unbind(2)
+
+        def rotate(y):
+            y1, y2 = y.chunk(2, dim=-1)
+            return y * cos + torch.cat((-y2, y1), dim=-1) * sin
+
+        a = torch.nn.functional.scaled_dot_product_attention(rotate(q), rotate(k), v,
+                                                             is_causal=True)
+        x = x + self.out(a.transpose(1, 2).reshape(b, t, w))
+        gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(torch.nn.functional.silu(gate) * up)
+
+
+def llama(batch, seq=1024, width=1024, layers=16, heads=16, hidden=2816, vocab=32000):
+    """A Llama-style decoder (no shipped trace has rotary attention, RMSNorm or SwiGLU): a
+    hold-out program of the live fidelity report (experiments/live/holdout/)."""
+    embed = torch.nn.Embedding(vocab, width)
+    body = torch.nn.ModuleList(_DecoderLayer(width, heads, hidden) for _ in range(layers))
+    norm, head = torch.nn.RMSNorm(width), torch.nn.Linear(width, vocab, bias=False)
+    model = torch.nn.ModuleList([embed, body, norm, head]).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    tokens = torch.randint(0, vocab, (batch, seq), device="cuda")
+    half = width // heads // 2
+    angle = torch.outer(torch.arange(seq, device="cuda").float(),
+                        10000.0 ** (-torch.arange(half, device="cuda").float() / half))
+    cos, sin = torch.cat((angle, angle), -1).cos(), torch.cat((angle, angle), -1).sin()
+
+    def loss():
+        x = embed(tokens[:, :-1])
+        for layer in body:
+            x = layer(x, cos[:-1], sin[:-1])
+        logits = head(norm(x))
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, vocab),
+                                                 tokens[:, 1:].reshape(-1))
+
+    return training_step(model, optimizer, loss, bf16=True)
+
+
 def graphsage(batch, features=128, classes=16):
     """Full-graph GraphSAGE training: `batch` hundred thousand vertices, 16 random edges each."""
     from torch_geometric.nn import GraphSAGE
@@ -186,7 +239,8 @@ def mlp(batch):
 
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
              "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
-             "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10)}
+             "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10),
+             "llama": (llama, 4)}
 
 
 def main():

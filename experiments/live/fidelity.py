@@ -7,7 +7,10 @@ on the GPU machine, one result per live replay, and its manifest.json, whose ref
 runs the replay could not make. For every live result this runs `faultline sim` with the same
 trace, policy and budget (read from the result), the GPU profile PROFILE (default: the
 manifest's gpu_profile, else h200) and capacity mode "budget" (the live replay's budget
-semantics), and writes into OUT_DIR:
+semantics), and writes into OUT_DIR. PROFILE is a name in configs/gpus/ or the path of a profile
+that `faultline calibrate --out-dir` wrote (relative paths are taken from LIVE_DIR: a campaign
+of experiments/live/campaign.sh carries its instance's profile in profile/gpus/); its host link
+is then the links/ file beside it that the profile names.
   fidelity.csv / fidelity.md  one row per run: time, faults and bytes each way, live and simulated
   summary.json                median and max relative time error, ranking agreement per
                               (trace, budget), the sim configs' common part, the git revision
@@ -27,9 +30,20 @@ import common  # noqa: E402
 POLICIES = ["ondemand", "deepum", "pump", "oracle"]
 
 
+def profile_keys(gpu):
+    """The run config's machine keys for PROFILE: {"gpu": NAME}, or for a calibrated profile's
+    path {"gpu": PATH, "host_link": the links/ file beside it that the profile names}."""
+    if not gpu.endswith(".json"):
+        return {"gpu": gpu}
+    with open(gpu) as f:
+        link = json.load(f)["host_link"]
+    return {"gpu": gpu, "host_link": os.path.join(os.path.dirname(os.path.dirname(gpu)), "links",
+                                                  link + ".json")}
+
+
 def sim_config(gpu, policy, fraction):
     return {"description": "fidelity: the live replay's experiment in the simulator",
-            "gpu": gpu,
+            **profile_keys(gpu),
             "capacity": {"fraction_of_footprint": fraction, "mode": "budget"},
             "policy": {"name": policy, "params": {}},
             "per_kernel": False}
@@ -210,6 +224,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     args.gpu = args.gpu or common.load_manifest(args.live_dir).get("gpu_profile", "h200")
+    if args.gpu.endswith(".json") and not os.path.isabs(args.gpu):
+        args.gpu = os.path.abspath(os.path.join(args.live_dir, args.gpu))
     runs, refused = read_live(args.live_dir)
     order = {p: i for i, p in enumerate(POLICIES)}
     runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
@@ -226,15 +242,17 @@ def main():
         else:
             rows.append(row_of(run, sim))
     if not rows:
-        raise SystemExit("fidelity: no live run could be simulated: " + json.dumps(failed))
+        raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; the first: "
+                         + json.dumps(failed[0]))
     ranks = rankings(rows)
     errors = [abs(r["time_error"]) for r in rows]
     bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
-    summary = {"runs": len(rows), "gpu_profile": args.gpu,
+    summary = {"runs": len(rows), "gpu_profile": common.repo_relative(args.gpu),
                "device": sorted({r["device"] for r in runs}),
                "live_revisions": sorted({r["revision"] for r in runs}),
-               "sim_config": sim_config(args.gpu, "POLICY", "BUDGET"),
+               "sim_config": {k: common.repo_relative(v) if k in ("gpu", "host_link") else v
+                              for k, v in sim_config(args.gpu, "POLICY", "BUDGET").items()},
                "sim_revision": revision,
                "median_abs_time_error": statistics.median(errors),
                "max_abs_time_error": max(errors),

@@ -2,7 +2,9 @@
 # The fidelity report from a campaign of live replays (live/data/CAMPAIGN/): every run simulated
 # with the calibrated profile of the GPU it ran on (the manifest's gpu_profile), in capacity mode
 # "budget", then the table, the figure and the summary, in out/live/CAMPAIGN/, or with
-# --write-reports in experiments/live/reports/CAMPAIGN/ (the committed report).
+# --write-reports in experiments/live/reports/CAMPAIGN/ (the committed report). A campaign of
+# campaign.sh (its gpu_profile the path of its own instance's profile) is simulated a second time
+# with the manifest's shipped_profile (configs/gpus/NAME), into CAMPAIGN/shipped-profile/.
 #   experiments/live/fidelity.sh [CAMPAIGN] [--write-reports]
 #     CAMPAIGN: h200 (default; all 7 traces), h100 (2 traces), h200-other-instance,
 #               h100-sanitize-traces
@@ -18,5 +20,13 @@ done
 python=python3
 [ -x .venv/bin/python ] && python=.venv/bin/python
 [ -x build/faultline ] || { echo "fidelity: build/faultline is missing: run ./setup.sh" >&2; exit 1; }
-exec "$python" experiments/live/fidelity.py "experiments/live/data/$campaign" \
-  "$out_root/$campaign" --faultline build/faultline
+data=experiments/live/data/$campaign
+"$python" experiments/live/fidelity.py "$data" "$out_root/$campaign" --faultline build/faultline
+# A campaign that calibrated its own instance (campaign.sh) is also simulated with the shipped
+# profile of its GPU model: the spread across instances that one profile leaves.
+shipped=$("$python" -c 'import json,sys; m=json.load(open(sys.argv[1])); p=m.get("gpu_profile","")
+print(m.get("shipped_profile","") if p.endswith(".json") else "")' "$data/manifest.json")
+if [ -n "$shipped" ]; then
+  "$python" experiments/live/fidelity.py "$data" "$out_root/$campaign/shipped-profile" \
+    --gpu "$shipped" --faultline build/faultline
+fi

@@ -4,8 +4,9 @@
 # OUT_DIR/configs/POLICY-BUDGET.json, that `faultline sim --config` takes as it is: one
 # experiment file drives both backends.
 #   experiments/live/replay_all.sh OUT_DIR [FAULTLINE_BIN]
-# TRACES, POLICIES and BUDGETS (space-separated) choose the grid (default: every shipped trace,
-# the four policies of the fidelity report, 100%, 75% and 50%); libfaultline_live.so must sit
+# TRACES, POLICIES and BUDGETS (space-separated) choose the grid (default: every trace in
+# TRACE_DIR, default traces/real; the four policies of the fidelity report; 100%, 75% and 50%);
+# libfaultline_live.so must sit
 # beside the binary. A run that cannot hold its budget (a kernel needing more 2 MB chunks than
 # the budget) fails with that message in OUT_DIR/TRACE-POLICY-BUDGET.err and the others go on.
 # With STOP_AFTER=SECONDS no run starts once that much time has passed (the GPU machine's
@@ -18,7 +19,8 @@ set -u
 out=${1:?usage: replay_all.sh OUT_DIR [FAULTLINE_BIN]}
 bin=${2:-build/faultline}
 mkdir -p "$out/configs"
-all=$(ls traces/real/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
+dir=${TRACE_DIR:-traces/real}
+all=$(ls "$dir"/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
 for r in $(seq 1 "${REPEATS:-1}"); do
   suffix=$([ "$r" = 1 ] || echo ".r$r")
   for t in ${TRACES:-$all}; do
@@ -34,7 +36,7 @@ for r in $(seq 1 "${REPEATS:-1}"); do
         config="$out/configs/$p-$b.json"
         [ -f "$config" ] || printf '{"description": "%s at %s of the footprint, as faultline replay keeps it", "capacity": {"fraction_of_footprint": %s, "mode": "budget"}, "policy": {"name": "%s"}}\n' \
           "$p" "$b" "$b" "$p" >"$config"
-        if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --config "$config" \
+        if timeout 300 "$bin" replay --trace "$dir/$t.fltrace" --config "$config" \
           --out "$name.json" 2>"$name.err"; then
           rm -f "$name.err"
           echo "$t $p $b$suffix done"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A live campaign on the GPU machine that brings its own calibration: instances of one GPU model
+# differ by 20-30% in fault and copy costs (reports/h200-other-instance/), so every campaign first
+# measures the instance it runs on, and its runs are simulated with that profile.
+#   experiments/live/campaign.sh OUT_DIR [STAGE...]
+# After experiments/capture/stage_device.sh here (.dev/ carried). STAGE, in order, default all:
+#   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), then `faultline calibrate` into
+#              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
+#              GPU's name and the first 8 hex digits of its UUID: the instance), timed in
+#              OUT_DIR/calibrate.log; with QUICK=1 also `--quick` as PROFILE-quick
+#   capture    HOLDOUT programs (default: hash-join transpose2d llama) captured by
+#              experiments/capture/capture_all.sh into OUT_DIR/holdout/
+#   replay     experiments/live/replay_all.sh OUT_DIR (TRACES, POLICIES, BUDGETS, REPEATS,
+#              STOP_AFTER, TRACE_DIR as there)
+# Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
+# experiments/make_manifest.py --gpu-profile profile/gpus/PROFILE.json names the instance's
+# profile, which fidelity.sh then simulates with.
+set -uo pipefail
+out=$(realpath -m "${1:?usage: campaign.sh OUT_DIR [calibrate] [capture] [replay]}")
+shift
+stages=" ${*:-calibrate capture replay} "
+bin=$PWD/.dev
+export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$out"
+here=$(dirname "$0")
+
+if [[ $stages == *" calibrate "* ]]; then
+  {
+    git rev-parse HEAD 2>/dev/null || true
+    nvidia-smi --query-gpu=name,uuid,pci.bus_id,memory.total,memory.used,driver_version,clocks.max.sm \
+      --format=csv
+    lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
+    date -u
+  } >"$out/machine.txt" 2>&1
+  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | sed 's/^GPU-//' | cut -c1-8)
+  model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
+  profile=$model-$uuid
+  echo "$profile" >"$out/profile.txt"
+  for q in "" ${QUICK:+-quick}; do
+    began=$SECONDS
+    "$bin/faultline" calibrate --name "$profile$q" --base "$model" --out-dir "$out/profile" \
+      ${q:+--quick} >>"$out/calibrate.log" 2>&1 || echo "calibrate$q failed: $(tail -1 "$out/calibrate.log")"
+    echo "calibrate$q: $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
+  done
+fi
+if [[ $stages == *" capture "* ]]; then
+  MODES="plain capture" "$here/../capture/capture_all.sh" "$out/holdout" \
+    ${HOLDOUT:-hash-join transpose2d llama}
+fi
+if [[ $stages == *" replay "* ]]; then
+  "$here/replay_all.sh" "$out" "$bin/faultline"
+fi
