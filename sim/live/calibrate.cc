@@ -71,10 +71,22 @@ public:
     for (const char* kind : {"populate", "migrate"})
       for (uint64_t b : g.blocks)
         for (uint64_t k : g.pages_per_block)
-          out["faults"].push_back({{"kind", kind},
-                                   {"blocks", b},
-                                   {"pages_per_block", k},
-                                   {"ns", faults(kind == std::string("migrate"), b, k)}});
+          out["faults"].push_back(
+              {{"kind", kind},
+               {"blocks", b},
+               {"pages_per_block", k},
+               {"ns",
+                faults(kind == std::string("migrate") ? Start::kHost : Start::kFresh, b, k)}});
+    // Faults on pages a policy discarded while they were on the GPU (DeepUM drops freed blocks),
+    // beside first touches of the same shape: measured, not fitted yet.
+    out["discarded_faults"] = json::array();
+    for (uint64_t b : g.blocks)
+      if (b >= 4)
+        for (uint64_t k : g.pages_per_block)
+          out["discarded_faults"].push_back({{"blocks", b},
+                                             {"pages_per_block", k},
+                                             {"ns", faults(Start::kDiscarded, b, k)},
+                                             {"populate_ns", faults(Start::kFresh, b, k)}});
     out["peer"] = peer(g.peer_sizes);
     if (!out["peer"].is_null()) out["peer_uvm"] = peer_uvm(g.eviction_chunks, g.host_fault_blocks);
     return out;
@@ -232,13 +244,18 @@ private:
     });
   }
 
+  // Where a fault benchmark's pages start: never touched, written by the host, or brought to the
+  // GPU and the touched ones discarded there (cudaMemDiscardBatchAsync), the rest of each block
+  // staying.
+  enum class Start { kFresh, kHost, kDiscarded };
+
   // One kernel touching `k` evenly spread 64 KB big pages in each of `blocks` 2 MB blocks that are
-  // unpopulated (populate) or on the host (migrate); the launch overhead is taken off. Just before
-  // it, a kernel faults one fresh page of a scratch allocation: in a workload faults follow
-  // kernels, while a fault path left idle (here, while the benchmark allocates) costs up to some
-  // hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
+  // unpopulated (populate), on the host (migrate) or discarded; the launch overhead is taken off.
+  // Just before it, a kernel faults one fresh page of a scratch allocation: in a workload faults
+  // follow kernels, while a fault path left idle (here, while the benchmark allocates) costs up to
+  // some hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
   // first-touch cases).
-  Time faults(bool migrate, uint64_t blocks, uint64_t k) {
+  Time faults(Start start, uint64_t blocks, uint64_t k) {
     const uint32_t repeats = std::max(1u, settings_.repeats);
     std::vector<Touch> touches;
     for (uint64_t b = 0; b < blocks; ++b)
@@ -254,7 +271,13 @@ private:
     uint64_t warm_up = count;
     const Time t = repeated([&] {
       void* p = alloc(blocks * kBlockSize);
-      if (migrate) d_.host_write(p, blocks * kBlockSize);
+      if (start == Start::kHost) d_.host_write(p, blocks * kBlockSize);
+      if (start == Start::kDiscarded) { // only the pages the kernel touches, as a policy would
+        d_.prefetch_to_gpu(p, blocks * kBlockSize);
+        for (uint64_t i = 0; i < count; ++i)
+          d_.discard(static_cast<char*>(p) + uint64_t(touches[i].page) * kBigPageSize,
+                     kBigPageSize);
+      }
       if (!d_.run_kernel(warm_up++, 1, 0)) fail("running the warm-up kernel");
       const Time t = timed([&] { run_kernel(count); });
       d_.free_managed(p);

@@ -79,7 +79,16 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
     CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
     warm_ups.insert(warm);
   }
-  CHECK(warm_ups.size() == 2 * j.repeats); // populate and migrate
+  // populate, migrate, and discarded beside its own populate
+  CHECK(warm_ups.size() == 4 * j.repeats);
+  // Discarded pages: the blocks counts of at least 4 (here 4) x 2 densities, each beside a first
+  // touch of the same shape.
+  REQUIRE(m["discarded_faults"].size() == 2);
+  for (const json& d : m["discarded_faults"]) {
+    CHECK(d["blocks"] == 4);
+    CHECK(d.contains("ns"));
+    CHECK(d.contains("populate_ns"));
+  }
 
   fltest::FakeDevice small;
   small.free = 4ull << 20;
