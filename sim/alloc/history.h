@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/core/types.h"
+#include "sim/trace/format.h"
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -42,7 +43,7 @@ struct History {
 
 // The most bytes a history may hold live at once (its allocations, and apart from them the
 // blocks allocated before recording began): more than any GPU's memory.
-constexpr Bytes kMaxLiveBytes = Bytes{1} << 40;
+constexpr Bytes kMaxLiveBytes = trace::kMaxLiveBytes;
 
 struct ReadOptions {
   int device = -1; // which device's trace of a snapshot; -1: the only one with events

@@ -1,7 +1,9 @@
 #include "sim/config/reader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace faultline::config {
@@ -160,13 +162,28 @@ void Reader::finish() {
   }
 }
 
+// Where the number that nlohmann's out_of_range message quotes ('...') first appears in `text`.
+std::string number_place(const std::string& text, const std::string& message) {
+  const size_t open = message.find('\''), close = message.rfind('\'');
+  if (open == std::string::npos || close <= open) return "";
+  const size_t at = text.find(message.substr(open + 1, close - open - 1));
+  if (at == std::string::npos) return "";
+  const size_t line_start = text.rfind('\n', at);
+  const size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+  const size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  return " at line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
 json load_json_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open file");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    return json::parse(in, nullptr, true, /*ignore_comments=*/false);
+    return json::parse(text, nullptr, true, /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
     throw ConfigError(path + ": invalid JSON: " + e.what());
+  } catch (const json::out_of_range& e) { // a number no double holds, like 1e400
+    throw ConfigError(path + ": invalid JSON" + number_place(text, e.what()) + ": " + e.what());
   }
 }
 

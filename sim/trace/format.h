@@ -17,6 +17,10 @@ constexpr uint64_t kMaxStringBytes = 1 << 16; // longest kernel name a trace hol
 // Every time in a trace (a record's, a kernel's end) stays below 2^62 ns (146 years), so that
 // sums of two of them (a kernel's end, a step's shift) cannot overflow a Time.
 constexpr int64_t kMaxTraceTime = int64_t{1} << 62;
+// The most managed and device memory a trace may hold live at once: 1 TiB, more than any GPU's
+// memory oversubscribed several times. Whatever reads a trace keeps books per 2 MB chunk, so a
+// size believed unchecked would have a few bytes of input ask for millions of them.
+constexpr uint64_t kMaxLiveBytes = uint64_t{1} << 40;
 
 enum class RecordType : uint8_t {
   kString = 1, // internal: defines a kernel-name string; never returned by the reader

@@ -297,23 +297,35 @@ void TraceReader::read_alloc(AllocRecord& r) {
   if (r.address + r.size < r.address) fail("allocation range wraps around the address space");
   if (r.kind == MemoryKind::kAllocatorBlock) {
     auto it = live_.find(r.segment);
-    if (it == live_.end() || it->second == MemoryKind::kAllocatorBlock) {
+    if (it == live_.end() || it->second.kind == MemoryKind::kAllocatorBlock) {
       fail("block " + std::to_string(r.id) + " names segment " + std::to_string(r.segment) +
            ", which is not a live segment");
     }
+    if (r.size > it->second.size) {
+      fail("block " + std::to_string(r.id) + " of " + std::to_string(r.size) +
+           " bytes is larger than its segment " + std::to_string(r.segment) + " of " +
+           std::to_string(it->second.size) + " bytes");
+    }
   } else if (r.segment != 0) {
     fail("segment " + std::to_string(r.id) + " names a parent segment; only blocks may");
+  } else if (r.size > kMaxLiveBytes - live_bytes_) {
+    fail("allocation " + std::to_string(r.id) + " of " + std::to_string(r.size) +
+         " bytes takes the live allocations past 1 TiB (" + std::to_string(live_bytes_) +
+         " bytes live), more than any GPU holds");
   }
-  if (!live_.emplace(r.id, r.kind).second) {
+  if (!live_.emplace(r.id, Live{r.kind, r.size}).second) {
     fail("allocation id " + std::to_string(r.id) + " is already live");
   }
+  if (r.kind != MemoryKind::kAllocatorBlock) live_bytes_ += r.size;
 }
 
 void TraceReader::read_free(FreeRecord& r) {
   r.time = time_;
   r.id = varint();
-  if (live_.erase(r.id) == 0)
-    fail("free of allocation " + std::to_string(r.id) + ", which is not live");
+  auto it = live_.find(r.id);
+  if (it == live_.end()) fail("free of allocation " + std::to_string(r.id) + ", which is not live");
+  if (it->second.kind != MemoryKind::kAllocatorBlock) live_bytes_ -= it->second.size;
+  live_.erase(it);
 }
 
 const std::string& TraceReader::name(uint64_t id) {
@@ -372,6 +384,8 @@ void TraceReader::read_host(HostAccessRecord& r) {
   }
   r.type = static_cast<AccessType>(type);
   if (r.size == 0) fail("host access of size 0");
+  if (r.size > kMaxLiveBytes)
+    fail("host access of " + std::to_string(r.size) + " bytes, past 1 TiB");
 }
 
 void TraceReader::read_sync(SyncRecord& r) {

@@ -20,7 +20,8 @@ namespace faultline::trace {
 // checked. Any defect (bad magic, wrong version, corrupt or truncated data, a record that
 // refers to an unknown allocation) throws TraceError naming the file, the record number and
 // the byte offset in the decompressed stream (or the compressed offset for zstd errors),
-// and so does a header "steps" value that the records contradict (sim/trace/steps.h).
+// and so does a header "steps" value that the records contradict (sim/trace/steps.h), and
+// allocations that add up to more than kMaxLiveBytes live at once (sim/trace/format.h).
 class TraceReader {
 public:
   explicit TraceReader(const std::string& path);
@@ -86,7 +87,12 @@ private:
   bool done_ = false;
   nlohmann::json metadata_;
   std::vector<std::string> strings_;
-  std::unordered_map<uint64_t, MemoryKind> live_;
+  struct Live {
+    MemoryKind kind;
+    Bytes size;
+  };
+  std::unordered_map<uint64_t, Live> live_;
+  Bytes live_bytes_ = 0; // managed and device allocations (blocks lie inside segments)
   std::vector<Step> steps_;
   bool steps_declared_ = false;
   size_t next_step_ = 0; // the step whose first record comes next

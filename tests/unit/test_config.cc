@@ -146,6 +146,13 @@ TEST_CASE("config: load_json_file names the file and the syntax error", "[config
                     Contains(bad) && Contains("invalid JSON") && Contains("line 3"));
   CHECK_THROWS_WITH(load_json_file(dir.file("missing.json")),
                     Contains("missing.json") && Contains("cannot open"));
+  // Found by fuzzing (tests/fuzz/regressions/run_config/): a number past a double's range threw
+  // nlohmann's out_of_range, which is no parse_error.
+  fltest::write_text(bad, "{\n  \"a\": 1,\n  \"per_fault_ns\": 7478072e663\n}\n");
+  CHECK_THROWS_AS(load_json_file(bad), ConfigError);
+  CHECK_THROWS_WITH(load_json_file(bad), Contains(bad) &&
+                                             Contains("invalid JSON at line 3, column 19") &&
+                                             Contains("number overflow parsing '7478072e663'"));
   const std::string good = dir.file("good.json");
   fltest::write_json(good, {{"a", 1}});
   CHECK(load_json_file(good) == json{{"a", 1}});

@@ -978,3 +978,36 @@ TEST_CASE("trace: times past 2^62 ns are refused before they overflow", "[trace]
                                       Contains("beyond the kernel's duration of 100 ns"));
   }
 }
+
+TEST_CASE("trace: sizes no GPU holds are refused before anything keeps books per chunk",
+          "[trace]") {
+  // Found by fuzzing (tests/fuzz/regressions/trace/allocation-of-exabytes): `trace stats` counted
+  // the 2 MB chunks an allocation of 2^60 bytes spans, one by one.
+  fltest::TempDir dir;
+  const std::string path = dir.file("big.fltrace");
+  SECTION("managed and device allocations live at once past 1 TiB") {
+    RawTrace raw;
+    raw.alloc(0, 1, MemoryKind::kManaged, kSeg, kMaxLiveBytes / 2);
+    const size_t at = raw.offset();
+    raw.alloc(0, 2, MemoryKind::kDevice, 0, kMaxLiveBytes / 2 + 1).end(2).write(path);
+    CHECK_THAT(trace_error(path),
+               Contains("record #1 (alloc) at byte " + std::to_string(at)) &&
+                   Contains("allocation 2 of " + std::to_string(kMaxLiveBytes / 2 + 1) +
+                            " bytes takes the live allocations past 1 TiB (" +
+                            std::to_string(kMaxLiveBytes / 2) + " bytes live)"));
+  }
+  SECTION("what is freed no longer counts") {
+    RawTrace raw;
+    raw.alloc(0, 1, MemoryKind::kManaged, kSeg, kMaxLiveBytes).free(0, 1);
+    raw.alloc(0, 2, MemoryKind::kManaged, kSeg, kMaxLiveBytes).end(3).write(path);
+    CHECK(read_all(path) == 3);
+  }
+  SECTION("a block larger than its segment") {
+    RawTrace raw;
+    raw.alloc(0, 1, MemoryKind::kManaged, kSeg, kBlockSize);
+    raw.alloc(0, 2, MemoryKind::kAllocatorBlock, kSeg, kBlockSize + 1, 1).end(2).write(path);
+    CHECK_THAT(trace_error(path), Contains("record #1 (alloc)") &&
+                                      Contains("block 2 of 2097153 bytes is larger than its "
+                                               "segment 1 of 2097152 bytes"));
+  }
+}
