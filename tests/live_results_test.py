@@ -1,0 +1,49 @@
+"""experiments/live: a campaign's own profile is simulated with the host link beside it, and
+results.py rebuilds the committed experiments/live/results/ byte for byte from the reports."""
+import filecmp
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(root, "experiments", "live"))
+import fidelity  # noqa: E402
+
+
+def test_profile_keys():
+    assert fidelity.profile_keys("h200") == {"gpu": "h200"}
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "gpus"))
+        gpu = os.path.join(d, "gpus", "x.json")
+        with open(gpu, "w") as f:
+            json.dump({"host_link": "x-host"}, f)
+        assert fidelity.profile_keys(gpu) == {"gpu": gpu,
+                                              "host_link": os.path.join(d, "links", "x-host.json")}
+    campaign = os.path.join(root, "experiments", "live", "data", "h200-99f28b56")
+    keys = fidelity.profile_keys(os.path.join(campaign, "profile", "gpus", "h200-99f28b56.json"))
+    assert os.path.exists(keys["host_link"]), keys
+
+
+def test_results_rebuild():
+    subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
+                   check=True, capture_output=True)
+    made = os.path.join(root, "out", "live", "results")
+    committed = os.path.join(root, "experiments", "live", "results")
+    for folder, _, files in os.walk(committed):
+        for name in files:
+            path = os.path.join(folder, name)
+            other = os.path.join(made, os.path.relpath(path, committed))
+            assert filecmp.cmp(path, other, shallow=False), f"{other} differs from {path}"
+    with open(os.path.join(committed, "h200", "summary.json")) as f:
+        summary = json.load(f)
+    for key in ("median_abs_time_error", "max_abs_time_error", "median_abs_htod_error",
+                "median_abs_dtoh_error"):
+        assert 0 <= summary[key] < 10, key
+
+
+if __name__ == "__main__":
+    test_profile_keys()
+    test_results_rebuild()
+    print("live results: ok")
