@@ -35,7 +35,9 @@ if [ -n "$nvcc_bin" ]; then
     "nvidia-cuda-sanitizer-api==${cuda_version}.*"
 fi
 
-# ccache, where installed, makes rebuilds in other checkouts (worktrees, CI caches) cheap.
+# ccache, where installed, makes rebuilds in other checkouts (worktrees, CI caches) cheap: it keys
+# on paths relative to the checkout.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
