@@ -21,6 +21,11 @@ def test_profile_keys():
             json.dump({"host_link": "x-host"}, f)
         assert fidelity.profile_keys(gpu) == {"gpu": gpu,
                                               "host_link": os.path.join(d, "links", "x-host.json")}
+        try:
+            fidelity.profile_keys(os.path.join(d, "gpus", "missing.json"))
+            raise AssertionError("a missing profile was taken")
+        except SystemExit as e:
+            assert "missing.json: expected a GPU profile with a host_link" in str(e), e
     campaign = os.path.join(root, "experiments", "live", "data", "h200-99f28b56")
     keys = fidelity.profile_keys(os.path.join(campaign, "profile", "gpus", "h200-99f28b56.json"))
     assert os.path.exists(keys["host_link"]), keys

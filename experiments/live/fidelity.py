@@ -35,8 +35,12 @@ def profile_keys(gpu):
     path {"gpu": PATH, "host_link": the links/ file beside it that the profile names}."""
     if not gpu.endswith(".json"):
         return {"gpu": gpu}
-    with open(gpu) as f:
-        link = json.load(f)["host_link"]
+    try:
+        with open(gpu) as f:
+            link = json.load(f)["host_link"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"fidelity: {gpu}: expected a GPU profile with a host_link "
+                         f"(faultline calibrate --out-dir writes one): {e!r}") from None
     return {"gpu": gpu, "host_link": os.path.join(os.path.dirname(os.path.dirname(gpu)), "links",
                                                   link + ".json")}
 
@@ -242,8 +246,8 @@ def main():
         else:
             rows.append(row_of(run, sim))
     if not rows:
-        raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; the first: "
-                         + json.dumps(failed[0]))
+        raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; "
+                         "the first: " + json.dumps(failed[0]))
     ranks = rankings(rows)
     errors = [abs(r["time_error"]) for r in rows]
     bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
