@@ -181,7 +181,8 @@ ProfileDoc resolve_profile(const std::string& kind, const json& spec, const std:
     location = fs::path(file).parent_path() / name;
   } else {
     location = dir / (name + ".json");
-    if (!fs::exists(location)) {
+    std::error_code error; // a name past the file system's limits is no profile either
+    if (!fs::exists(location, error)) {
       throw ConfigError(file + ": " + path + ": unknown " + kind + " profile \"" + name +
                         "\"; known: " + known_profiles(dir));
     }

@@ -217,7 +217,8 @@ std::vector<NeighbourJob> read_neighbours(Reader& r, const RunConfig& c) {
     Reader j = r.element("neighbour_jobs", i);
     NeighbourJob job;
     read_fields(j, job, neighbour_fields());
-    if (!fs::exists(job.trace)) j.fail("trace", "file " + job.trace + " does not exist");
+    std::error_code error; // a name past the file system's limits does not exist either
+    if (!fs::exists(job.trace, error)) j.fail("trace", "file " + job.trace + " does not exist");
     if (job.gpu >= c.gpus) j.fail("gpu", "the machine has GPUs 0 to " + std::to_string(c.gpus - 1));
     if (std::find(used.begin(), used.end(), job.gpu) != used.end())
       j.fail("gpu", "GPU " + std::to_string(job.gpu) +

@@ -173,7 +173,8 @@ struct Validated {
   std::set<std::string> traces, configs;
 
   void check(const Point& p, const std::string& file) {
-    if (traces.insert(p.trace).second && !fs::exists(p.trace))
+    std::error_code error; // a name past the file system's limits does not exist either
+    if (traces.insert(p.trace).second && !fs::exists(p.trace, error))
       throw ConfigError(file + ": trace " + p.trace + " does not exist");
     if (!configs.insert(p.config.dump()).second) return;
     const std::string where = file + " (point " + std::to_string(p.index) + ")";

@@ -150,6 +150,12 @@ TEST_CASE("config: load_json_file names the file and the syntax error", "[config
   // nlohmann's out_of_range, which is no parse_error.
   fltest::write_text(bad, "{\n  \"a\": 1,\n  \"per_fault_ns\": 7478072e663\n}\n");
   CHECK_THROWS_AS(load_json_file(bad), ConfigError);
+  // Found by fuzzing (tests/fuzz/regressions/run_config/profile-name-too-long): a profile name
+  // past the file system's name limit threw std::filesystem's error, which is no ConfigError.
+  CHECK_THROWS_WITH(parse_run_config({{"gpu", std::string(300, 'x')},
+                                      {"capacity", {{"fraction_of_footprint", 0.5}}}},
+                                     "run.json"),
+                    Contains("run.json") && Contains("unknown gpus profile"));
   CHECK_THROWS_WITH(load_json_file(bad), Contains(bad) &&
                                              Contains("invalid JSON at line 3, column 19") &&
                                              Contains("number overflow parsing '7478072e663'"));
