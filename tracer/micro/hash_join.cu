@@ -10,6 +10,8 @@
 // probes), the GPU clears the table, builds it from R and probes it with S, and the host reads the
 // match count. N MiB is split over R (8 bytes a tuple), S (2 tuples per R tuple) and the table
 // (2 slots per R tuple). Prints one JSON line.
+#include "tracer/micro/managed.h"
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -23,26 +25,11 @@ namespace {
 constexpr uint32_t kEmpty = 0xffffffffu;
 
 void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "hash_join: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
+  micro::check("hash_join", status, what);
 }
 
-// Never asks for more managed memory than the GPU has free, less a 2 GiB margin.
 template <typename T> T* managed(size_t count) {
-  const size_t bytes = count * sizeof(T);
-  size_t free_bytes = 0, total = 0;
-  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  if (bytes + (2ull << 30) > free_bytes) {
-    std::fprintf(stderr,
-                 "hash_join: refusing %zu managed bytes: the GPU has %zu free and 2 GiB must "
-                 "stay free\n",
-                 bytes, free_bytes);
-    std::exit(1);
-  }
-  T* p = nullptr;
-  check(cudaMallocManaged(&p, bytes), "cudaMallocManaged");
-  return p;
+  return micro::managed<T>("hash_join", count);
 }
 
 __host__ __device__ uint32_t mix(uint32_t k) {

@@ -8,6 +8,8 @@
 // rewrites f's first and last rows, K Jacobi sweeps run between u and v on the GPU, and the host
 // reads every 8th row of u to estimate the residual. --odd makes each row one float longer, so
 // no array is a multiple of 4 KB. N MiB is split over u, v and f. Prints one JSON line.
+#include "tracer/micro/managed.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,25 +21,11 @@
 namespace {
 
 void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "host_stencil: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
+  micro::check("host_stencil", status, what);
 }
 
-// Never asks for more managed memory than the GPU has free, less a 2 GiB margin.
 float* managed(size_t bytes) {
-  size_t free_bytes = 0, total = 0;
-  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  if (bytes + (2ull << 30) > free_bytes) {
-    std::fprintf(stderr,
-                 "host_stencil: refusing %zu managed bytes: the GPU has %zu free and 2 GiB must "
-                 "stay free\n",
-                 bytes, free_bytes);
-    std::exit(1);
-  }
-  float* p = nullptr;
-  check(cudaMallocManaged(&p, bytes), "cudaMallocManaged");
-  return p;
+  return micro::managed<float>("host_stencil", bytes / sizeof(float));
 }
 
 __global__ void jacobi(const float* u, const float* f, float* v, size_t rows, size_t cols) {

@@ -9,6 +9,8 @@
 // The host fills the matrix (every page written on the host). Each step, inside a profiler range
 // (cudaProfilerStart marks each step's start): the four kernels, then the host reads the
 // diagonal. N MiB is split over the two square matrices of floats. Prints one JSON line.
+#include "tracer/micro/managed.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,25 +23,11 @@ namespace {
 constexpr int kTile = 32;
 
 void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "transpose2d: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
+  micro::check("transpose2d", status, what);
 }
 
-// Never asks for more managed memory than the GPU has free, less a 2 GiB margin.
 float* managed(size_t bytes) {
-  size_t free_bytes = 0, total = 0;
-  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  if (bytes + (2ull << 30) > free_bytes) {
-    std::fprintf(stderr,
-                 "transpose2d: refusing %zu managed bytes: the GPU has %zu free and 2 GiB must "
-                 "stay free\n",
-                 bytes, free_bytes);
-    std::exit(1);
-  }
-  float* p = nullptr;
-  check(cudaMallocManaged(&p, bytes), "cudaMallocManaged");
-  return p;
+  return micro::managed<float>("transpose2d", bytes / sizeof(float));
 }
 
 // One butterfly stage along each row: neighbours at distance `span` mix.

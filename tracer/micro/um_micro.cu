@@ -23,8 +23,7 @@ namespace {
 constexpr size_t kBigPage = 64 * 1024;
 
 void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess)
-    return;
+  if (status == cudaSuccess) return;
   std::fprintf(stderr, "um_micro: %s: %s\n", what, cudaGetErrorString(status));
   std::exit(1);
 }
@@ -93,17 +92,20 @@ float* managed(size_t bytes) {
 }
 
 __global__ void fill(float* a, size_t n, float value) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += gridDim.x * size_t(blockDim.x))
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += gridDim.x * size_t(blockDim.x))
     a[i] = value;
 }
 
 __global__ void copy(const float* a, float* b, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += gridDim.x * size_t(blockDim.x))
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += gridDim.x * size_t(blockDim.x))
     b[i] = a[i];
 }
 
 __global__ void scale(float* b, size_t n, float factor) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += gridDim.x * size_t(blockDim.x))
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += gridDim.x * size_t(blockDim.x))
     b[i] *= factor;
 }
 
@@ -115,16 +117,20 @@ struct Strided {
 
 // Touches base[k * stride_words] for k < count; `base` is an interior pointer.
 __global__ void touch_strided(float* base, size_t count, size_t stride_words) {
-  for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < count; k += gridDim.x * size_t(blockDim.x))
+  for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < count;
+       k += gridDim.x * size_t(blockDim.x))
     base[k * stride_words] += 1.0f;
 }
 
 __global__ void touch_strided_struct(Strided s) {
-  for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < s.count; k += gridDim.x * size_t(blockDim.x))
+  for (size_t k = blockIdx.x * size_t(blockDim.x) + threadIdx.x; k < s.count;
+       k += gridDim.x * size_t(blockDim.x))
     s.base[k * s.stride_words] += 1.0f;
 }
 
-Pages whole(int alloc, size_t bytes) { return {alloc, 0, (bytes - 1) / kBigPage, 1}; }
+Pages whole(int alloc, size_t bytes) {
+  return {alloc, 0, (bytes - 1) / kBigPage, 1};
+}
 
 std::vector<Operation> run_stream(const Options& o, std::vector<size_t>& sizes) {
   size_t n = o.bytes / sizeof(float);
@@ -186,8 +192,7 @@ void write_expectation(const std::string& path, const std::vector<size_t>& sizes
     std::exit(1);
   }
   std::fprintf(f, "{\"allocations\": [");
-  for (size_t i = 0; i < sizes.size(); ++i)
-    std::fprintf(f, "%s%zu", i ? ", " : "", sizes[i]);
+  for (size_t i = 0; i < sizes.size(); ++i) std::fprintf(f, "%s%zu", i ? ", " : "", sizes[i]);
   std::fprintf(f, "],\n \"operations\": [\n");
   for (size_t i = 0; i < ops.size(); ++i) {
     std::fprintf(f, "  {\"name\": \"%s\", \"pages\": [", ops[i].name.c_str());
@@ -210,10 +215,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<size_t> sizes;
-  std::vector<Operation> ops =
-      o.pattern == "stream" ? run_stream(o, sizes) : run_strided(o, sizes);
-  if (!o.expect_path.empty())
-    write_expectation(o.expect_path, sizes, ops);
+  std::vector<Operation> ops = o.pattern == "stream" ? run_stream(o, sizes) : run_strided(o, sizes);
+  if (!o.expect_path.empty()) write_expectation(o.expect_path, sizes, ops);
   std::printf("um_micro %s: %zu operations over %zu MiB\n", o.pattern.c_str(), ops.size(),
               o.bytes >> 20);
   return 0;
