@@ -142,6 +142,13 @@ const Fields<GpuProfile>& gpu_fields() {
            "capacity mode \"budget\": per 64 KB a prefetch populates"),
       cost(&G::prefetch_copy_extra_ns, "prefetch_copy_extra_ns",
            "capacity mode \"budget\": a prefetch call that copies, beyond the link's time"),
+      cost(&G::discarded_resident_fault_ns, "discarded_resident_fault_ns",
+           "a fault on a 64 KB page discarded while it held data, in a block with other pages "
+           "on the GPU: replaces populate_ns")
+          .default_from(&G::populate_ns, "populate_ns"),
+      cost(&G::discarded_fault_ns, "discarded_fault_ns",
+           "the same in a block with no page on the GPU")
+          .default_from(&G::populate_ns, "populate_ns"),
       cost(&G::launch_ns, "launch_ns",
            "capacity mode \"budget\": launching a kernel and waiting for it, as the live replay "
            "does"),

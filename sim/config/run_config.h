@@ -46,6 +46,10 @@ struct GpuProfile {
   Time prefetch_call_ns = 0;
   Time prefetch_populate_ns = 0;
   Time prefetch_copy_extra_ns = 0;
+  // A fault on a 64 KB page a policy discarded while it held data, instead of populate_ns: in a
+  // block the GPU holds other pages of, and in one it does not.
+  Time discarded_resident_fault_ns = 0;
+  Time discarded_fault_ns = 0;
   // The live replay runs one kernel at a time (charged in capacity mode "budget"): launching a
   // kernel and waiting for it.
   Time launch_ns = 0;

@@ -26,16 +26,17 @@ Time median(std::vector<Time> v) {
 // The grid: fault benchmarks over blocks x touched 64 KB big pages per block, and transfer sizes.
 struct Grid {
   std::vector<uint64_t> blocks, pages_per_block, sizes, peer_sizes;
-  uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks;
+  uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks, discard_blocks;
 };
 
 Grid grid(bool quick) {
-  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4};
+  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4};
   return {{1, 4, 16, 64, 256, 1024},
           {1, 4, 32},
           {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
           {2 << 20, 32 << 20, 256 << 20},
           128,
+          64,
           64,
           64};
 }
@@ -77,16 +78,7 @@ public:
                {"pages_per_block", k},
                {"ns",
                 faults(kind == std::string("migrate") ? Start::kHost : Start::kFresh, b, k)}});
-    // Faults on pages a policy discarded while they were on the GPU (DeepUM drops freed blocks),
-    // beside first touches of the same shape: measured, not fitted yet.
-    out["discarded_faults"] = json::array();
-    for (uint64_t b : g.blocks)
-      if (b >= 4)
-        for (uint64_t k : g.pages_per_block)
-          out["discarded_faults"].push_back({{"blocks", b},
-                                             {"pages_per_block", k},
-                                             {"ns", faults(Start::kDiscarded, b, k)},
-                                             {"populate_ns", faults(Start::kFresh, b, k)}});
+    out["discarded_touch"] = discarded_touch(g.discard_blocks);
     out["peer"] = peer(g.peer_sizes);
     if (!out["peer"].is_null()) out["peer_uvm"] = peer_uvm(g.eviction_chunks, g.host_fault_blocks);
     return out;
@@ -97,7 +89,7 @@ private:
     const uint64_t largest =
         std::max({g.sizes.back(), (g.blocks.back() + std::max(1u, settings_.repeats)) * kBlockSize,
                   g.eviction_chunks * kBlockSize, g.prefetch_blocks * kBlockSize,
-                  g.host_fault_blocks * kBlockSize});
+                  g.host_fault_blocks * kBlockSize, 2 * g.discard_blocks * kBlockSize});
     const uint64_t free = d_.free_bytes();
     if (largest + settings_.margin > free) {
       throw Error("faultline calibrate: refusing to run: the largest benchmark needs " +
@@ -244,13 +236,11 @@ private:
     });
   }
 
-  // Where a fault benchmark's pages start: never touched, written by the host, or brought to the
-  // GPU and the touched ones discarded there (cudaMemDiscardBatchAsync), the rest of each block
-  // staying.
-  enum class Start { kFresh, kHost, kDiscarded };
+  // Where a fault benchmark's pages start: never touched, or written by the host.
+  enum class Start { kFresh, kHost };
 
   // One kernel touching `k` evenly spread 64 KB big pages in each of `blocks` 2 MB blocks that are
-  // unpopulated (populate), on the host (migrate) or discarded; the launch overhead is taken off.
+  // unpopulated (populate) or on the host (migrate); the launch overhead is taken off.
   // Just before it, a kernel faults one fresh page of a scratch allocation: in a workload faults
   // follow kernels, while a fault path left idle (here, while the benchmark allocates) costs up to
   // some hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
@@ -272,12 +262,6 @@ private:
     const Time t = repeated([&] {
       void* p = alloc(blocks * kBlockSize);
       if (start == Start::kHost) d_.host_write(p, blocks * kBlockSize);
-      if (start == Start::kDiscarded) { // only the pages the kernel touches, as a policy would
-        d_.prefetch_to_gpu(p, blocks * kBlockSize);
-        for (uint64_t i = 0; i < count; ++i)
-          d_.discard(static_cast<char*>(p) + uint64_t(touches[i].page) * kBigPageSize,
-                     kBigPageSize);
-      }
       if (!d_.run_kernel(warm_up++, 1, 0)) fail("running the warm-up kernel");
       const Time t = timed([&] { run_kernel(count); });
       d_.free_managed(p);
@@ -285,6 +269,46 @@ private:
     });
     d_.free_managed(scratch);
     return t;
+  }
+
+  // Faults on pages a policy discarded while they held data, as DeepUM drops freed allocator
+  // blocks (experiments/live/data/h200-migration-mix/): `blocks` blocks written by a kernel, the
+  // first half of each discarded in one call, the other half left on the GPU ("resident") or
+  // evicted ("evicted"); then one kernel writes the discarded halves. "fresh": the same kernel on
+  // never-touched halves. The launch overhead is taken off.
+  json discarded_touch(uint64_t blocks) {
+    const uint32_t half = kBigPagesPerBlock / 2;
+    std::vector<Touch> touches;
+    for (uint32_t page = 0; page < blocks * kBigPagesPerBlock; ++page) touches.push_back({1, page});
+    const uint64_t whole = touches.size();
+    for (uint32_t b = 0; b < blocks; ++b)
+      for (uint32_t page = 0; page < half; ++page)
+        touches.push_back({1, b * kBigPagesPerBlock + page});
+    const uint64_t halves = touches.size() - whole;
+    if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
+    json out = {{"blocks", blocks}, {"pages", halves}};
+    for (const std::string start : {"fresh", "resident", "evicted"}) {
+      out[start + "_ns"] = repeated([&] {
+        auto* p = static_cast<char*>(alloc(blocks * kBlockSize));
+        run_kernel(whole); // also the fresh case's warm-up: an idle fault path costs more
+        if (start == "fresh") {
+          d_.free_managed(p);
+          p = static_cast<char*>(alloc(blocks * kBlockSize));
+        }
+        for (uint64_t b = 0; start != "fresh" && b < blocks; ++b) {
+          char* block = p + b * kBlockSize;
+          d_.discard(block, kBlockSize / 2);
+          if (start == "evicted") d_.evict_to_host(block + kBlockSize / 2, kBlockSize / 2);
+        }
+        d_.synchronize();
+        const Time t = timed([&] {
+          if (!d_.run_kernel(whole, halves, 0)) fail("running the touch kernel");
+        });
+        d_.free_managed(p);
+        return std::max<Time>(0, t - overhead_);
+      });
+    }
+    return out;
   }
 
   json peer(const std::vector<uint64_t>& sizes) {

@@ -370,6 +370,31 @@ void peer_costs(const Measurements& m, const config::RunConfig& config, FittedPr
       "on host-resident blocks");
 }
 
+// Faults on pages a policy discarded while they held data (measurements since the
+// discarded_touch benchmark): populate_ns plus what a kernel writing the discarded halves of
+// kernel-written blocks took per 64 KB beyond the same kernel on never-touched halves, with the
+// other halves on the GPU and evicted.
+void discard_costs(const Measurements& m, const config::RunConfig& config, FittedProfile& out) {
+  if (!m.has("discarded_touch")) { // older measurements: both default to populate_ns
+    out.gpu.erase("discarded_resident_fault_ns");
+    out.gpu.erase("discarded_fault_ns");
+    return;
+  }
+  const json& d = m.at("discarded_touch");
+  const auto pages = static_cast<Time>(m.count(d, "pages", "$.discarded_touch", 1 << 20));
+  const Time fresh = m.ns(d, "fresh_ns", "$.discarded_touch");
+  const auto per_page = [&](const char* key) {
+    return std::max<Time>(0, config.gpu.populate_ns +
+                                 (m.ns(d, key, "$.discarded_touch") - fresh) / std::max<Time>(1, pages));
+  };
+  out.gpu["discarded_resident_fault_ns"] = per_page("resident_ns");
+  out.gpu["discarded_fault_ns"] = per_page("evicted_ns");
+  out.gpu["sources"].push_back(
+      "discarded_resident_fault_ns, discarded_fault_ns: populate_ns plus, per 64 KB, what one "
+      "kernel writing the discarded halves of kernel-written blocks took beyond the same kernel "
+      "on never-touched halves, the other halves on the GPU and evicted to the host");
+}
+
 FittedProfile fit(const json& measurements, const CalibrationSettings& settings) {
   const Measurements m(measurements);
   json base;
@@ -452,6 +477,7 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
     out.gpu["peer_link"] = settings.name + "-peer";
     if (measurements.contains("peer_uvm")) peer_costs(m, config, out);
   }
+  discard_costs(m, config, out);
   return out;
 }
 

@@ -55,6 +55,40 @@ struct Measured {
   nlohmann::json steps = nlohmann::json::array(); // a row per training step
 };
 
+// The migration calls the replay issued between two kernel rows, and the CPU time spent inside
+// them: a kernel row's span minus its compute is these calls, the copies they queue and its
+// faults, and the per-kernel rows let a fit tell the three apart (issue 21, item 3).
+struct MigrationCalls {
+  struct Kind {
+    uint64_t calls = 0, bytes = 0;
+    Time cpu_ns = 0; // inside the call, on the CPU
+  };
+  // to_gpu_held: prefetches of pages the books hold on the GPU already (a call that moves
+  // nothing, unless the driver took them back).
+  Kind to_gpu, to_gpu_held, to_host, to_peer, discards;
+
+  template <typename F> void issued(Kind& kind, uint64_t bytes, F&& call) {
+    const Time start = Clock::now();
+    call();
+    kind.cpu_ns += Clock::now() - start;
+    kind.calls++;
+    kind.bytes += bytes;
+  }
+
+  void add_to(nlohmann::json& row) const {
+    const std::pair<const char*, const Kind*> kinds[] = {
+        {"to_gpu", &to_gpu},   {"to_gpu_held", &to_gpu_held}, {"to_host", &to_host},
+        {"to_peer", &to_peer}, {"discard", &discards}};
+    for (const auto& [name, k] : kinds) {
+      if (!k->calls) continue;
+      const std::string n = name;
+      row[n + "_calls"] = k->calls;
+      row[n + "_bytes"] = k->bytes;
+      row[n + "_cpu_ns"] = k->cpu_ns;
+    }
+  }
+};
+
 // The totals where a training step began, for its row.
 struct StepMark {
   Time start = 0;

@@ -277,6 +277,7 @@ private:
     measured_.stall_ns += std::max<Time>(0, span - compute);
     measured_.copy_wait_ns += copy_wait_;
     const Time copy_wait = std::exchange(copy_wait_, 0);
+    const MigrationCalls calls = std::exchange(calls_, MigrationCalls{});
     if (!request_.per_kernel) return;
     measured_.rows.push_back({{"index", index},
                               {"name", k.name},
@@ -287,6 +288,7 @@ private:
                               {"stall_ns", std::max<Time>(0, span - compute)},
                               {"copy_wait_ns", copy_wait},
                               {"accesses", accesses}});
+    calls.add_to(measured_.rows.back());
   }
 
   Time now() const { return clock_.elapsed(); }
@@ -299,7 +301,7 @@ private:
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
     Bytes evicted = 0;
     for (const auto& [p, n] : books_.eviction_runs(chunk, lo, hi)) {
-      device_.evict_to_host(p, n);
+      calls_.issued(calls_.to_host, n, [&] { device_.evict_to_host(p, n); });
       evicted += n;
     }
     return evicted;
@@ -314,6 +316,7 @@ private:
   Time last_end_ = 0;
   // The running kernel's parts' waits for copies (LiveDevice::last_copy_wait_ns).
   Time copy_wait_ = 0;
+  MigrationCalls calls_; // issued since the last row
   bool pause_for_decision_ = false;
   Time decision_start_ = 0;
   std::vector<host::ChunkPages> absent_; // the running kernel's pages off the GPU
@@ -327,7 +330,7 @@ void Replay::evict(const policies::Range& range, ProcessorId target, Time) {
   books_.for_each_live_chunk(range.start, range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
     if (target != kHost && !books_.on_peer(chunk) && books_.residency().holds(chunk) &&
         books_.peer_has_room()) {
-      device_.prefetch_to_peer(p, n);
+      calls_.issued(calls_.to_peer, n, [&] { device_.prefetch_to_peer(p, n); });
       books_.forget(p, n);
       books_.placed_on_peer(chunk);
       ++measured_.peer_evicted_chunks;
@@ -344,7 +347,7 @@ void Replay::evict(const policies::Range& range, ProcessorId target, Time) {
 void Replay::stage(const policies::Range& range, unsigned, Time) {
   books_.for_each_live_chunk(range.start, range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
     if (books_.on_peer(chunk) || books_.residency().holds(chunk) || !books_.peer_has_room()) return;
-    device_.prefetch_to_peer(p, n);
+    calls_.issued(calls_.to_peer, n, [&] { device_.prefetch_to_peer(p, n); });
     books_.placed_on_peer(chunk);
     measured_.bytes_staged += n;
   });
@@ -352,7 +355,7 @@ void Replay::stage(const policies::Range& range, unsigned, Time) {
 
 void Replay::discard(const policies::Range& range, Time) {
   books_.for_each_live(range.start, range.bytes, [&](void* p, Bytes n) {
-    device_.discard(p, n);
+    calls_.issued(calls_.discards, n, [&] { device_.discard(p, n); });
     books_.note_discarded(reinterpret_cast<uint64_t>(p), n, true);
     books_.forget(p, n);
     measured_.discarded_bytes += n;
@@ -374,9 +377,11 @@ void Replay::prefetch(const policies::Range& range, Time) {
     for (Addr q = lo / kBigPageSize; q * kBigPageSize < lo + n; ++q)
       bits |= 1u << (q % kBigPagesPerBlock);
     const std::vector<host::ChunkPages> pages{{chunk, bits}};
+    const bool held = (books_.residency().resident_pages(chunk) & bits) == bits;
     evict_chunks(books_.residency().make_room(pages, [] { return std::string("a prefetch"); }));
     books_.arrive(pages);
-    device_.prefetch_to_gpu(p, n);
+    calls_.issued(held ? calls_.to_gpu_held : calls_.to_gpu, n,
+                  [&] { device_.prefetch_to_gpu(p, n); });
     measured_.prefetch_bytes += n;
   });
 }

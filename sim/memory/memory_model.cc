@@ -41,6 +41,7 @@ void MemoryModel::remove_managed(Addr address, Bytes size) {
   for_each_block(address, size, [&](VaBlock& block, const PageMask& pages) {
     drop(block, pages);
     block.allocated = block.allocated.minus(pages);
+    block.discarded = block.discarded.minus(pages); // a new allocation here starts fresh
     if (block.allocated.none()) empty.push_back(block.index);
   });
   for (uint64_t index : empty) blocks_.erase(index);
@@ -67,6 +68,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
   Moved moved;
   const PageMask wanted = pages & block.allocated;
   block.host_backup = block.host_backup.minus(wanted);
+  block.discarded = block.discarded.minus(wanted);
   for (ProcessorId p = 0; p <= gpus_; ++p) {
     if (p == to) continue;
     moved.from[p] = block.resident[p] & wanted;
@@ -94,6 +96,13 @@ void MemoryModel::drop(VaBlock& block, const PageMask& pages) {
     block.prefetched_unused[g] = block.prefetched_unused[g].minus(pages);
     release_chunk_if_empty(block, g);
   }
+}
+
+void MemoryModel::discard(VaBlock& block, const PageMask& pages) {
+  PageMask held;
+  for (ProcessorId p = 0; p <= gpus_; ++p) held |= block.resident[p];
+  block.discarded |= pages & held;
+  drop(block, pages);
 }
 
 void MemoryModel::take_chunk(VaBlock& block, unsigned gpu, Time now) {
@@ -161,10 +170,12 @@ void MemoryModel::check_invariants() const {
     for (unsigned g = 0; g < gpus_; ++g)
       if (g != b.home) away |= b.resident[gpu_processor(g)];
     if (b.host_backup.minus(away).any()) fail(b, "a host backup of pages not away from home");
+    if (b.discarded.minus(b.allocated).any()) fail(b, "an unallocated page is discarded");
     PageMask seen;
     for (ProcessorId p = 0; p <= gpus_; ++p) {
       if ((seen & b.resident[p]).any()) fail(b, "a page is resident in two places");
       if (b.resident[p].minus(b.allocated).any()) fail(b, "an unallocated page is resident");
+      if ((b.discarded & b.resident[p]).any()) fail(b, "a discarded page is resident");
       seen |= b.resident[p];
     }
     for (unsigned g = 0; g < gpus_; ++g) {

@@ -20,6 +20,10 @@ struct VaBlock {
   PageMask remote[kMaxGpus];            // host-resident pages that GPU i maps over its link
   PageMask access_remotely;             // pages advised to stay on the host, mapped on fault
   PageMask prefetched_unused[kMaxGpus]; // brought by a prefetch, not yet touched
+  // Pages a policy discarded while they held data (cudaMemDiscardBatchAsync), not populated
+  // since: the driver's next fault on one costs far more than a first touch
+  // (experiments/live/data/h200-migration-mix/).
+  PageMask discarded;
   // Pages on a GPU other than home whose host copy is current from backup_ready_at on (a
   // victim cache written back in the background): that GPU may drop them without a copy.
   PageMask host_backup;
@@ -84,6 +88,8 @@ public:
   Moved move(VaBlock& block, ProcessorId to, const PageMask& pages, Time now);
   // Drops pages without a copy anywhere (discard).
   void drop(VaBlock& block, const PageMask& pages);
+  // Drops pages as a policy's discard does: those that held data anywhere become discarded.
+  void discard(VaBlock& block, const PageMask& pages);
   void take_chunk(VaBlock& block, unsigned gpu, Time now);
 
   // Eviction order: the head is the next victim. FIFO order appends when a block takes a

@@ -280,7 +280,7 @@ void Job::discard(const policies::Range& range, Time) {
   for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
     stats_.prefetch_wasted += (block.prefetched_unused[setup_.gpu] & pages).count();
     stats_.discarded_pages += (pages & block.allocated).minus(block.unpopulated()).count();
-    memory_.drop(block, pages);
+    memory_.discard(block, pages);
   });
 }
 

@@ -74,21 +74,25 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (size_t i = 1; i < device.kernel_pages.size(); ++i) {
     const auto& pages = device.kernel_pages[i];
     if (pages.size() != 4 * 32) continue;
+    const bool discard_bench = i + 1 < device.kernel_pages.size() &&
+                               device.kernel_pages[i + 1].size() == 4 * 16;
+    if (discard_bench) continue; // it writes the blocks it then discards
     REQUIRE(device.kernel_pages[i - 1].size() == 1);
     const uint64_t warm = device.kernel_pages[i - 1][0];
     CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
     warm_ups.insert(warm);
   }
-  // populate, migrate, and discarded beside its own populate
-  CHECK(warm_ups.size() == 4 * j.repeats);
-  // Discarded pages: the blocks counts of at least 4 (here 4) x 2 densities, each beside a first
-  // touch of the same shape.
-  REQUIRE(m["discarded_faults"].size() == 2);
-  for (const json& d : m["discarded_faults"]) {
-    CHECK(d["blocks"] == 4);
-    CHECK(d.contains("ns"));
-    CHECK(d.contains("populate_ns"));
-  }
+  // populate and migrate
+  CHECK(warm_ups.size() == 2 * j.repeats);
+  // Discarded pages: kernel-written blocks, half of each discarded, the other half staying or
+  // evicted, then a kernel on the discarded halves; beside the same kernel on fresh halves.
+  const json& d = m["discarded_touch"];
+  CHECK(d["blocks"] == 4);
+  CHECK(d["pages"] == 4 * 16);
+  for (const char* key : {"fresh_ns", "resident_ns", "evicted_ns"}) CHECK(d.contains(key));
+  bool halves = false;
+  for (const auto& pages : device.kernel_pages) halves |= pages.size() == 4 * 16;
+  CHECK(halves);
 
   fltest::FakeDevice small;
   small.free = 4ull << 20;
@@ -145,6 +149,23 @@ TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the cal
   m["replay"].erase("calls_per_kernel");
   m["replay"]["prefetches"] = 0;
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.replay.prefetches"));
+}
+
+TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extra over a "
+          "first touch",
+          "[calibrate]") {
+  json m = measurements();
+  const live::FittedProfile without = live::fit(m, settings());
+  CHECK(!without.gpu.contains("discarded_fault_ns")); // older measurements: left to the default
+  m["discarded_touch"] = {
+      {"blocks", 4}, {"pages", 64}, {"fresh_ns", 640'000}, {"resident_ns", 10'240'000},
+      {"evicted_ns", 5'440'000}};
+  const live::FittedProfile p = live::fit(m, settings());
+  const auto populate = p.gpu["populate_ns"].get<int64_t>();
+  CHECK(p.gpu["discarded_resident_fault_ns"].get<int64_t>() == populate + 150'000);
+  CHECK(p.gpu["discarded_fault_ns"].get<int64_t>() == populate + 75'000);
+  m["discarded_touch"].erase("evicted_ns");
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.discarded_touch"));
 }
 
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {

@@ -24,6 +24,8 @@ json resolved_test_gpu() {
     gpu[key] = 0;
   gpu["peer_eviction_ns"] = gpu["eviction_ns"];
   gpu["peer_fault_migrate_ns"] = gpu["fault_migrate_ns"];
+  gpu["discarded_resident_fault_ns"] = gpu["populate_ns"];
+  gpu["discarded_fault_ns"] = gpu["populate_ns"];
   return gpu;
 }
 

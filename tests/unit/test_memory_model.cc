@@ -117,6 +117,32 @@ TEST_CASE("device memory takes chunks and never fits beyond capacity", "[memory]
   CHECK(m.chunks_free(0) == 4);
 }
 
+TEST_CASE("a discard marks the pages that held data until they are populated again or freed",
+          "[memory]") {
+  Rig rig(4);
+  rig.memory.add_managed(0, 2 * kBlockSize);
+  VaBlock& b = *rig.memory.find(0);
+  rig.migrator.to_gpu(b, 0, PageMask::range(0, 100), {}, 0, "test");
+  rig.memory.move(b, kHost, PageMask::range(100, 20), 0);
+  rig.memory.discard(b, PageMask::range(50, 100)); // 50 on the GPU, 20 on the host, 30 never used
+  CHECK(b.discarded == PageMask::range(50, 70));
+  CHECK(b.unpopulated().count() == kPagesPerBlock - 50);
+  rig.memory.check_invariants();
+  // Populated again (a fault or a prefetch) they are ordinary pages.
+  rig.migrator.to_gpu(b, 0, PageMask::range(60, 10), {}, 0, "test");
+  CHECK(b.discarded == (PageMask::range(50, 10) | PageMask::range(70, 50)));
+  rig.memory.check_invariants();
+  // Freed and allocated again at the same address, the memory starts fresh.
+  rig.memory.remove_managed(0, kBlockSize);
+  rig.memory.add_managed(0, kBlockSize);
+  CHECK(rig.memory.find(0)->discarded.none());
+  // A plain drop (the allocation's end) marks nothing.
+  VaBlock& other = *rig.memory.find(1);
+  rig.migrator.to_gpu(other, 0, PageMask::range(0, 10), {}, 0, "test");
+  rig.memory.drop(other, PageMask::range(0, 10));
+  CHECK(other.discarded.none());
+}
+
 TEST_CASE("randomized operations keep the memory model's invariants", "[memory][invariants]") {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     std::mt19937_64 rng(seed);
@@ -141,7 +167,8 @@ TEST_CASE("randomized operations keep the memory model's invariants", "[memory][
         done = rig.migrator.to_host(*b, 0, pages_here, now, "test");
         break;
       default:
-        rig.memory.drop(*b, pages_here);
+        if (rng() % 2) rig.memory.drop(*b, pages_here);
+        else rig.memory.discard(*b, pages_here);
         break;
       }
       REQUIRE(done >= now); // time never goes back

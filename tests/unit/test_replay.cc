@@ -134,6 +134,21 @@ TEST_CASE("replay: policy prefetches reach the device inside live allocations", 
   CHECK(result["results"]["prefetch"]["issued_bytes"].get<uint64_t>() > 0);
   CHECK(device.peak_chunks * kBlockSize <=
         result["config"]["budget"]["resolved_bytes"].get<uint64_t>());
+
+  // Per kernel, every prefetch call is counted once: as moving pages, or as asking for pages
+  // the books hold already (pump asks again for each kernel's arguments).
+  FakeDevice again;
+  request.per_kernel = true;
+  uint64_t moving = 0, held = 0;
+  const auto rows = live::run_replay(request, again)["kernels"];
+  for (const auto& row : rows) {
+    moving += row.value("to_gpu_calls", uint64_t{0});
+    held += row.value("to_gpu_held_calls", uint64_t{0});
+  }
+  CHECK(moving > 0);
+  CHECK(held > 0);
+  CHECK(moving + held <= again.prefetched.size()); // those after the last kernel have no row
+  CHECK(moving + held + 64 >= again.prefetched.size());
 }
 
 TEST_CASE("replay: refuses a trace that would not fit below the GPU's free memory", "[live]") {
@@ -490,6 +505,27 @@ TEST_CASE("replay: the actions a policy takes on a kernel's faults are on the cl
   CHECK(r["total_time_ns"].get<int64_t>() >= calls * 200'000);
   CHECK(r["fault_actions_ns"].get<int64_t>() >= 200'000);
   CHECK(r["fault_actions_ns"].get<int64_t>() <= r["total_time_ns"].get<int64_t>());
+
+  // Per kernel, the rows count every call issued since the row before, and the CPU's time in
+  // them: the eviction calls add up to the device's, each with its 200 us.
+  FakeDevice again;
+  again.evict_delay = std::chrono::microseconds(200);
+  request.per_kernel = true;
+  const auto rows = live::run_replay(request, again)["kernels"];
+  uint64_t to_host = 0, to_host_bytes = 0;
+  for (const auto& row : rows) {
+    if (!row.contains("to_host_calls")) continue;
+    to_host += row["to_host_calls"].get<uint64_t>();
+    to_host_bytes += row["to_host_bytes"].get<uint64_t>();
+    CHECK(row["to_host_cpu_ns"].get<int64_t>() >= row["to_host_calls"].get<int64_t>() * 200'000);
+    CHECK(row["to_host_bytes"].get<uint64_t>() > 0);
+  }
+  // All but the calls on the last kernel's faults, which come after its row.
+  CHECK(to_host > 0);
+  CHECK(to_host <= again.evictions_to_host);
+  CHECK(to_host + 2 * 32 >= again.evictions_to_host);
+  CHECK(to_host_bytes <= to_host * kBlockSize);
+  CHECK(!rows.at(0).contains("to_peer_calls")); // kinds without calls stay out of the row
 }
 
 TEST_CASE("replay: allocations of any size and alignment, sharing pages and blocks, freed and "

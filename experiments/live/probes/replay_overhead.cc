@@ -3,27 +3,18 @@
 // fault nothing; the first-touch ones fault fresh pages in, as a first iteration does.
 //   build/probes/replay_overhead build-gpu/libfaultline_live.so   (built by CMake here; carry it)
 // Prints one line per case: median microseconds per kernel (launch to end, drains untimed).
-#include "sim/live/device.h"
+#include "experiments/live/probes/probe_device.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <dlfcn.h>
 #include <thread>
 #include <vector>
 
 using namespace faultline::live;
+using probe::now_ns;
 
 namespace {
 constexpr uint64_t kBlock = 2 << 20;
 constexpr uint32_t kPagesPerBlock = 32;
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 struct Case {
   const char* name;
@@ -80,12 +71,7 @@ double run(LiveDevice& d, const Case& c, uint64_t blocks) {
 } // namespace
 
 int main(int argc, char** argv) {
-  void* lib = dlopen(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so", RTLD_NOW);
-  if (!lib) return std::printf("%s\n", dlerror()), 1;
-  auto open = reinterpret_cast<OpenFunction>(dlsym(lib, kOpenSymbol));
-  char message[512] = {};
-  LiveDevice* d = open(0, message, sizeof message);
-  if (!d) return std::printf("%s\n", message), 1;
+  LiveDevice* d = probe::open_device(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so");
   const uint64_t blocks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   const Case cases[] = {
       {"empty", 0, 0, 0, false},

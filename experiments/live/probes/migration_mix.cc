@@ -1,0 +1,291 @@
+// Issue 21, items 3 and the DeepUM miss: what the replay's migration calls cost in the orders its
+// policies issue them, against the calibration's calls of one kind in a row. Pump and the oracle
+// at a budget evict one chunk and prefetch one block in turn on one stream; DeepUM discards parts
+// of chunks, evicts the rest and later touches the discarded pages. The simulator prices each
+// call alone (configs/gpus/*.json), so a mix that costs more than its parts is time it misses.
+//   build/probes/migration_mix .dev/lib/libfaultline_live.so [BLOCKS] [REPEATS]
+// One line per case: microseconds per unit (block, pair or page) with the CPU's time inside the
+// calls, medians over the repeats. Every allocation is checked against the GPU's free memory.
+#include "experiments/live/probes/probe_device.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace faultline::live;
+using probe::now_ns;
+
+namespace {
+constexpr uint64_t kBlock = 2 << 20;
+constexpr uint32_t kPages = 32; // 64 KB big pages a block
+constexpr uint64_t kPage = kBlock / kPages;
+
+struct Timing {
+  double issue_us = 0, total_us = 0;
+};
+
+class Mix {
+public:
+  Mix(LiveDevice& d, uint64_t blocks) : d_(d), n_(blocks) {}
+
+  // Two regions of n_ blocks, A in slot 0 and B in slot 1, set up by `prepare`; `body` is timed
+  // from its first call to the GPU's idle, with `issue` the part before the final wait.
+  Timing run(const std::function<void(char*, char*)>& prepare,
+             const std::function<void(char*, char*)>& body, uint64_t units) {
+    if (2 * n_ * kBlock + (1ull << 30) > d_.free_bytes())
+      std::exit((std::printf("refusing: %llu blocks twice do not fit the GPU's free memory\n",
+                             static_cast<unsigned long long>(n_)),
+                 1));
+    auto* a = static_cast<char*>(d_.alloc_managed(n_ * kBlock));
+    auto* b = static_cast<char*>(d_.alloc_managed(n_ * kBlock));
+    if (!a || !b) std::exit((std::printf("alloc failed: %s\n", d_.error()), 1));
+    d_.set_slot(0, a, n_ * kBlock);
+    d_.set_slot(1, b, n_ * kBlock);
+    prepare(a, b);
+    d_.synchronize();
+    const int64_t t0 = now_ns();
+    body(a, b);
+    const int64_t t1 = now_ns();
+    d_.synchronize();
+    const int64_t t2 = now_ns();
+    d_.free_managed(a);
+    d_.free_managed(b);
+    return {(t1 - t0) / 1e3 / units, (t2 - t0) / 1e3 / units};
+  }
+
+  // Writes of pages [lo, hi) of every block of region `slot`, uploaded for run_touches (an
+  // upload frees and allocates, which waits for the GPU: never inside a timed body).
+  uint64_t upload(uint32_t slot, uint32_t lo, uint32_t hi, bool write = true) {
+    std::vector<Touch> t;
+    for (uint64_t b = 0; b < n_; ++b)
+      for (uint32_t p = lo; p < hi; ++p)
+        t.push_back({slot << 2 | (write ? 1u : 0u), static_cast<uint32_t>(b * kPages + p)});
+    if (!d_.upload_touches(t.data(), t.size()))
+      std::exit((std::printf("uploading touches failed: %s\n", d_.error()), 1));
+    return t.size();
+  }
+  void run_touches(uint64_t first, uint64_t count) {
+    if (!d_.run_kernel(first, count, 0))
+      std::exit((std::printf("touch kernel failed: %s\n", d_.error()), 1));
+  }
+  void touch(uint32_t slot, uint32_t lo, uint32_t hi, bool write = true) {
+    run_touches(0, upload(slot, lo, hi, write));
+  }
+
+  // How region A's chunks came onto the GPU before a case evicts or discards them.
+  enum class Arrival {
+    kKernelWritten,      // a kernel's writes faulted them in (first touch)
+    kPrefetched,         // a prefetch of unpopulated memory, never touched after
+    kPrefetchedWritten,  // the same, then written by a kernel
+    kHostPrefetched,     // written by the host, then prefetched
+    kHostRead,           // written by the host, then faulted in by a kernel's reads
+    kWrittenRoundTrip,   // kernel-written, evicted whole, prefetched back (pump's steady state)
+  };
+  static const char* name(Arrival a) {
+    const char* names[] = {"kernel-written",         "prefetched",
+                           "prefetched+written",     "host-written+prefetched",
+                           "host-written+read",      "kernel-written+evicted+prefetched"};
+    return names[static_cast<int>(a)];
+  }
+  void arrive(char* a, Arrival how) {
+    const uint64_t bytes = n_ * kBlock;
+    switch (how) {
+    case Arrival::kKernelWritten: touch(0, 0, kPages); break;
+    case Arrival::kPrefetched: d_.prefetch_to_gpu(a, bytes); break;
+    case Arrival::kPrefetchedWritten:
+      d_.prefetch_to_gpu(a, bytes);
+      touch(0, 0, kPages);
+      break;
+    case Arrival::kHostPrefetched:
+      d_.host_write(a, bytes);
+      d_.prefetch_to_gpu(a, bytes);
+      break;
+    case Arrival::kHostRead:
+      d_.host_write(a, bytes);
+      touch(0, 0, kPages, false);
+      break;
+    case Arrival::kWrittenRoundTrip:
+      touch(0, 0, kPages);
+      d_.evict_to_host(a, bytes);
+      d_.prefetch_to_gpu(a, bytes);
+      break;
+    }
+    d_.synchronize();
+  }
+
+  LiveDevice& d_;
+  const uint64_t n_;
+};
+
+struct Case {
+  std::string name, unit;
+  std::function<Timing(Mix&)> run;
+};
+
+std::vector<Case> cases(uint64_t n) {
+  std::vector<Case> out;
+  // The calibration's benchmarks: one kind of call in a row.
+  out.push_back({"prefetch host-written", "block", [=](Mix& m) {
+                   return m.run([&](char*, char* b) { m.d_.host_write(b, n * kBlock); },
+                                [&](char*, char* b) {
+                                  for (uint64_t i = 0; i < n; ++i)
+                                    m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                                },
+                                n);
+                 }});
+  out.push_back({"prefetch evicted before", "block", [=](Mix& m) {
+                   return m.run(
+                       [&](char*, char* b) {
+                         m.touch(1, 0, kPages);
+                         m.d_.evict_to_host(b, n * kBlock);
+                       },
+                       [&](char*, char* b) {
+                         for (uint64_t i = 0; i < n; ++i)
+                           m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                       },
+                       n);
+                 }});
+  using Arrival = Mix::Arrival;
+  const Arrival all[] = {Arrival::kKernelWritten,     Arrival::kPrefetched,
+                         Arrival::kPrefetchedWritten, Arrival::kHostPrefetched,
+                         Arrival::kHostRead,          Arrival::kWrittenRoundTrip};
+  for (const Arrival how : all)
+    out.push_back({std::string("evict ") + Mix::name(how), "chunk", [=](Mix& m) {
+                     return m.run([&](char* a, char*) { m.arrive(a, how); },
+                                  [&](char* a, char*) {
+                                    for (uint64_t i = 0; i < n; ++i)
+                                      m.d_.evict_to_host(a + i * kBlock, kBlock);
+                                  },
+                                  n);
+                   }});
+  // Pump asks for every argument block at each launch, most of them on the GPU already: calls
+  // that move nothing, alone and each round behind one call that moves a block (against
+  // "prefetch host-written", the difference is the held calls' cost under load).
+  for (const uint64_t held : {8ull, 32ull})
+    for (const bool moving : {false, true})
+      out.push_back({std::string(moving ? "1 moving + " : "") + std::to_string(held) +
+                         " held prefetches",
+                     "round", [=](Mix& m) {
+                       return m.run(
+                           [&](char* a, char* b) {
+                             m.d_.prefetch_to_gpu(a, n * kBlock);
+                             m.d_.host_write(b, n * kBlock);
+                           },
+                           [&](char* a, char* b) {
+                             for (uint64_t i = 0; i < n; ++i) {
+                               if (moving) m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                               for (uint64_t j = 0; j < held; ++j)
+                                 m.d_.prefetch_to_gpu(a + (i + j) % n * kBlock, kBlock);
+                             }
+                           },
+                           n);
+                     }});
+  // Pump and the oracle at a budget: evict a chunk, prefetch a block, in turn.
+  out.push_back({"swap: evict one, prefetch one", "pair", [=](Mix& m) {
+                   return m.run(
+                       [&](char*, char* b) {
+                         m.touch(0, 0, kPages);
+                         m.d_.host_write(b, n * kBlock);
+                       },
+                       [&](char* a, char* b) {
+                         for (uint64_t i = 0; i < n; ++i) {
+                           m.d_.evict_to_host(a + i * kBlock, kBlock);
+                           m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                         }
+                       },
+                       n);
+                 }});
+  for (const uint64_t k : {8ull, 64ull})
+    out.push_back({"swap " + std::to_string(k) + ", then a kernel on them", "pair", [=](Mix& m) {
+                     return m.run(
+                         [&](char*, char* b) {
+                           m.touch(0, 0, kPages);
+                           m.d_.host_write(b, n * kBlock);
+                           m.upload(1, 0, kPages);
+                         },
+                         [&](char* a, char* b) {
+                           for (uint64_t r = 0; r + k <= n; r += k) {
+                             for (uint64_t i = r; i < r + k; ++i) {
+                               m.d_.evict_to_host(a + i * kBlock, kBlock);
+                               m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                             }
+                             m.run_touches(r * kPages, k * kPages);
+                           }
+                         },
+                         n / k * k);
+                   }});
+  // DeepUM: the touched half of each chunk discarded, then (or not) the rest evicted as the
+  // replay's runs skip discarded pages, then a kernel writes the discarded half.
+  for (const Arrival how : {Arrival::kKernelWritten, Arrival::kPrefetched,
+                            Arrival::kPrefetchedWritten, Arrival::kHostRead})
+    for (const int evict : {0, 1, 2})
+      out.push_back(
+          {std::string("touch discarded half of ") + Mix::name(how) +
+               (evict == 1 ? ", rest evicted" : evict == 2 ? ", whole evicted first" : ""),
+           "page", [=](Mix& m) {
+             return m.run(
+                 [&](char* a, char*) {
+                   m.arrive(a, how);
+                   for (uint64_t i = 0; i < n; ++i) {
+                     if (evict == 2) m.d_.evict_to_host(a + i * kBlock, kBlock);
+                     m.d_.discard(a + i * kBlock, kBlock / 2);
+                     if (evict == 1) m.d_.evict_to_host(a + i * kBlock + kBlock / 2, kBlock / 2);
+                   }
+                   m.upload(0, 0, kPages / 2);
+                 },
+                 [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
+           }});
+  out.push_back({"touch evicted half (no discard)", "page", [=](Mix& m) {
+                   return m.run(
+                       [&](char* a, char*) {
+                         m.touch(0, 0, kPages);
+                         m.d_.evict_to_host(a, n * kBlock);
+                         m.upload(0, 0, kPages / 2);
+                       },
+                       [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
+                 }});
+  out.push_back({"touch fresh half", "page", [=](Mix& m) {
+                   return m.run([&](char*, char*) { m.upload(0, 0, kPages / 2); },
+                                [&](char*, char*) { m.run_touches(0, n * kPages / 2); },
+                                n * kPages / 2);
+                 }});
+  // Discards of one 64 KB page at a time, as DeepUM drops small freed blocks.
+  out.push_back({"discard page by page, rest evicted, touch", "page", [=](Mix& m) {
+                   return m.run(
+                       [&](char* a, char*) {
+                         m.touch(0, 0, kPages);
+                         for (uint64_t i = 0; i < n; ++i) {
+                           for (uint32_t p = 0; p < kPages / 2; ++p)
+                             m.d_.discard(a + i * kBlock + p * kPage, kPage);
+                           m.d_.evict_to_host(a + i * kBlock + kBlock / 2, kBlock / 2);
+                         }
+                         m.upload(0, 0, kPages / 2);
+                       },
+                       [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
+                 }});
+  return out;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  LiveDevice* d = probe::open_device(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so");
+  const uint64_t blocks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 256;
+  const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
+  Mix mix(*d, blocks);
+  std::printf("device %s, %llu blocks, %d repeats; us per unit: CPU in the calls / total\n",
+              d->name(), static_cast<unsigned long long>(blocks), repeats);
+  for (const Case& c : cases(blocks)) {
+    std::vector<Timing> t;
+    for (int r = 0; r < repeats; ++r) t.push_back(c.run(mix));
+    const auto median = [&](double Timing::*f) {
+      std::vector<double> v;
+      for (const Timing& x : t) v.push_back(x.*f);
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("%-44s %-6s %9.1f %9.1f\n", c.name.c_str(), c.unit.c_str(),
+                median(&Timing::issue_us), median(&Timing::total_us));
+  }
+  return 0;
+}

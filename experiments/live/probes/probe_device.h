@@ -1,0 +1,33 @@
+// What the GPU probes share: a clock, and the replay's device opened from its library
+// (libfaultline_live.so), as `faultline replay` opens it.
+#pragma once
+
+#include "sim/live/device.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace probe {
+
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The device of GPU 0 from the library at `path`; exits with the reason when it cannot.
+inline faultline::live::LiveDevice* open_device(const char* path) {
+  void* lib = dlopen(path, RTLD_NOW);
+  if (!lib) std::exit((std::printf("%s\n", dlerror()), 1));
+  auto open = reinterpret_cast<faultline::live::OpenFunction>(
+      dlsym(lib, faultline::live::kOpenSymbol));
+  char message[512] = {};
+  faultline::live::LiveDevice* d = open ? open(0, message, sizeof message) : nullptr;
+  if (!d) std::exit((std::printf("opening the device: %s\n", message), 1));
+  return d;
+}
+
+} // namespace probe
