@@ -31,6 +31,27 @@ def test_profile_keys():
     assert os.path.exists(keys["host_link"]), keys
 
 
+def test_filled_profile():
+    """A campaign's own profile that predates a later benchmark takes its costs from the shipped
+    profile, in a copy beside the report that names where they came from."""
+    campaign = os.path.join(root, "experiments", "live", "data", "h200-99f28b56")
+    own = os.path.join(campaign, "profile", "gpus", "h200-99f28b56.json")
+    with tempfile.TemporaryDirectory() as out:
+        path, filled = fidelity.filled_profile(own, "h200", out)
+        assert filled == list(fidelity.LATER_KEYS), filled
+        with open(path) as f:
+            doc = json.load(f)
+        with open(os.path.join(root, "configs", "gpus", "h200.json")) as f:
+            shipped = json.load(f)
+        for k in fidelity.LATER_KEYS:
+            assert doc[k] == shipped[k], k
+        assert "from the shipped profile h200" in doc["sources"][-1]
+        assert os.path.exists(fidelity.profile_keys(path)["host_link"])
+        # A profile with the keys, or no shipped profile: used as it is.
+        assert fidelity.filled_profile(path, "h200", out) == (path, [])
+        assert fidelity.filled_profile(own, None, out) == (own, [])
+
+
 def test_results_rebuild():
     subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
                    check=True, capture_output=True)
@@ -50,5 +71,6 @@ def test_results_rebuild():
 
 if __name__ == "__main__":
     test_profile_keys()
+    test_filled_profile()
     test_results_rebuild()
     print("live results: ok")

@@ -300,7 +300,9 @@ private:
 
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
     Bytes evicted = 0;
-    for (const auto& [p, n] : books_.eviction_runs(chunk, lo, hi)) {
+    for (const auto& run : books_.eviction_runs(chunk, lo, hi)) {
+      void* const p = run.first;
+      const Bytes n = run.second;
       calls_.issued(calls_.to_host, n, [&] { device_.evict_to_host(p, n); });
       evicted += n;
     }

@@ -58,6 +58,7 @@ struct Stats {
                                 // before a kernel)
   uint64_t policy_evicted_pages = 0;
   uint64_t discarded_pages = 0;
+  uint64_t discarded_refaults = 0; // 64 KB big pages faulted in after a discard dropped them
   uint64_t prefetch_issued = 0; // pages brought ahead of a fault (density or policy)
   uint64_t prefetch_used = 0;   // ... and later touched by a kernel
   uint64_t prefetch_wasted = 0; // ... and evicted, discarded or never touched

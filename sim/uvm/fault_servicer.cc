@@ -99,6 +99,7 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.
   const PageMask fresh = block->unpopulated() & pages;
   const PageMask discarded = fresh & block->discarded;
+  stats_.discarded_refaults += discarded.big_page_count();
   const PageMask from_host = block->resident[kHost] & pages;
   cpu += profile_.populate_ns * fresh.minus(discarded).big_page_count() +
          discarded_ns * discarded.big_page_count() +

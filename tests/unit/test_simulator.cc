@@ -6,6 +6,7 @@
 #include "sim/trace/inspect.h"
 #include "sim/trace/writer.h"
 #include "sim_fixture.h"
+#include "source_dir.h"
 
 #include <catch2/catch.hpp>
 
@@ -485,4 +486,30 @@ TEST_CASE("the simulator owns its config: the caller's may change or go before t
   config.reset();
   const Stats& stats = sim.run();
   CHECK(stats.kernel_rows.size() == 2);
+}
+
+TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's discarded cost",
+          "[sim][budget]") {
+  Scratch s;
+  // A real trace with allocator blocks, whose frees DeepUM discards (its pre-eviction's victims).
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "deepum");
+  cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", "budget"}};
+  const auto run = [&](Time discarded_ns) {
+    s.write("gpus/simgpu.json",
+            Scratch::gpu_profile({{"populate_ns", 500},
+                                  {"discarded_resident_fault_ns", discarded_ns},
+                                  {"discarded_fault_ns", discarded_ns}}));
+    const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+  };
+  const Outcome cheap = run(500), dear = run(100'500);
+  // The same decisions: costs change times, not which pages are discarded and faulted again.
+  REQUIRE(dear.stats.discarded_refaults == cheap.stats.discarded_refaults);
+  REQUIRE(cheap.stats.discarded_refaults > 1000);
+  CHECK(dear.stats.discarded_pages == cheap.stats.discarded_pages);
+  // Each such fault is on the batch's CPU side, serial: 100 us more apiece.
+  const Time extra = dear.end - cheap.end;
+  CHECK(extra >= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 9 / 10);
+  CHECK(extra <= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 11 / 10);
 }

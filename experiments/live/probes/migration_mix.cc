@@ -196,6 +196,29 @@ std::vector<Case> cases(uint64_t n) {
                        },
                        n);
                  }});
+  // Pump at a budget makes room for a kernel's arguments by evicting blocks it prefetched a
+  // moment before (its own earliest ones last): prefetch block i, evict block i - w.
+  for (const uint64_t w : {1ull, 4ull, 32ull})
+    out.push_back({"prefetch i, evict i-" + std::to_string(w), "pair", [=](Mix& m) {
+                     return m.run([&](char*, char* b) { m.d_.host_write(b, n * kBlock); },
+                                  [&](char*, char* b) {
+                                    for (uint64_t i = 0; i < n; ++i) {
+                                      m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                                      if (i >= w) m.d_.evict_to_host(b + (i - w) * kBlock, kBlock);
+                                    }
+                                  },
+                                  n);
+                   }});
+  out.push_back({"evict i, prefetch it back", "pair", [=](Mix& m) {
+                   return m.run([&](char* a, char*) { m.arrive(a, Mix::Arrival::kKernelWritten); },
+                                [&](char* a, char*) {
+                                  for (uint64_t i = 0; i < n; ++i) {
+                                    m.d_.evict_to_host(a + i * kBlock, kBlock);
+                                    m.d_.prefetch_to_gpu(a + i * kBlock, kBlock);
+                                  }
+                                },
+                                n);
+                 }});
   for (const uint64_t k : {8ull, 64ull})
     out.push_back({"swap " + std::to_string(k) + ", then a kernel on them", "pair", [=](Mix& m) {
                      return m.run(
