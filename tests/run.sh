@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 ./setup.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # The same suite built by clang under AddressSanitizer and UndefinedBehaviorSanitizer, then each
-# fuzz target for FAULTLINE_FUZZ_SECONDS (10). FAULTLINE_SANITIZE=0 skips both (a quick local run).
+# fuzz target for FAULTLINE_FUZZ_SECONDS (5). FAULTLINE_SANITIZE=0 skips both (a quick local run).
 if [ "${FAULTLINE_SANITIZE:-1}" != 0 ]; then
   tests/sanitize.sh
 else
