@@ -384,8 +384,8 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
   const auto pages = static_cast<Time>(m.count(d, "pages", "$.discarded_touch", 1 << 20));
   const Time fresh = m.ns(d, "fresh_ns", "$.discarded_touch");
   const auto per_page = [&](const char* key) {
-    return std::max<Time>(0, config.gpu.populate_ns +
-                                 (m.ns(d, key, "$.discarded_touch") - fresh) / std::max<Time>(1, pages));
+    return std::max<Time>(0, config.gpu.populate_ns + (m.ns(d, key, "$.discarded_touch") - fresh) /
+                                                          std::max<Time>(1, pages));
   };
   out.gpu["discarded_resident_fault_ns"] = per_page("resident_ns");
   out.gpu["discarded_fault_ns"] = per_page("evicted_ns");

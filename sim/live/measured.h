@@ -76,9 +76,11 @@ struct MigrationCalls {
   }
 
   void add_to(nlohmann::json& row) const {
-    const std::pair<const char*, const Kind*> kinds[] = {
-        {"to_gpu", &to_gpu},   {"to_gpu_held", &to_gpu_held}, {"to_host", &to_host},
-        {"to_peer", &to_peer}, {"discard", &discards}};
+    const std::pair<const char*, const Kind*> kinds[] = {{"to_gpu", &to_gpu},
+                                                         {"to_gpu_held", &to_gpu_held},
+                                                         {"to_host", &to_host},
+                                                         {"to_peer", &to_peer},
+                                                         {"discard", &discards}};
     for (const auto& [name, k] : kinds) {
       if (!k->calls) continue;
       const std::string n = name;

@@ -92,8 +92,8 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     copies_done = std::max(copies_done, block->ready_at[gpu_]);
     return cpu + profile_.page_table_update_ns;
   }
-  const Time discarded_ns = block->chunk[gpu_] ? profile_.discarded_resident_fault_ns
-                                               : profile_.discarded_fault_ns;
+  const Time discarded_ns =
+      block->chunk[gpu_] ? profile_.discarded_resident_fault_ns : profile_.discarded_fault_ns;
   if (!block->chunk[gpu_]) cpu = migrator_.make_room(gpu_, cpu, block);
   // Demand paging runs far below the link's rate (h200-probe.md: ~7 GB/s): the per-page work
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.

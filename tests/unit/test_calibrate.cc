@@ -74,8 +74,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (size_t i = 1; i < device.kernel_pages.size(); ++i) {
     const auto& pages = device.kernel_pages[i];
     if (pages.size() != 4 * 32) continue;
-    const bool discard_bench = i + 1 < device.kernel_pages.size() &&
-                               device.kernel_pages[i + 1].size() == 4 * 16;
+    const bool discard_bench =
+        i + 1 < device.kernel_pages.size() && device.kernel_pages[i + 1].size() == 4 * 16;
     if (discard_bench) continue; // it writes the blocks it then discards
     REQUIRE(device.kernel_pages[i - 1].size() == 1);
     const uint64_t warm = device.kernel_pages[i - 1][0];
@@ -158,9 +158,11 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
           "first touch",
           "[calibrate]") {
   json m = measurements();
-  m["discarded_touch"] = {
-      {"blocks", 4}, {"pages", 64}, {"fresh_ns", 640'000}, {"resident_ns", 10'240'000},
-      {"evicted_ns", 5'440'000}};
+  m["discarded_touch"] = {{"blocks", 4},
+                          {"pages", 64},
+                          {"fresh_ns", 640'000},
+                          {"resident_ns", 10'240'000},
+                          {"evicted_ns", 5'440'000}};
   const live::FittedProfile p = live::fit(m, settings());
   const auto populate = p.gpu["populate_ns"].get<int64_t>();
   CHECK(p.gpu["discarded_resident_fault_ns"].get<int64_t>() == populate + 150'000);

@@ -167,8 +167,10 @@ TEST_CASE("randomized operations keep the memory model's invariants", "[memory][
         done = rig.migrator.to_host(*b, 0, pages_here, now, "test");
         break;
       default:
-        if (rng() % 2) rig.memory.drop(*b, pages_here);
-        else rig.memory.discard(*b, pages_here);
+        if (rng() % 2)
+          rig.memory.drop(*b, pages_here);
+        else
+          rig.memory.discard(*b, pages_here);
         break;
       }
       REQUIRE(done >= now); // time never goes back

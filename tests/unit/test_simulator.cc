@@ -496,10 +496,9 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "deepum");
   cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", "budget"}};
   const auto run = [&](Time discarded_ns) {
-    s.write("gpus/simgpu.json",
-            Scratch::gpu_profile({{"populate_ns", 500},
-                                  {"discarded_resident_fault_ns", discarded_ns},
-                                  {"discarded_fault_ns", discarded_ns}}));
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"populate_ns", 500},
+                                                      {"discarded_resident_fault_ns", discarded_ns},
+                                                      {"discarded_fault_ns", discarded_ns}}));
     const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
     return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
   };

@@ -3,7 +3,7 @@
 // at a budget evict one chunk and prefetch one block in turn on one stream; DeepUM discards parts
 // of chunks, evicts the rest and later touches the discarded pages. The simulator prices each
 // call alone (configs/gpus/*.json), so a mix that costs more than its parts is time it misses.
-//   build/probes/migration_mix .dev/lib/libfaultline_live.so [BLOCKS] [REPEATS]
+//   build/probes/migration_mix .dev/lib/libfaultline_live.so [BLOCKS] [REPEATS] [bytes|density]
 // One line per case: microseconds per unit (block, pair or page) with the CPU's time inside the
 // calls, medians over the repeats. Every allocation is checked against the GPU's free memory.
 #include "experiments/live/probes/probe_device.h"
@@ -75,24 +75,30 @@ public:
 
   // How region A's chunks came onto the GPU before a case evicts or discards them.
   enum class Arrival {
-    kKernelWritten,      // a kernel's writes faulted them in (first touch)
-    kPrefetched,         // a prefetch of unpopulated memory, never touched after
-    kPrefetchedWritten,  // the same, then written by a kernel
-    kHostPrefetched,     // written by the host, then prefetched
-    kHostRead,           // written by the host, then faulted in by a kernel's reads
-    kWrittenRoundTrip,   // kernel-written, evicted whole, prefetched back (pump's steady state)
+    kKernelWritten,     // a kernel's writes faulted them in (first touch)
+    kPrefetched,        // a prefetch of unpopulated memory, never touched after
+    kPrefetchedWritten, // the same, then written by a kernel
+    kHostPrefetched,    // written by the host, then prefetched
+    kHostRead,          // written by the host, then faulted in by a kernel's reads
+    kWrittenRoundTrip,  // kernel-written, evicted whole, prefetched back (pump's steady state)
+    kKernelRead,        // a kernel's reads faulted them in (first touch, never written)
   };
   static const char* name(Arrival a) {
-    const char* names[] = {"kernel-written",         "prefetched",
-                           "prefetched+written",     "host-written+prefetched",
-                           "host-written+read",      "kernel-written+evicted+prefetched"};
+    const char* names[] = {"kernel-written",     "prefetched",
+                           "prefetched+written", "host-written+prefetched",
+                           "host-written+read",  "kernel-written+evicted+prefetched",
+                           "kernel-read"};
     return names[static_cast<int>(a)];
   }
   void arrive(char* a, Arrival how) {
     const uint64_t bytes = n_ * kBlock;
     switch (how) {
-    case Arrival::kKernelWritten: touch(0, 0, kPages); break;
-    case Arrival::kPrefetched: d_.prefetch_to_gpu(a, bytes); break;
+    case Arrival::kKernelWritten:
+      touch(0, 0, kPages);
+      break;
+    case Arrival::kPrefetched:
+      d_.prefetch_to_gpu(a, bytes);
+      break;
     case Arrival::kPrefetchedWritten:
       d_.prefetch_to_gpu(a, bytes);
       touch(0, 0, kPages);
@@ -103,6 +109,9 @@ public:
       break;
     case Arrival::kHostRead:
       d_.host_write(a, bytes);
+      touch(0, 0, kPages, false);
+      break;
+    case Arrival::kKernelRead:
       touch(0, 0, kPages, false);
       break;
     case Arrival::kWrittenRoundTrip:
@@ -164,23 +173,23 @@ std::vector<Case> cases(uint64_t n) {
   // "prefetch host-written", the difference is the held calls' cost under load).
   for (const uint64_t held : {8ull, 32ull})
     for (const bool moving : {false, true})
-      out.push_back({std::string(moving ? "1 moving + " : "") + std::to_string(held) +
-                         " held prefetches",
-                     "round", [=](Mix& m) {
-                       return m.run(
-                           [&](char* a, char* b) {
-                             m.d_.prefetch_to_gpu(a, n * kBlock);
-                             m.d_.host_write(b, n * kBlock);
-                           },
-                           [&](char* a, char* b) {
-                             for (uint64_t i = 0; i < n; ++i) {
-                               if (moving) m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
-                               for (uint64_t j = 0; j < held; ++j)
-                                 m.d_.prefetch_to_gpu(a + (i + j) % n * kBlock, kBlock);
-                             }
-                           },
-                           n);
-                     }});
+      out.push_back(
+          {std::string(moving ? "1 moving + " : "") + std::to_string(held) + " held prefetches",
+           "round", [=](Mix& m) {
+             return m.run(
+                 [&](char* a, char* b) {
+                   m.d_.prefetch_to_gpu(a, n * kBlock);
+                   m.d_.host_write(b, n * kBlock);
+                 },
+                 [&](char* a, char* b) {
+                   for (uint64_t i = 0; i < n; ++i) {
+                     if (moving) m.d_.prefetch_to_gpu(b + i * kBlock, kBlock);
+                     for (uint64_t j = 0; j < held; ++j)
+                       m.d_.prefetch_to_gpu(a + (i + j) % n * kBlock, kBlock);
+                   }
+                 },
+                 n);
+           }});
   // Pump and the oracle at a budget: evict a chunk, prefetch a block, in turn.
   out.push_back({"swap: evict one, prefetch one", "pair", [=](Mix& m) {
                    return m.run(
@@ -243,22 +252,24 @@ std::vector<Case> cases(uint64_t n) {
   for (const Arrival how : {Arrival::kKernelWritten, Arrival::kPrefetched,
                             Arrival::kPrefetchedWritten, Arrival::kHostRead})
     for (const int evict : {0, 1, 2})
-      out.push_back(
-          {std::string("touch discarded half of ") + Mix::name(how) +
-               (evict == 1 ? ", rest evicted" : evict == 2 ? ", whole evicted first" : ""),
-           "page", [=](Mix& m) {
-             return m.run(
-                 [&](char* a, char*) {
-                   m.arrive(a, how);
-                   for (uint64_t i = 0; i < n; ++i) {
-                     if (evict == 2) m.d_.evict_to_host(a + i * kBlock, kBlock);
-                     m.d_.discard(a + i * kBlock, kBlock / 2);
-                     if (evict == 1) m.d_.evict_to_host(a + i * kBlock + kBlock / 2, kBlock / 2);
-                   }
-                   m.upload(0, 0, kPages / 2);
-                 },
-                 [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
-           }});
+      out.push_back({std::string("touch discarded half of ") + Mix::name(how) +
+                         (evict == 1   ? ", rest evicted"
+                          : evict == 2 ? ", whole evicted first"
+                                       : ""),
+                     "page", [=](Mix& m) {
+                       return m.run(
+                           [&](char* a, char*) {
+                             m.arrive(a, how);
+                             for (uint64_t i = 0; i < n; ++i) {
+                               if (evict == 2) m.d_.evict_to_host(a + i * kBlock, kBlock);
+                               m.d_.discard(a + i * kBlock, kBlock / 2);
+                               if (evict == 1)
+                                 m.d_.evict_to_host(a + i * kBlock + kBlock / 2, kBlock / 2);
+                             }
+                             m.upload(0, 0, kPages / 2);
+                           },
+                           [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
+                     }});
   out.push_back({"touch evicted half (no discard)", "page", [=](Mix& m) {
                    return m.run(
                        [&](char* a, char*) {
@@ -291,11 +302,64 @@ std::vector<Case> cases(uint64_t n) {
 }
 } // namespace
 
+// Issue 21 item 4: the bytes an eviction copies back (CUPTI's counters), per chunk, by how the
+// chunk came to the GPU: the simulator writes back every resident page.
+void bytes_back(LiveDevice& d, Mix& m, uint64_t n) {
+  using A = Mix::Arrival;
+  std::printf("bytes per 2 MB chunk evicted (and brought in before), by arrival\n");
+  for (const A how : {A::kKernelWritten, A::kKernelRead, A::kPrefetched, A::kPrefetchedWritten,
+                      A::kHostPrefetched, A::kHostRead, A::kWrittenRoundTrip}) {
+    auto* a = static_cast<char*>(d.alloc_managed(n * kBlock));
+    if (!a) std::exit((std::printf("alloc failed: %s\n", d.error()), 1));
+    d.set_slot(0, a, n * kBlock);
+    const Counters c0 = d.counters();
+    m.arrive(a, how);
+    const Counters c1 = d.counters();
+    for (uint64_t i = 0; i < n; ++i) d.evict_to_host(a + i * kBlock, kBlock);
+    d.synchronize();
+    const Counters c2 = d.counters();
+    d.free_managed(a);
+    std::printf("%-44s in %9.0f  back %9.0f\n", Mix::name(how),
+                double(c1.bytes_host_to_gpu - c0.bytes_host_to_gpu) / n,
+                double(c2.bytes_gpu_to_host - c1.bytes_gpu_to_host) / n);
+  }
+}
+
+// What the driver brings beside a kernel's faults: k of each block's 32 pages touched (the
+// first k), on never-touched blocks (pages populated: the eviction's bytes) and on host data
+// (pages migrated: the bytes in). The simulator's density prefetcher populates the rest of a
+// dense region in both cases.
+void density(LiveDevice& d, Mix& m, uint64_t n) {
+  std::printf("pages per block beside k touched: populated (fresh) / migrated in (host data)\n");
+  for (const uint32_t k : {1u, 8u, 16u, 17u, 24u, 31u}) {
+    double pages[2] = {};
+    for (const bool host : {false, true}) {
+      auto* a = static_cast<char*>(d.alloc_managed(n * kBlock));
+      if (!a) std::exit((std::printf("alloc failed: %s\n", d.error()), 1));
+      d.set_slot(0, a, n * kBlock);
+      if (host) d.host_write(a, n * kBlock);
+      const Counters c0 = d.counters();
+      m.touch(0, 0, k, false);
+      const Counters c1 = d.counters();
+      for (uint64_t i = 0; i < n; ++i) d.evict_to_host(a + i * kBlock, kBlock);
+      d.synchronize();
+      const Counters c2 = d.counters();
+      d.free_managed(a);
+      const uint64_t bytes = host ? c1.bytes_host_to_gpu - c0.bytes_host_to_gpu
+                                  : c2.bytes_gpu_to_host - c1.bytes_gpu_to_host;
+      pages[host] = double(bytes) / n / kPage;
+    }
+    std::printf("k=%-2u  populated %5.1f  migrated %5.1f\n", k, pages[0], pages[1]);
+  }
+}
+
 int main(int argc, char** argv) {
   LiveDevice* d = probe::open_device(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so");
   const uint64_t blocks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 256;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   Mix mix(*d, blocks);
+  if (argc > 4 && std::string(argv[4]) == "bytes") return bytes_back(*d, mix, blocks), 0;
+  if (argc > 4 && std::string(argv[4]) == "density") return density(*d, mix, blocks), 0;
   std::printf("device %s, %llu blocks, %d repeats; us per unit: CPU in the calls / total\n",
               d->name(), static_cast<unsigned long long>(blocks), repeats);
   for (const Case& c : cases(blocks)) {

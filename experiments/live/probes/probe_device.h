@@ -22,8 +22,8 @@ inline int64_t now_ns() {
 inline faultline::live::LiveDevice* open_device(const char* path) {
   void* lib = dlopen(path, RTLD_NOW);
   if (!lib) std::exit((std::printf("%s\n", dlerror()), 1));
-  auto open = reinterpret_cast<faultline::live::OpenFunction>(
-      dlsym(lib, faultline::live::kOpenSymbol));
+  auto open =
+      reinterpret_cast<faultline::live::OpenFunction>(dlsym(lib, faultline::live::kOpenSymbol));
   char message[512] = {};
   faultline::live::LiveDevice* d = open ? open(0, message, sizeof message) : nullptr;
   if (!d) std::exit((std::printf("opening the device: %s\n", message), 1));
