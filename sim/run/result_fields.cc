@@ -1,12 +1,35 @@
 #include "sim/run/result_fields.h"
 
+#include <algorithm>
+
 namespace faultline {
 namespace {
+
+// The live replay's per-kernel rows count each kind of migration call (sim/live/measured.h,
+// MigrationCalls), three fields a kind.
+std::vector<ResultField> call_fields() {
+  const std::pair<const char*, const char*> kinds[] = {
+      {"to_gpu", "prefetches to the GPU"},
+      {"to_gpu_held", "prefetches of pages the replay's books hold on the GPU already"},
+      {"to_host", "evictions to the host"},
+      {"to_peer", "moves to the next GPU"},
+      {"discard", "discards"}};
+  std::vector<ResultField> out;
+  for (const auto& [kind, what] : kinds) {
+    const std::string k = std::string("kernels[].") + kind;
+    out.push_back({k + "_calls", "count", "live",
+                   std::string("per_kernel: ") + what +
+                       " issued since the row before (one call per run of pages)"});
+    out.push_back({k + "_bytes", "bytes", "live", "per_kernel: their bytes"});
+    out.push_back({k + "_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside those calls"});
+  }
+  return out;
+}
 
 // Paths ending in ".*" are free-form objects: what lies under them is described by their own
 // documents (traces/FORMAT.md for the trace header, configs/README.md for the config).
 std::vector<ResultField> declare() {
-  return {
+  std::vector<ResultField> fields = {
       {"faultline.git_revision", "text", "both", "the revision of the binary that wrote it"},
       {"faultline.trace_format_version", "count", "both", "the trace format version it reads"},
       {"trace.path", "text", "both", "the trace file"},
@@ -120,32 +143,18 @@ std::vector<ResultField> declare() {
       {"kernels[].accesses", "count", "both", "per_kernel: its 64 KB accesses"},
       {"kernels[].faults", "count", "sim", "per_kernel: the fault-buffer entries it raised"},
       {"kernels[].faults_reported", "count", "live", "per_kernel: the faults handed to the policy"},
-      {"kernels[].to_gpu_calls", "count", "live",
-       "per_kernel: prefetches to the GPU issued since the row before (one call per run of pages)"},
-      {"kernels[].to_gpu_bytes", "bytes", "live", "per_kernel: their bytes"},
-      {"kernels[].to_gpu_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside those calls"},
-      {"kernels[].to_gpu_held_calls", "count", "live",
-       "per_kernel: prefetches of pages the replay's books hold on the GPU already"},
-      {"kernels[].to_gpu_held_bytes", "bytes", "live", "per_kernel: their bytes"},
-      {"kernels[].to_gpu_held_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside them"},
-      {"kernels[].to_host_calls", "count", "live",
-       "per_kernel: evictions to the host issued since the row before (one call per run of pages)"},
-      {"kernels[].to_host_bytes", "bytes", "live", "per_kernel: their bytes"},
-      {"kernels[].to_host_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside those calls"},
-      {"kernels[].to_peer_calls", "count", "live",
-       "per_kernel: moves to the next GPU issued since the row before (one call per run of pages)"},
-      {"kernels[].to_peer_bytes", "bytes", "live", "per_kernel: their bytes"},
-      {"kernels[].to_peer_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside those calls"},
-      {"kernels[].discard_calls", "count", "live",
-       "per_kernel: discards issued since the row before (one call per run of pages)"},
-      {"kernels[].discard_bytes", "bytes", "live", "per_kernel: their bytes"},
-      {"kernels[].discard_cpu_ns", "ns", "live", "per_kernel: the CPU's time inside those calls"},
       {"neighbour_jobs[].name", "text", "sim", "a neighbour job's name"},
       {"neighbour_jobs[].gpu", "count", "sim", "the GPU it runs on"},
       {"neighbour_jobs[].trace", "text", "sim", "its trace"},
       {"neighbour_jobs[].passes", "count", "sim", "times its trace ran during the run"},
       {"neighbour_jobs[].results.*", "JSON", "sim", "its results, fields as under results"},
   };
+  const auto rows = std::find_if(fields.begin(), fields.end(), [](const ResultField& f) {
+    return f.path == "kernels[].faults_reported";
+  });
+  const std::vector<ResultField> calls = call_fields();
+  fields.insert(rows + 1, calls.begin(), calls.end());
+  return fields;
 }
 
 } // namespace
