@@ -10,7 +10,9 @@
 #              OUT_DIR/calibrate.log; with QUICK=1 also `--quick` as PROFILE-quick
 #   capture    HOLDOUT programs (default: hash-join transpose2d llama) captured by
 #              experiments/capture/capture_all.sh into OUT_DIR/holdout/
-#   replay     experiments/live/replay_all.sh OUT_DIR (TRACES, POLICIES, BUDGETS, REPEATS,
+#   replay     one untimed warm-up replay into OUT_DIR/warm-up/ (the first replay on a freshly
+#              started machine ran 30% slower: live/data/h100-vm-warmup/), then
+#              experiments/live/replay_all.sh OUT_DIR (TRACES, POLICIES, BUDGETS, REPEATS,
 #              STOP_AFTER, TRACE_DIR as there)
 # Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
 # experiments/make_manifest.py --gpu-profile profile/gpus/PROFILE.json names the instance's
@@ -48,5 +50,9 @@ if [[ $stages == *" capture "* ]]; then
     ${HOLDOUT:-hash-join transpose2d llama}
 fi
 if [[ $stages == *" replay "* ]]; then
+  if [ ! -d "$out/warm-up" ]; then
+    TRACES=resnet50 POLICIES=oracle BUDGETS=0.75 TRACE_DIR=traces/real \
+      "$here/replay_all.sh" "$out/warm-up" "$bin/faultline" >"$out/warm-up.log" 2>&1
+  fi
   "$here/replay_all.sh" "$out" "$bin/faultline"
 fi

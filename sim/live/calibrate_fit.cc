@@ -436,8 +436,11 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
        "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
        "kernel: 16 threads per 64 KB page); median |error| " +
            out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
-       "eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the link's 2 MB "
-       "copy; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
+       std::string("eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the "
+                   "link's 2 MB copy") +
+           (m.has("warm_up") ? ", measured after the warm-up's evictions (measurements' warm_up)"
+                             : "") +
+           "; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
        "prefetch_populate_ns, prefetch_copy_extra_ns: 2 MB cudaMemPrefetchAsync calls in a row, "
        "one per block: of unpopulated blocks (less a call on resident ones, per 64 KB), of host "
        "ones (less that call and the link's 2 MB copy)",

@@ -63,6 +63,10 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction",
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
+  // The warm-up evicts and brings back its chunks three times before any measurement.
+  CHECK(m["warm_up"]["chunks"] == 4);
+  REQUIRE(m["warm_up"]["eviction_ns_per_chunk"].size() == 3);
+  for (const json& ns : m["warm_up"]["eviction_ns_per_chunk"]) CHECK(ns.get<int64_t>() >= 0);
   CHECK(device.kernel_pages.size() > 8);
   CHECK(m["replay"]["calls_per_kernel"].size() == 3); // 8, 32 and 128 calls before a kernel
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.

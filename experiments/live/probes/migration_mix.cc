@@ -3,14 +3,17 @@
 // at a budget evict one chunk and prefetch one block in turn on one stream; DeepUM discards parts
 // of chunks, evicts the rest and later touches the discarded pages. The simulator prices each
 // call alone (configs/gpus/*.json), so a mix that costs more than its parts is time it misses.
-//   build/probes/migration_mix .dev/lib/libfaultline_live.so [BLOCKS] [REPEATS] [bytes|density]
+//   build/probes/migration_mix .dev/lib/libfaultline_live.so [BLOCKS] [REPEATS]
+//   [bytes|density|evict] build/probes/migration_mix .dev/lib/libfaultline_live.so 0 0 warm GB
 // One line per case: microseconds per unit (block, pair or page) with the CPU's time inside the
 // calls, medians over the repeats. Every allocation is checked against the GPU's free memory.
 #include "experiments/live/probes/probe_device.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <string>
+#include <sys/mman.h>
 #include <vector>
 
 using namespace faultline::live;
@@ -353,13 +356,56 @@ void density(LiveDevice& d, Mix& m, uint64_t n) {
   }
 }
 
+// Eviction by arrival, every repeat printed in order (not their median): whether a fresh machine's
+// first evictions cost more than its later ones (issue 21 items 3 and 7).
+void evict_repeats(Mix& m, uint64_t n, int repeats) {
+  using A = Mix::Arrival;
+  std::printf("eviction us per chunk by arrival, repeats in order\n");
+  for (const A how :
+       {A::kKernelWritten, A::kPrefetched, A::kPrefetchedWritten, A::kHostPrefetched}) {
+    std::printf("%-40s", Mix::name(how));
+    for (int r = 0; r < repeats; ++r) {
+      const Timing t = m.run([&](char* a, char*) { m.arrive(a, how); },
+                             [&](char* a, char*) {
+                               for (uint64_t i = 0; i < n; ++i)
+                                 m.d_.evict_to_host(a + i * kBlock, kBlock);
+                             },
+                             n);
+      std::printf(" %7.1f", t.total_us);
+    }
+    std::printf("\n");
+  }
+}
+
+// Writes one byte in every 4 KB page of GB gigabytes of anonymous host memory, twice (a fresh
+// mapping each time): a virtual machine's first touch of guest memory can cost far more than a
+// later one, and evictions allocate host pages.
+void warm_host(uint64_t gb) {
+  const uint64_t bytes = gb << 30;
+  for (int pass = 1; pass <= 2; ++pass) {
+    const int64_t t0 = now_ns();
+    auto* p = static_cast<char*>(
+        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (p == MAP_FAILED)
+      std::exit((std::printf("mmap of %llu GB failed\n", (unsigned long long)gb), 1));
+    for (uint64_t off = 0; off < bytes; off += 4096) p[off] = 1;
+    const int64_t t1 = now_ns();
+    munmap(p, bytes);
+    std::printf("warm pass %d: %llu GB touched in %.2f s (%.2f GB/s)\n", pass,
+                (unsigned long long)gb, (t1 - t0) / 1e9, gb / ((t1 - t0) / 1e9));
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 5 && std::string(argv[4]) == "warm")
+    return warm_host(std::strtoull(argv[5], nullptr, 10)), 0;
   LiveDevice* d = probe::open_device(argc > 1 ? argv[1] : "build-gpu/libfaultline_live.so");
   const uint64_t blocks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 256;
   const int repeats = argc > 3 ? std::atoi(argv[3]) : 5;
   Mix mix(*d, blocks);
   if (argc > 4 && std::string(argv[4]) == "bytes") return bytes_back(*d, mix, blocks), 0;
   if (argc > 4 && std::string(argv[4]) == "density") return density(*d, mix, blocks), 0;
+  if (argc > 4 && std::string(argv[4]) == "evict") return evict_repeats(mix, blocks, repeats), 0;
   std::printf("device %s, %llu blocks, %d repeats; us per unit: CPU in the calls / total\n",
               d->name(), static_cast<unsigned long long>(blocks), repeats);
   for (const Case& c : cases(blocks)) {
