@@ -142,6 +142,9 @@ const Fields<GpuProfile>& gpu_fields() {
            "capacity mode \"budget\": per 64 KB a prefetch populates"),
       cost(&G::prefetch_copy_extra_ns, "prefetch_copy_extra_ns",
            "capacity mode \"budget\": a prefetch call that copies, beyond the link's time"),
+      cost(&G::swap_extra_ns, "swap_extra_ns",
+           "capacity mode \"budget\": a prefetch that copies right after an eviction (the two "
+           "in turn on the replay's stream), beyond the two apart"),
       cost(&G::discarded_resident_fault_ns, "discarded_resident_fault_ns",
            "a fault on a 64 KB page discarded while it held data, in a block with other pages "
            "on the GPU: replaces populate_ns")

@@ -46,6 +46,10 @@ struct GpuProfile {
   Time prefetch_call_ns = 0;
   Time prefetch_populate_ns = 0;
   Time prefetch_copy_extra_ns = 0;
+  // A prefetch that copies right after an eviction on the same stream, the two in turn as pump
+  // and the oracle make room at a budget, beyond what the two cost apart (charged in capacity
+  // mode "budget"; faultline calibrate's swap benchmark).
+  Time swap_extra_ns = 0;
   // A fault on a 64 KB page a policy discarded while it held data, instead of populate_ns: in a
   // block the GPU holds other pages of, and in one it does not.
   Time discarded_resident_fault_ns = 0;

@@ -340,6 +340,14 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
 
   replay_costs(m, config);
 
+  if (m.has("swap")) { // measurements since the swap benchmark; older ones leave it 0
+    const json& sw = m.at("swap");
+    const Time pairs = static_cast<Time>(m.count(sw, "pairs", "$.swap", 1 << 20));
+    config.gpu.swap_extra_ns =
+        std::max<Time>(0, m.ns(sw, "ns", "$.swap") / pairs - m.ns(ev, "ns", "$.eviction") / chunks -
+                              m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks);
+  }
+
   const json& hf = m.at("host_fault");
   const auto bytes = static_cast<Time>(m.count(hf, "bytes", "$.host_fault", uint64_t{1} << 40));
   const Time copies = (bytes + kBlockSize - 1) / kBlockSize * chunk_copy;
@@ -426,6 +434,10 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
   out.gpu["prefetch_populate_ns"] = config.gpu.prefetch_populate_ns;
   out.gpu["prefetch_copy_extra_ns"] = config.gpu.prefetch_copy_extra_ns;
   out.gpu["launch_ns"] = config.gpu.launch_ns;
+  if (m.has("swap"))
+    out.gpu["swap_extra_ns"] = config.gpu.swap_extra_ns;
+  else
+    out.gpu.erase("swap_extra_ns");
   for (size_t i = 0; i < kParamCount; ++i)
     if (std::string(kParams[i].name) != "copy_overhead_ns")
       out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
@@ -455,6 +467,11 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
                   "predate the replay-rhythm benchmarks)"),
        "memory_bytes and (unless measured) peer_link: kept from the base profile " +
            settings.base});
+  if (m.has("swap"))
+    out.gpu["sources"].push_back(
+        "swap_extra_ns: an eviction and a prefetch of host data in turn, one 2 MB call each, per "
+        "pair, less the eviction benchmark's chunk and the prefetch benchmark's block of host "
+        "data");
   out.host_link = {
       {"name", settings.name + "-host"},
       {"sources", json::array({"fitted by faultline calibrate on " + device +

@@ -143,7 +143,13 @@ public:
         done_ = t;
         return;
       }
-      if (!block.chunk[gpu]) t = m_.migrator.make_room(gpu, t, &block);
+      if (!block.chunk[gpu]) {
+        evicted_last_ |= m_.memory.chunks_free(gpu) == 0;
+        t = m_.migrator.make_room(gpu, t, &block);
+      }
+      // Evicting and prefetching in turn costs more than the two apart (calibrate's swap).
+      if (evicted_last_) t += profile.swap_extra_ns;
+      evicted_last_ = false;
       const PageMask fresh = block.unpopulated() & pages;
       t += profile.prefetch_populate_ns * fresh.big_page_count();
       if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
@@ -156,6 +162,7 @@ public:
   Time stage_call_ns() const override {
     return m_.profile.prefetch_call_ns + m_.profile.prefetch_copy_extra_ns;
   }
+  void policy_evicted() override { evicted_last_ = true; }
   Time migration_start(Time now) const override { return std::max(now, done_); }
   void migration_end(Time end) override { done_ = std::max(done_, end); }
 
@@ -173,8 +180,9 @@ private:
 
   JobMemory m_;
   ModelBooks books_;
-  Time done_ = 0;            // when the migrations issued so far end
-  std::vector<Addr> faults_; // the running kernel's absent pages, handed over at its end
+  Time done_ = 0;             // when the migrations issued so far end
+  bool evicted_last_ = false; // the stream's last migration was an eviction
+  std::vector<Addr> faults_;  // the running kernel's absent pages, handed over at its end
 };
 
 } // namespace

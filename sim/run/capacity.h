@@ -51,6 +51,8 @@ public:
   // live replay issues each as a cudaMemPrefetchAsync to that GPU (kBudget), which costs what a
   // prefetch of host data costs; the driver's own staging (kDriver) has no call to pay for.
   virtual Time stage_call_ns() const { return 0; }
+  // A policy evicted a block to the host on the migration stream (after migration_start()).
+  virtual void policy_evicted() {}
   virtual Time migration_start(Time now) const = 0;
   virtual void migration_end(Time end) = 0;
 };

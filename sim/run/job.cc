@@ -296,7 +296,8 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
       end = migrator_.to_peer(block, gpu, target - 1, on_gpu, start, "policy eviction to peer");
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
-      end = migrator_.to_host(block, gpu, on_gpu, start, "policy eviction", true);
+      end = migrator_.policy_evict(block, gpu, on_gpu, start);
+      capacity_->policy_evicted();
     }
     capacity_->migration_end(end);
   });

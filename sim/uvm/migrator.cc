@@ -52,6 +52,10 @@ Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause)
   return to_host(victim, gpu, pages, now, cause, true) + gpu_.eviction_ns;
 }
 
+Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now) {
+  return to_host(block, gpu, pages, now, "policy eviction", true) + gpu_.eviction_ns;
+}
+
 Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {
   const PageMask held = foreign.resident[gpu_processor(gpu)];
   if (held.minus(foreign.host_backup).none()) {

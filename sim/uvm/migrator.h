@@ -35,6 +35,9 @@ public:
   // eviction copies them in one transfer when the driver evicts whole blocks.
   Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause,
                bool eviction = false);
+  // A policy's eviction of `pages` of a block to the host: the live replay makes it with the
+  // same 2 MB call as the budget's, so it costs the driver's fixed eviction work too.
+  Time policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now);
   // Whether GPU `peer` can take another job's chunk and keep its reserve free.
   bool peer_has_room(unsigned peer) const;
   // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a

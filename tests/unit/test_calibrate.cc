@@ -63,6 +63,7 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction",
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
+  CHECK(m["swap"]["pairs"] == 4); // as many pairs as the eviction benchmark's chunks
   // The warm-up evicts and brings back its chunks three times before any measurement.
   CHECK(m["warm_up"]["chunks"] == 4);
   REQUIRE(m["warm_up"]["eviction_ns_per_chunk"].size() == 3);
@@ -173,6 +174,19 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
   CHECK(p.gpu["discarded_fault_ns"].get<int64_t>() == populate + 75'000);
   m["discarded_touch"].erase("evicted_ns");
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.discarded_touch"));
+}
+
+TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyond the two apart",
+          "[calibrate]") {
+  json m = measurements();
+  CHECK_FALSE(live::fit(m, settings()).gpu.contains("swap_extra_ns")); // older measurements
+  // 200 us a chunk evicted (800 us / 4) and 125 us a block of host data prefetched (500 / 4)
+  m["swap"] = {{"pairs", 4}, {"ns", 4 * (200'000 + 125'000 + 30'000)}};
+  CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 30'000);
+  m["swap"]["ns"] = 4 * 300'000; // cheaper than its parts: nothing extra, never negative
+  CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 0);
+  m["swap"]["ns"] = "slow";
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.ns"));
 }
 
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {

@@ -512,3 +512,36 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   CHECK(extra >= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 9 / 10);
   CHECK(extra <= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 11 / 10);
 }
+
+TEST_CASE("budget mode: a prefetch right after an eviction costs the profile's swap extra",
+          "[sim][budget]") {
+  Scratch s;
+  synth::Params p;
+  p.footprint = 48 * kBlockSize;
+  p.iterations = 2;
+  p.layers = 6;
+  p.seed = 3;
+  const std::string trace = s.file("swap.fltrace");
+  synth::write_trace(p, trace, "test");
+  const uint64_t chunks = trace::compute_stats(trace).footprint_chunks / 2;
+  const auto run = [&](const char* policy, Time swap_ns) {
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"swap_extra_ns", swap_ns}}));
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+    cfg["capacity"] = {{"fraction_of_footprint", 0.5}, {"mode", "budget"}};
+    return simulate(cfg, trace, chunks);
+  };
+  for (const char* policy : {"pump", "oracle"}) {
+    INFO(policy);
+    const Outcome apart = run(policy, 0), in_turn = run(policy, 100'000);
+    // Costs move times, not choices: the same pages go back to the host.
+    REQUIRE(in_turn.stats.pages_d2h == apart.stats.pages_d2h);
+    REQUIRE(apart.stats.pages_d2h > 10 * kPagesPerBlock);
+    // Each eviction made to prefetch a block adds 100 us on the stream, serial; those made before
+    // a kernel (the budget's own) add nothing. Every eviction moves a page at least.
+    const Time extra = in_turn.end - apart.end;
+    CHECK(extra >= 100'000);
+    CHECK(extra <= static_cast<Time>(apart.stats.pages_d2h) * 100'000);
+  }
+  // Ondemand prefetches nothing: the extra never applies.
+  CHECK(run("ondemand", 100'000).end == run("ondemand", 0).end);
+}
