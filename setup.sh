@@ -36,8 +36,9 @@ if [ -n "$nvcc_bin" ]; then
 fi
 
 # ccache, where installed, makes rebuilds in other checkouts (worktrees, CI caches) cheap: it keys
-# on paths relative to the checkout.
-export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+# on paths relative to the checkout; the sloppiness lets it cache files built with the
+# precompiled headers (FAULTLINE_PCH).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=pch_defines,time_macros
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null

@@ -13,7 +13,8 @@ if ! command -v clang++ >/dev/null; then
   exit 0
 fi
 # ccache keys on paths relative to the checkout, so another clone on this machine (CI's) hits.
-export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+# The sloppiness lets it cache files built with the precompiled headers (FAULTLINE_PCH).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=pch_defines,time_macros
 if [ ! -f "$dir/build.ninja" ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
