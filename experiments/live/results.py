@@ -27,7 +27,8 @@ LIVE = os.path.join(common.REPO, "experiments", "live")
 # hold-out programs, and every campaign of an instance that calibrated itself.
 CAMPAIGNS = {"h100": {"shipped": "h100-c1cb0b94", "holdout": "h100-c1cb0b94-holdout",
                       "instances": ["h100-c1cb0b94", "h100-61c1b2ea", "h100-47af6fc2",
-                                    "h100-ba63a39e", "h100-ea349c50", "h100-8128e920"]},
+                                    "h100-562e6395", "h100-ba63a39e", "h100-ea349c50",
+                                    "h100-8128e920"]},
              "h200": {"shipped": "h200-99f28b56", "holdout": "h200-99f28b56-holdout",
                       "instances": ["h200-99f28b56", "h200-d628e5be", "h200-d44298ce",
                                     "h200-1ce9b187"]}}
