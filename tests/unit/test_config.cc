@@ -165,6 +165,11 @@ TEST_CASE("config: load_json_file names the file and the syntax error", "[config
   const std::string good = dir.file("good.json");
   fltest::write_json(good, {{"a", 1}});
   CHECK(load_json_file(good) == json{{"a", 1}});
+  // Found by fuzzing (tests/fuzz/regressions/sweep/base-is-a-folder.json): a folder opens as a
+  // stream, then its first read threw std::ios_base::failure, which is no ConfigError.
+  const std::string folder = dir.path().string();
+  CHECK_THROWS_WITH(load_json_file(folder),
+                    Contains(folder) && Contains("is a folder; expected a JSON file"));
 }
 
 TEST_CASE("config: a valid run config resolves its profiles", "[config]") {
