@@ -11,7 +11,6 @@
 #include "experiments/live/probes/probe_device.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <sys/mman.h>
@@ -136,6 +135,15 @@ struct Case {
   std::function<Timing(Mix&)> run;
 };
 
+// Region A's n chunks brought to the GPU as `how` says, then evicted one 2 MB call each.
+Timing evict_after(Mix& m, Mix::Arrival how, uint64_t n) {
+  return m.run([&](char* a, char*) { m.arrive(a, how); },
+               [&](char* a, char*) {
+                 for (uint64_t i = 0; i < n; ++i) m.d_.evict_to_host(a + i * kBlock, kBlock);
+               },
+               n);
+}
+
 std::vector<Case> cases(uint64_t n) {
   std::vector<Case> out;
   // The calibration's benchmarks: one kind of call in a row.
@@ -164,14 +172,8 @@ std::vector<Case> cases(uint64_t n) {
                          Arrival::kPrefetchedWritten, Arrival::kHostPrefetched,
                          Arrival::kHostRead,          Arrival::kWrittenRoundTrip};
   for (const Arrival how : all)
-    out.push_back({std::string("evict ") + Mix::name(how), "chunk", [=](Mix& m) {
-                     return m.run([&](char* a, char*) { m.arrive(a, how); },
-                                  [&](char* a, char*) {
-                                    for (uint64_t i = 0; i < n; ++i)
-                                      m.d_.evict_to_host(a + i * kBlock, kBlock);
-                                  },
-                                  n);
-                   }});
+    out.push_back({std::string("evict ") + Mix::name(how), "chunk",
+                   [=](Mix& m) { return evict_after(m, how, n); }});
   // Pump asks for every argument block at each launch, most of them on the GPU already: calls
   // that move nothing, alone and each round behind one call that moves a block (against
   // "prefetch host-written", the difference is the held calls' cost under load).
@@ -366,13 +368,7 @@ void evict_repeats(Mix& m, uint64_t n, int repeats) {
        {A::kKernelWritten, A::kPrefetched, A::kPrefetchedWritten, A::kHostPrefetched}) {
     std::printf("%-40s", Mix::name(how));
     for (int r = 0; r < repeats; ++r) {
-      const Timing t = m.run([&](char* a, char*) { m.arrive(a, how); },
-                             [&](char* a, char*) {
-                               for (uint64_t i = 0; i < n; ++i)
-                                 m.d_.evict_to_host(a + i * kBlock, kBlock);
-                             },
-                             n);
-      std::printf(" %7.1f", t.total_us);
+      std::printf(" %7.1f", evict_after(m, how, n).total_us);
     }
     std::printf("\n");
   }
