@@ -4,10 +4,13 @@
 # measures the instance it runs on, and its runs are simulated with that profile.
 #   experiments/live/campaign.sh OUT_DIR [STAGE...]
 # After experiments/capture/stage_device.sh here (.dev/ carried). STAGE, in order, default all:
-#   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), then `faultline calibrate` into
+#   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), then the per-machine calibration,
+#              `faultline calibrate --from MODEL` (under a minute: what differs between
+#              instances, the shipped profile's fault path kept), into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
 #              GPU's name and the first 8 hex digits of its UUID: the instance), timed in
-#              OUT_DIR/calibrate.log; with QUICK=1 also `--quick` as PROFILE-quick
+#              OUT_DIR/calibrate.log; with FULL=1 also the full calibration as PROFILE-full
+#              (about 3 minutes)
 #   capture    HOLDOUT programs (default: hash-join transpose2d llama) captured by
 #              experiments/capture/capture_all.sh into OUT_DIR/holdout/
 #   replay     one untimed warm-up replay into OUT_DIR/warm-up/ (the first replay on a freshly
@@ -38,11 +41,14 @@ if [[ $stages == *" calibrate "* ]]; then
   model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
   profile=$model-$uuid
   echo "$profile" >"$out/profile.txt"
-  for q in "" ${QUICK:+-quick}; do
+  for kind in per-machine ${FULL:+full}; do
     began=$SECONDS
-    "$bin/faultline" calibrate --name "$profile$q" --base "$model" --out-dir "$out/profile" \
-      ${q:+--quick} >>"$out/calibrate.log" 2>&1 || echo "calibrate$q failed: $(tail -1 "$out/calibrate.log")"
-    echo "calibrate$q: $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
+    name=$profile${FULL:+$([ "$kind" = full ] && echo -full)}
+    how=(--from "$model")
+    [ "$kind" = full ] && how=(--base "$model")
+    "$bin/faultline" calibrate --name "$name" "${how[@]}" --out-dir "$out/profile" \
+      >>"$out/calibrate.log" 2>&1 || echo "calibrate ($kind) failed: $(tail -1 "$out/calibrate.log")"
+    echo "calibrate ($kind): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
   done
 fi
 if [[ $stages == *" capture "* ]]; then

@@ -21,7 +21,11 @@ void add_calibrate(CLI::App& app) {
       "DIR/calibration/NAME.json (measurements, command, fit report), DIR/gpus/NAME.json and\n"
       "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. The memory size\n"
       "(and the peer link without a second GPU) come from --base (default h200). --refit fits\n"
-      "committed measurements again without a GPU, with their name and base unless given.");
+      "committed measurements again without a GPU, with their name and base unless given.\n"
+      "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
+      "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
+      "four points, whose fitted factor scales PROFILE's fault-path values (a full calibration\n"
+      "of the same GPU model); PROFILE is also the base.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
@@ -36,13 +40,19 @@ void add_calibrate(CLI::App& app) {
   add_bytes(*sub, "--margin", c->settings.margin, "GPU memory to leave free (default 2G)");
   add_device(*sub, c->device);
   sub->add_flag("--quick", c->settings.quick, "fewer and smaller points, for tests and smoke runs");
+  CLI::Option* from =
+      sub->add_option("--from", c->settings.from,
+                      "per-machine calibration: scale this profile's fault path (see above)")
+          ->type_name("PROFILE");
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");
   sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
       ->type_name("MEASUREMENTS.json");
+  from->excludes(sub->get_option("--quick"))->excludes(sub->get_option("--refit"));
   sub->callback([c, repeats, name, base] {
     c->named = name->count() > 0;
     c->based = base->count() > 0;
+    if (!c->based && !c->settings.from.empty()) c->settings.base = c->settings.from;
     if (!c->named && c->refit.empty()) throw UsageError("--name is required");
     if (*repeats) c->settings.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
     live::run_calibrate(*c, command_line());

@@ -1,6 +1,7 @@
 #include "sim/live/calibrate.h"
 
 #include "sim/core/error.h"
+#include "sim/live/calibrate_faults.h"
 #include "sim/run/results.h"
 
 #include <algorithm>
@@ -23,17 +24,30 @@ Time median(std::vector<Time> v) {
   return v[v.size() / 2];
 }
 
-// The grid: fault benchmarks over blocks x touched 64 KB big pages per block, and transfer sizes.
+// The grid: fault benchmarks (blocks x touched 64 KB big pages per block) and transfer sizes.
 struct Grid {
-  std::vector<uint64_t> blocks, pages_per_block, sizes, peer_sizes;
+  std::vector<std::pair<uint64_t, uint64_t>> fault_points;
+  std::vector<uint64_t> sizes, peer_sizes;
   uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks, discard_blocks;
   uint64_t warm_up_chunks;
 };
 
-Grid grid(bool quick) {
-  if (quick) return {{1, 4}, {1, 32}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
-  return {{1, 4, 16, 64, 256, 1024},
-          {1, 4, 32},
+std::vector<std::pair<uint64_t, uint64_t>> cross(const std::vector<uint64_t>& blocks,
+                                                 const std::vector<uint64_t>& pages_per_block) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (uint64_t b : blocks)
+    for (uint64_t k : pages_per_block) out.emplace_back(b, k);
+  return out;
+}
+
+Grid grid(const CalibrationSettings& settings) {
+  if (settings.quick)
+    return {cross({1, 4}, {1, 32}), {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
+  // Per machine: the fault path's level at four points from one small batch to 32 MB of
+  // scattered pages and 64 MB of dense ones, and one large transfer each way; the rest as below.
+  if (!settings.from.empty())
+    return {{{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
+  return {cross({1, 4, 16, 64, 256, 1024}, {1, 4, 32}),
           {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
           {2 << 20, 32 << 20, 256 << 20},
           128,
@@ -49,9 +63,10 @@ public:
       : d_(device), settings_(settings) {}
 
   json run() {
-    const Grid g = grid(settings_.quick);
-    check_memory(g);
+    const Grid g = grid(settings_);
     json out;
+    if (!settings_.from.empty()) out["fault_path_from"] = fault_path_of(settings_.from);
+    check_memory(g);
     out["device"] = d_.name();
     out["repeats"] = settings_.repeats;
     out["faultline"] = {{"git_revision", git_revision()}};
@@ -74,15 +89,14 @@ public:
     out["host_fault"] = {{"bytes", host_bytes}, {"ns", host_fault(host_bytes)}};
     out["faults"] = json::array();
     for (const char* kind : {"populate", "migrate"})
-      for (uint64_t b : g.blocks)
-        for (uint64_t k : g.pages_per_block)
-          out["faults"].push_back(
-              {{"kind", kind},
-               {"blocks", b},
-               {"pages_per_block", k},
-               {"ns",
-                faults(kind == std::string("migrate") ? Start::kHost : Start::kFresh, b, k)}});
+      for (const auto& [b, k] : g.fault_points)
+        out["faults"].push_back(
+            {{"kind", kind},
+             {"blocks", b},
+             {"pages_per_block", k},
+             {"ns", faults(kind == std::string("migrate") ? Start::kHost : Start::kFresh, b, k)}});
     out["discarded_touch"] = discarded_touch(g.discard_blocks);
+    if (g.peer_sizes.empty()) return out; // per machine: the peer link stays the base's
     out["peer"] = peer(g.peer_sizes);
     if (!out["peer"].is_null()) out["peer_uvm"] = peer_uvm(g.eviction_chunks, g.host_fault_blocks);
     return out;
@@ -90,11 +104,11 @@ public:
 
 private:
   void check_memory(const Grid& g) {
-    const uint64_t largest =
-        std::max({g.sizes.back(), (g.blocks.back() + std::max(1u, settings_.repeats)) * kBlockSize,
-                  2 * g.eviction_chunks * kBlockSize, g.prefetch_blocks * kBlockSize,
-                  g.host_fault_blocks * kBlockSize, 2 * g.discard_blocks * kBlockSize,
-                  g.warm_up_chunks * kBlockSize});
+    const uint64_t largest = std::max(
+        {g.sizes.back(), (largest_fault_blocks(g) + std::max(1u, settings_.repeats)) * kBlockSize,
+         2 * g.eviction_chunks * kBlockSize, g.prefetch_blocks * kBlockSize,
+         g.host_fault_blocks * kBlockSize, 2 * g.discard_blocks * kBlockSize,
+         g.warm_up_chunks * kBlockSize});
     const uint64_t free = d_.free_bytes();
     if (largest + settings_.margin > free) {
       throw Error("faultline calibrate: refusing to run: the largest benchmark needs " +
@@ -102,6 +116,12 @@ private:
                   std::to_string(free) + " bytes free, less the margin of " +
                   std::to_string(settings_.margin) + " bytes (--margin)");
     }
+  }
+
+  static uint64_t largest_fault_blocks(const Grid& g) {
+    uint64_t blocks = 0;
+    for (const auto& point : g.fault_points) blocks = std::max(blocks, point.first);
+    return blocks;
   }
 
   [[noreturn]] void fail(const std::string& what) {

@@ -19,11 +19,16 @@ struct CalibrationSettings {
   uint32_t repeats = 5;      // each point is the median of this many runs
   uint64_t margin = 2ull << 30;
   bool quick = false; // fewer and smaller points, for tests and smoke runs
+  // A per-machine calibration (`--from`): only the measurements that differ between instances of
+  // one GPU model, and this profile's fault path kept. Empty: the full calibration.
+  std::string from;
 };
 
-// Contract: allocates at most the largest benchmark's managed memory at a time and refuses
-// (Error) before allocating anything if that would come within the margin of the GPU's free
-// memory. Times are host wall-clock nanoseconds, medians over `repeats`.
+// Contract: with `from` set, resolves that profile before measuring anything (an unknown one
+// throws Error) and records its fault path in the measurements' "fault_path_from". Allocates at
+// most the largest benchmark's managed memory at a time and refuses (Error) before allocating
+// anything if that would come within the margin of the GPU's free memory. Times are host wall-clock
+// nanoseconds, medians over `repeats`.
 nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 
 struct FittedProfile {

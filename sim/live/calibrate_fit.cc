@@ -1,78 +1,19 @@
 // The fit half of `faultline calibrate`. Link curves and the eviction and host-fault costs come
-// straight from their benchmarks; the fault-path costs are fitted by simulating every fault
-// benchmark (a one-kernel trace with the same touches) and minimising the squared log error
-// of simulated against measured time with NLopt's Subplex.
+// straight from their benchmarks; the fault-path costs come from calibrate_faults.h (every value
+// fitted, or a per-machine calibration's one factor on an earlier profile's values).
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
+#include "sim/live/calibrate_faults.h"
+#include "sim/live/calibrate_measurements.h"
 #include "sim/run/results.h"
-#include "sim/run/simulator.h"
-#include "sim/trace/writer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <nlopt.hpp>
-#include <unistd.h>
 
 namespace faultline::live {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-// Reads measurement values with the JSON path in every complaint.
-class Measurements {
-public:
-  explicit Measurements(const json& doc) : doc_(doc) {}
-
-  const json& at(const std::string& key) const { return at(doc_, key, "$"); }
-  const json& root() const { return doc_; }
-  bool has(const std::string& key) const { return doc_.contains(key); }
-  Time ns(const json& parent, const std::string& key, const std::string& path) const {
-    const json& v = at(parent, key, path);
-    if (!v.is_number() || v.get<double>() < 0)
-      throw Error("calibration measurements: " + path + "." + key +
-                  ": expected a non-negative number of nanoseconds");
-    return v.get<Time>();
-  }
-  // A positive integer count no larger than `max`.
-  uint64_t count(const json& parent, const std::string& key, const std::string& path,
-                 uint64_t max) const {
-    const json& v = at(parent, key, path);
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<uint64_t>() > max)
-      throw Error("calibration measurements: " + path + "." + key +
-                  ": expected a whole number from 1 to " + std::to_string(max));
-    return v.get<uint64_t>();
-  }
-  // [[x, ns], ...], ascending x (bytes, or the `unit` given).
-  std::vector<std::pair<Bytes, Time>> series(const json& parent, const std::string& key,
-                                             const std::string& path,
-                                             const std::string& unit = "bytes") const {
-    const json& v = at(parent, key, path);
-    std::vector<std::pair<Bytes, Time>> out;
-    for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
-      const json& p = v[i];
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number() ||
-          p[0].get<int64_t>() <= 0 || p[1].get<double>() <= 0 ||
-          (!out.empty() && p[0].get<Bytes>() <= out.back().first))
-        throw Error("calibration measurements: " + path + "." + key + "[" + std::to_string(i) +
-                    "]: expected [" + unit + ", ns] with " + unit + " ascending");
-      out.emplace_back(p[0].get<Bytes>(), p[1].get<Time>());
-    }
-    if (out.empty())
-      throw Error("calibration measurements: " + path + "." + key +
-                  ": expected a non-empty array of [" + unit + ", ns]");
-    return out;
-  }
-
-private:
-  static const json& at(const json& parent, const std::string& key, const std::string& path) {
-    if (!parent.is_object() || !parent.contains(key))
-      throw Error("calibration measurements: " + path + ": missing \"" + key + "\"");
-    return parent.at(key);
-  }
-  const json& doc_;
-};
 
 double gbps(Bytes bytes, Time ns) {
   return static_cast<double>(bytes) / static_cast<double>(std::max<Time>(1, ns));
@@ -99,162 +40,6 @@ json curve_json(const config::LinkCurve& c) {
   return {{"overhead_ns", c.overhead_ns}, {"bandwidth_gbps", points}};
 }
 
-struct FaultBench {
-  bool migrate;
-  uint64_t blocks, pages_per_block;
-  Time measured;
-  std::string trace;
-};
-
-// A trace of the benchmark: one managed allocation, written by the host first when the pages
-// must start there, and one kernel touching the benchmark's pages at once.
-void write_bench_trace(const FaultBench& b) {
-  constexpr Addr kBase = Addr{1} << 32;
-  trace::TraceWriter w(b.trace, {{"source", "faultline calibrate"}, {"command", "calibrate"}});
-  w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, b.blocks * kBlockSize, 0, 0});
-  if (b.migrate)
-    w.write(trace::HostAccessRecord{1, kBase, b.blocks * kBlockSize, AccessType::kWrite});
-  trace::KernelRecord k;
-  k.name = "touch";
-  k.start = 2;
-  for (uint64_t block = 0; block < b.blocks; ++block)
-    for (uint64_t j = 0; j < b.pages_per_block; ++j)
-      k.accesses.push_back({kBase / kBigPageSize + block * kBigPagesPerBlock +
-                                j * (kBigPagesPerBlock / b.pages_per_block),
-                            0, AccessType::kRead});
-  w.write(k);
-  w.close();
-}
-
-// The fitted values, in this order: the fault path's costs, the per-copy overhead of the host
-// link (both directions) and the outstanding faults before a kernel stalls.
-// The search starts from fixed values (the published-figure estimates of configs/gpus before
-// calibration), never from the base profile, so a refit reproduces the committed profile.
-struct Param {
-  const char* name;
-  double start, lower, upper;
-};
-constexpr Param kParams[] = {
-    {"batch_fixed_ns", 3000, 0, 1e6},   {"per_fault_ns", 300, 0, 1e6},
-    {"per_vablock_ns", 6200, 0, 1e6},   {"page_table_update_ns", 2000, 0, 1e6},
-    {"populate_ns", 1000, 0, 1e6},      {"fault_migrate_ns", 1000, 0, 1e6},
-    {"copy_overhead_ns", 1000, 0, 1e6}, {"fault_parallelism", 256, 1, 8192}};
-constexpr size_t kParamCount = sizeof(kParams) / sizeof(kParams[0]);
-
-std::vector<double> start_params() {
-  std::vector<double> x;
-  for (const Param& p : kParams) x.push_back(p.start);
-  return x;
-}
-
-void set_params(config::RunConfig& c, const std::vector<double>& x) {
-  auto ns = [&](size_t i) { return static_cast<Time>(std::llround(x[i])); };
-  config::GpuProfile& g = c.gpu;
-  g.batch_fixed_ns = ns(0);
-  g.per_fault_ns = ns(1);
-  g.per_vablock_ns = ns(2);
-  g.page_table_update_ns = ns(3);
-  g.populate_ns = ns(4);
-  g.fault_migrate_ns = ns(5);
-  c.host_link.forward.overhead_ns = c.host_link.reverse.overhead_ns = ns(6);
-  g.fault_parallelism = static_cast<uint32_t>(std::max<Time>(1, ns(7)));
-}
-
-class FaultFit {
-public:
-  FaultFit(config::RunConfig config, std::vector<FaultBench> benches)
-      : config_(std::move(config)), benches_(std::move(benches)) {}
-
-  std::vector<double> run(std::vector<double> x) {
-    nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
-    std::vector<double> lower, upper;
-    for (const Param& p : kParams) lower.push_back(p.lower), upper.push_back(p.upper);
-    opt.set_lower_bounds(lower);
-    opt.set_upper_bounds(upper);
-    error(x); // a model error surfaces here with its message, not as NLopt's bare failure
-    opt.set_min_objective(&FaultFit::objective, this);
-    opt.set_xtol_abs(10.0); // nanoseconds
-    opt.set_maxeval(1500);
-    double best = 0;
-    try {
-      opt.optimize(x, best);
-    } catch (const nlopt::roundoff_limited&) {
-      // the best point so far stands
-    }
-    for (double& v : x) v = std::round(v);
-    return x;
-  }
-
-  Time simulate(const FaultBench& b, const std::vector<double>& x) {
-    set_params(config_, x);
-    Simulator sim(config_, b.trace, config_.gpu.memory_bytes / kBlockSize);
-    const Stats& stats = sim.run();
-    const KernelRow& row = stats.kernel_rows.at(0);
-    return row.end - row.start;
-  }
-
-  double error(const std::vector<double>& x) {
-    double sum = 0;
-    for (const FaultBench& b : benches_) {
-      const double e = std::log(static_cast<double>(std::max<Time>(1, simulate(b, x))) /
-                                static_cast<double>(std::max<Time>(1, b.measured)));
-      sum += e * e;
-    }
-    return sum;
-  }
-
-  const std::vector<FaultBench>& benches() const { return benches_; }
-
-private:
-  static double objective(const std::vector<double>& x, std::vector<double>&, void* self) {
-    return static_cast<FaultFit*>(self)->error(x);
-  }
-
-  config::RunConfig config_;
-  std::vector<FaultBench> benches_;
-};
-
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "faultline-calibrate-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw Error("calibrate: cannot create a temporary directory");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-  fs::path path_;
-};
-
-std::vector<FaultBench> fault_benches(const Measurements& m, const TempDir& dir) {
-  const json& list = m.at("faults");
-  if (!list.is_array() || list.empty())
-    throw Error("calibration measurements: $.faults: expected a non-empty array");
-  std::vector<FaultBench> out;
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string path = "$.faults[" + std::to_string(i) + "]";
-    const json& f = list[i];
-    const json kind = f.is_object() ? f.value("kind", json()) : json();
-    if (kind != "populate" && kind != "migrate")
-      throw Error("calibration measurements: " + path +
-                  ".kind: expected \"populate\" or \"migrate\"");
-    const uint64_t blocks = m.count(f, "blocks", path, 1 << 16);
-    const uint64_t k = m.count(f, "pages_per_block", path, kBigPagesPerBlock);
-    if (blocks == 0 || k == 0 || k > kBigPagesPerBlock || kBigPagesPerBlock % k != 0)
-      throw Error("calibration measurements: " + path +
-                  ": blocks must be positive and pages_per_block divide 32");
-    out.push_back({kind == "migrate", blocks, k, m.ns(f, "ns", path),
-                   dir.file("bench-" + std::to_string(i) + ".fltrace")});
-    write_bench_trace(out.back());
-  }
-  return out;
-}
-
 config::RunConfig base_config(const CalibrationSettings& settings, json& base_resolved) {
   json doc = {{"gpu", settings.base},
               {"capacity", {{"fraction_of_footprint", 1.0}}},
@@ -263,27 +48,6 @@ config::RunConfig base_config(const CalibrationSettings& settings, json& base_re
   config::RunConfig c = config::parse_run_config(doc, "calibrate --base " + settings.base);
   base_resolved = c.resolved["gpu"];
   return c;
-}
-
-json fit_report(FaultFit& fit, const std::vector<double>& x) {
-  json rows = json::array();
-  std::vector<double> errors;
-  for (const FaultBench& b : fit.benches()) {
-    const Time sim = fit.simulate(b, x);
-    const double e =
-        static_cast<double>(sim) / static_cast<double>(std::max<Time>(1, b.measured)) - 1;
-    errors.push_back(std::abs(e));
-    rows.push_back({{"kind", b.migrate ? "migrate" : "populate"},
-                    {"blocks", b.blocks},
-                    {"pages_per_block", b.pages_per_block},
-                    {"measured_ns", b.measured},
-                    {"simulated_ns", sim},
-                    {"error", std::round(e * 1000) / 1000}});
-  }
-  std::sort(errors.begin(), errors.end());
-  return {{"faults", rows},
-          {"median_abs_error", std::round(errors[errors.size() / 2] * 1000) / 1000},
-          {"max_abs_error", std::round(errors.back() * 1000) / 1000}};
 }
 
 // Least-squares slope of ns against x.
@@ -403,6 +167,37 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
       "on never-touched halves, the other halves on the GPU and evicted to the host");
 }
 
+// The fault path's values (kFaultParams' order): all fitted, or for a per-machine calibration
+// (measurements with "fault_path_from") the earlier profile's, kept. `report` receives the
+// benchmarks against them, `source` how the values were found.
+std::vector<double> fault_path(const Measurements& m, const config::RunConfig& config, json& report,
+                               std::string& source) {
+  FaultFit fit(config, m);
+  if (!m.has("fault_path_from")) {
+    const std::vector<double> x = fit.fit_all();
+    report = fit.report(x);
+    source = "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit "
+             "of the simulated one-kernel fault benchmarks to the measured ones (the live "
+             "replay's touch kernel: 16 threads per 64 KB page)";
+    return x;
+  }
+  const json& from = m.at("fault_path_from");
+  if (!from.is_object() || !from.contains("profile") || !from["profile"].is_string())
+    throw Error("calibration measurements: $.fault_path_from.profile: expected the name of the "
+                "profile whose fault path is kept");
+  std::vector<double> x;
+  for (const char* name : kFaultParams)
+    x.push_back(static_cast<double>(m.ns(from, name, "$.fault_path_from")));
+  report = fit.report(x);
+  report["fault_path_from"] = from["profile"];
+  source = "fault costs, fault_parallelism and the host link's per-copy overhead: kept from "
+           "profile " +
+           from["profile"].get<std::string>() +
+           " (a per-machine calibration); its simulated one-kernel fault benchmarks against this "
+           "machine's";
+  return x;
+}
+
 FittedProfile fit(const json& measurements, const CalibrationSettings& settings) {
   const Measurements m(measurements);
   json base;
@@ -414,17 +209,15 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
   config.host_link.reverse =
       link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns, "$.gpu_to_host");
 
-  TempDir dir;
-  FaultFit fault_fit(config, fault_benches(m, dir));
-  const std::vector<double> x = fault_fit.run(start_params());
-  set_params(config, x);
+  FittedProfile out;
+  std::string fault_source;
+  const std::vector<double> x = fault_path(m, config, out.report, fault_source);
+  set_fault_params(config, x);
   direct_costs(m, config);
 
-  FittedProfile out;
   const std::string device = measurements.value("device", "unknown GPU");
   const std::string revision =
       measurements.value("/faultline/git_revision"_json_pointer, std::string("unknown"));
-  out.report = fit_report(fault_fit, x);
   out.gpu = base;
   out.gpu["name"] = settings.name;
   out.gpu["host_link"] = settings.name + "-host";
@@ -438,16 +231,14 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
     out.gpu["swap_extra_ns"] = config.gpu.swap_extra_ns;
   else
     out.gpu.erase("swap_extra_ns");
-  for (size_t i = 0; i < kParamCount; ++i)
-    if (std::string(kParams[i].name) != "copy_overhead_ns")
-      out.gpu[kParams[i].name] = static_cast<Time>(x[i]);
+  for (size_t i = 0; i < kFaultParamCount; ++i)
+    if (std::string(kFaultParams[i]) != "copy_overhead_ns")
+      out.gpu[kFaultParams[i]] = static_cast<Time>(x[i]);
   out.gpu["sources"] = json::array(
       {"fitted by faultline calibrate from measurements on " + device + " (revision " + revision +
            "); see configs/calibration/" + settings.name + ".json",
-       "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit of the "
-       "simulated one-kernel fault benchmarks to the measured ones (the live replay's touch "
-       "kernel: 16 threads per 64 KB page); median |error| " +
-           out.report["median_abs_error"].dump() + ", max " + out.report["max_abs_error"].dump(),
+       fault_source + "; median |error| " + out.report["median_abs_error"].dump() + ", max " +
+           out.report["max_abs_error"].dump(),
        std::string("eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the "
                    "link's 2 MB copy") +
            (m.has("warm_up") ? ", measured after the warm-up's evictions (measurements' warm_up)"

@@ -210,3 +210,56 @@ TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
   CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.faults[0]") && Catch::Contains("divide 32"));
 }
+
+TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile's fault path",
+          "[calibrate]") {
+  // The measurements: the warm-up, the direct benchmarks, one large transfer each way, the fault
+  // path at four points of each kind, and the profile whose fault path is kept, recorded.
+  fltest::FakeDevice device;
+  live::CalibrationSettings per_machine = settings();
+  per_machine.quick = false;
+  per_machine.from = "h100";
+  per_machine.margin = 0;
+  const json m = live::measure(device, per_machine);
+  CHECK(m["faults"].size() == 8);
+  CHECK(m["host_to_gpu"].size() == 2);
+  CHECK_FALSE(m.contains("peer")); // the base's peer link stays
+  for (const char* key : {"warm_up", "eviction", "swap", "prefetch_blocks", "replay", "host_fault",
+                          "discarded_touch"})
+    CHECK(m.contains(key));
+  const json& from = m["fault_path_from"];
+  CHECK(from["profile"] == "h100");
+  CHECK(from["fault_parallelism"].get<int64_t>() > 0);
+
+  // The fit keeps the fault path, reports it against this machine's fault benchmarks, and takes
+  // the rest from the measurements as a full calibration does.
+  json measured = measurements();
+  measured["fault_path_from"] = from;
+  live::CalibrationSettings refit = settings();
+  refit.base = "h100";
+  const live::FittedProfile p = live::fit(measured, refit);
+  for (const char* key :
+       {"batch_fixed_ns", "per_fault_ns", "per_vablock_ns", "page_table_update_ns", "populate_ns",
+        "fault_migrate_ns", "fault_parallelism"})
+    CHECK(p.gpu[key] == from[key]);
+  CHECK(p.host_link["forward"]["overhead_ns"] == from["copy_overhead_ns"]);
+  CHECK(p.host_link["reverse"]["overhead_ns"] == from["copy_overhead_ns"]);
+  CHECK(p.report["fault_path_from"] == "h100");
+  CHECK(p.report["faults"].size() == measured["faults"].size());
+  CHECK(p.gpu["prefetch_call_ns"] == 4000); // measured, as in the full calibration
+  CHECK(p.gpu["memory_bytes"] == live::fit(measurements(), refit).gpu["memory_bytes"]);
+  CHECK(p.gpu["sources"].dump().find("kept from profile h100") != std::string::npos);
+  CHECK(live::fit(measured, refit).gpu == p.gpu); // deterministic
+
+  // Bad input: a value missing from the kept fault path, an unknown profile before anything is
+  // measured.
+  measured["fault_path_from"].erase("per_fault_ns");
+  CHECK_THROWS_WITH(live::fit(measured, refit),
+                    Catch::Contains("$.fault_path_from: missing \"per_fault_ns\""));
+  measured["fault_path_from"] = "h100";
+  CHECK_THROWS_WITH(live::fit(measured, refit), Catch::Contains("$.fault_path_from.profile"));
+  fltest::FakeDevice untouched;
+  per_machine.from = "h999";
+  CHECK_THROWS_WITH(live::measure(untouched, per_machine), Catch::Contains("h999"));
+  CHECK(untouched.kernel_pages.empty());
+}
