@@ -52,6 +52,24 @@ def test_filled_profile():
         assert fidelity.filled_profile(own, None, out) == (own, [])
 
 
+def test_calibration_kinds():
+    """A campaign's report names how its profile was calibrated, and the instances table gives
+    every instance with each way of calibrating it."""
+    sys.path.insert(0, os.path.join(root, "experiments", "live"))
+    import results
+    assert results.own_calibration("h100-a069ff39") == "per_machine"
+    assert results.own_calibration("h100-c1cb0b94") == "full"
+    with open(os.path.join(root, "experiments", "live", "results", "h100",
+                           "instances.json")) as f:
+        inst = json.load(f)
+    new = {i["campaign"]: i for i in inst["instances"]}["h100-a069ff39"]
+    assert new["calibration"] == "per_machine"
+    assert new["own_median_abs_time_error"] == new["per_machine_median_abs_time_error"]
+    for way in ("per_machine", "full", "shipped"):
+        assert new[f"{way}_median_abs_time_error"] is not None, way
+        assert inst["by_calibration"][way]["instances"] >= 2, way
+
+
 def test_results_rebuild():
     subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
                    check=True, capture_output=True)
@@ -72,5 +90,6 @@ def test_results_rebuild():
 if __name__ == "__main__":
     test_profile_keys()
     test_filled_profile()
+    test_calibration_kinds()
     test_results_rebuild()
     print("live results: ok")

@@ -30,3 +30,26 @@ if [ -n "$shipped" ]; then
   "$python" experiments/live/fidelity.py "$data" "$out_root/$campaign/shipped-profile" \
     --gpu "$shipped" --faultline build/faultline
 fi
+# Per-machine against full calibration (configs/README.md, "Calibrating a machine"): a campaign
+# calibrated in full is also simulated with the per-machine calibration derived from its
+# measurements (`calibrate --refit FULL --from MODEL`), into CAMPAIGN/per-machine-profile/; one
+# calibrated per machine that also made the full calibration (campaign.sh FULL=1), with that one,
+# into CAMPAIGN/full-calibration/.
+if [ -n "$shipped" ]; then
+  profile=$(realpath "$data/$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["gpu_profile"])' "$data/manifest.json")")
+  name=$(basename "$profile" .json)
+  calibration=$(dirname "$(dirname "$profile")")/calibration/$name.json
+  if grep -q '"fault_path_from"' "$calibration"; then
+    full=$(dirname "$profile")/$name-full.json
+    if [ -f "$full" ]; then
+      "$python" experiments/live/fidelity.py "$data" "$out_root/$campaign/full-calibration" \
+        --gpu "$full" --faultline build/faultline
+    fi
+  else
+    derived=$out_root/$campaign/per-machine-profile
+    build/faultline calibrate --refit "$calibration" --from "$shipped" --name "$name-per-machine" \
+      --out-dir "$derived/calibrated" >/dev/null
+    "$python" experiments/live/fidelity.py "$data" "$derived" \
+      --gpu "$(realpath "$derived/calibrated/gpus/$name-per-machine.json")" --faultline build/faultline
+  fi
+fi

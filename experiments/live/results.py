@@ -6,8 +6,9 @@ fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
                         max_abs_time_error, median_abs_htod_error, median_abs_dtoh_error, ...),
                         the same per policy (by_policy), and the campaign
   holdout/summary.json  the same for the hold-out programs (holdout/README.md), never tuned on
-  instances.json        per instance: error with its own calibration and with the shipped
-                        profile; the live times of runs made on two instances, side by side
+  instances.json        per instance: error with its per-machine calibration, its full one and
+                        the shipped profile (where made), and the median over instances of each
+                        (by_calibration); the live times of runs made on two instances
   README.md             these as tables
 
     python3 experiments/live/results.py [--write]   (without --write: into out/live/results/)
@@ -25,8 +26,9 @@ import common  # noqa: E402
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs, and every campaign of an instance that calibrated itself.
-CAMPAIGNS = {"h100": {"shipped": "h100-c1cb0b94", "holdout": "h100-c1cb0b94-holdout",
-                      "instances": ["h100-c1cb0b94", "h100-61c1b2ea", "h100-47af6fc2",
+CAMPAIGNS = {"h100": {"shipped": "h100-a069ff39", "holdout": "h100-a069ff39-holdout",
+                      "instances": ["h100-a069ff39", "h100-e125e874", "h100-c0983819", "h100-c1cb0b94",
+                                    "h100-61c1b2ea", "h100-47af6fc2",
                                     "h100-562e6395", "h100-ba63a39e", "h100-ea349c50",
                                     "h100-8128e920"]},
              "h200": {"shipped": "h200-99f28b56", "holdout": "h200-99f28b56-holdout",
@@ -38,8 +40,28 @@ KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_p
         "max_abs_dtoh_error", "rankings_same", "rankings"]
 
 
-def report(campaign, shipped=False):
-    folder = os.path.join(LIVE, "reports", campaign, "shipped-profile" if shipped else "")
+# The profiles a campaign's runs are simulated with (fidelity.sh): the report's folder for each.
+PROFILES = {"shipped": "shipped-profile", "per_machine": "per-machine-profile",
+            "full": "full-calibration"}
+
+
+def own_calibration(campaign):
+    """"per_machine" or "full": how the campaign's own profile was calibrated (a per-machine
+    calibration's measurements name the profile whose fault path they keep)."""
+    with open(os.path.join(LIVE, "data", campaign, "manifest.json")) as f:
+        profile = json.load(f)["gpu_profile"]
+    name = os.path.splitext(os.path.basename(profile))[0]
+    path = os.path.join(LIVE, "data", campaign, os.path.dirname(os.path.dirname(profile)),
+                        "calibration", f"{name}.json")
+    with open(path) as f:
+        return "per_machine" if "fault_path_from" in json.load(f)["measurements"] else "full"
+
+
+def report(campaign, profile=None):
+    """The campaign's report simulated with its own profile, or with PROFILES[profile]."""
+    folder = os.path.join(LIVE, "reports", campaign, PROFILES[profile] if profile else "")
+    if not os.path.exists(os.path.join(folder, "summary.json")):
+        return None, []
     with open(os.path.join(folder, "summary.json")) as f:
         summary = json.load(f)
     with open(os.path.join(folder, "fidelity.csv")) as f:
@@ -72,15 +94,22 @@ def fidelity(campaign):
 
 
 def instances(names):
-    out, live = [], {}
+    out, live, folders = [], {}, {}
     for name in names:
         own, own_rows = report(name)
-        shipped, _ = report(name, shipped=True)
-        out.append({"campaign": name, "profile": own["gpu_profile"],
-                    **{f"own_{k}": own[k] for k in ("median_abs_time_error", "max_abs_time_error")},
-                    **{f"shipped_{k}": shipped[k]
-                       for k in ("median_abs_time_error", "max_abs_time_error")},
-                    "shipped_profile": shipped["gpu_profile"], "runs": own["runs"]})
+        kind = own_calibration(name)
+        folders[name] = {kind: None, "shipped": "shipped"}
+        folders[name].update({k: k for k in ("per_machine", "full") if k != kind})
+        entry = {"campaign": name, "profile": own["gpu_profile"], "calibration": kind,
+                 "runs": own["runs"],
+                 **{f"own_{k}": own[k] for k in ("median_abs_time_error", "max_abs_time_error")}}
+        for which, folder in folders[name].items():
+            summary, _ = report(name, folder)
+            for k in ("median_abs_time_error", "max_abs_time_error"):
+                entry[f"{which}_{k}"] = summary[k] if summary else None
+            if which == "shipped":
+                entry["shipped_profile"] = summary["gpu_profile"]
+        out.append(entry)
         for r in own_rows:
             live.setdefault((r["trace"], r["policy"], r["budget"]), {})[name] = float(r["live_s"])
     # Runs made on two instances or more (not all campaigns ran the same grid).
@@ -89,13 +118,21 @@ def instances(names):
     ratios = [max(r["live_s"].values()) / min(r["live_s"].values()) for r in common_runs]
     shared = {(r["trace"], r["policy"], r["budget"]) for r in common_runs}
     for i, name in zip(out, names):  # each instance on the runs all of them made
-        for which in ("own", "shipped"):
-            _, rows = report(name, shipped=which == "shipped")
+        for which, folder in folders[name].items():
+            _, rows = report(name, folder)
             errors = [abs(float(r["time_error"])) for r in rows
                       if (r["trace"], r["policy"], float(r["budget"])) in shared]
             i[f"{which}_median_abs_time_error_on_common_runs"] = (statistics.median(errors)
                                                                   if errors else None)
-    return {"instances": out, "common_runs": common_runs,
+    # One number per way of calibrating: the median over instances of each one's median error.
+    ways = {}
+    for which in ("per_machine", "full", "shipped"):
+        medians = [i[f"{which}_median_abs_time_error"] for i in out
+                   if i[f"{which}_median_abs_time_error"] is not None]
+        ways[which] = {"instances": len(medians),
+                       "median_of_medians": statistics.median(medians) if medians else None,
+                       "max_of_medians": max(medians) if medians else None}
+    return {"instances": out, "by_calibration": ways, "common_runs": common_runs,
             "median_live_ratio": statistics.median(ratios) if ratios else None,
             "max_live_ratio": max(ratios) if ratios else None}
 
@@ -130,15 +167,30 @@ def readme(gpu, shipped, holdout, inst):
                   "h200-migration-mix/`): their runs are simulated with those costs from the "
                   "shipped profile, the rest from their own."]
     lines += ["", "## Instances", "",
-              "| campaign | runs | own calibration: median / max | shipped profile: median / max "
-              "| on its runs that another instance also made: own / shipped |", "|---|---|---|---|---|"]
+              "Each instance's runs simulated with its per-machine calibration (`faultline "
+              "calibrate --from`, under a minute; for campaigns calibrated in full, derived from "
+              "those measurements by `calibrate --refit FULL --from`), its full calibration "
+              "(about 3 minutes) and the shipped profile (one profile for every instance). "
+              "Median / max |time error|; * marks the profile the campaign's report uses.", "",
+              "| campaign | runs | per-machine calibration | full calibration | shipped profile "
+              "| on its runs that another instance also made: per-machine / full / shipped |",
+              "|---|---|---|---|---|---|"]
     for i in inst["instances"]:
-        lines.append(f"| `{i['campaign']}` | {i['runs']} | {pct(i['own_median_abs_time_error'])} "
-                     f"/ {pct(i['own_max_abs_time_error'])} | "
-                     f"{pct(i['shipped_median_abs_time_error'])} / "
-                     f"{pct(i['shipped_max_abs_time_error'])} | "
-                     f"{pct(i['own_median_abs_time_error_on_common_runs'])} / "
-                     f"{pct(i['shipped_median_abs_time_error_on_common_runs'])} |")
+        cells = [(f"{pct(i[f'{w}_median_abs_time_error'])} / {pct(i[f'{w}_max_abs_time_error'])}"
+                  + (" *" if i["calibration"] == w else ""))
+                 if i[f"{w}_median_abs_time_error"] is not None else "not made"
+                 for w in ("per_machine", "full", "shipped")]
+        common_cells = " / ".join(pct(i[f"{w}_median_abs_time_error_on_common_runs"]) or "-"
+                                  for w in ("per_machine", "full", "shipped"))
+        lines.append(f"| `{i['campaign']}` | {i['runs']} | " + " | ".join(cells) +
+                     f" | {common_cells} |")
+    ways = inst["by_calibration"]
+    lines += ["", "Over the instances, the median of their medians (the worst instance's): " +
+              ", ".join(f"{label} {pct(ways[w]['median_of_medians'])} "
+                        f"({pct(ways[w]['max_of_medians'])}, {ways[w]['instances']} instances)"
+                        for w, label in (("per_machine", "per-machine calibration"),
+                                         ("full", "full calibration"),
+                                         ("shipped", "shipped profile"))) + "."]
     if len(inst["instances"]) > 1:
         lines += ["", f"The {len(inst['common_runs'])} runs made on two instances or more: "
                   f"slowest over fastest live time {inst['median_live_ratio']:.2f}x median, "

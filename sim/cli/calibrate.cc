@@ -25,7 +25,8 @@ void add_calibrate(CLI::App& app) {
       "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
       "four points, whose fitted factor scales PROFILE's fault-path values (a full calibration\n"
-      "of the same GPU model); PROFILE is also the base.");
+      "of the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
+      "calibration from a full one's measurements (the same benchmarks, fewer points).");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
@@ -48,11 +49,14 @@ void add_calibrate(CLI::App& app) {
       ->type_name("DIR");
   sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
       ->type_name("MEASUREMENTS.json");
-  from->excludes(sub->get_option("--quick"))->excludes(sub->get_option("--refit"));
+  from->excludes(sub->get_option("--quick"));
   sub->callback([c, repeats, name, base] {
     c->named = name->count() > 0;
     c->based = base->count() > 0;
-    if (!c->based && !c->settings.from.empty()) c->settings.base = c->settings.from;
+    if (!c->based && !c->settings.from.empty()) { // PROFILE is the base, a refit's too
+      c->settings.base = c->settings.from;
+      c->based = true;
+    }
     if (!c->named && c->refit.empty()) throw UsageError("--name is required");
     if (*repeats) c->settings.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
     live::run_calibrate(*c, command_line());

@@ -451,6 +451,42 @@ private:
 
 } // namespace
 
+json per_machine_measurements(const json& full, const std::string& from) {
+  if (!full.is_object() || full.contains("fault_path_from") || !full.contains("faults") ||
+      !full["faults"].is_array())
+    throw Error("calibration measurements: expected a full calibration's (with $.faults and "
+                "without $.fault_path_from) to derive a per-machine calibration from");
+  CalibrationSettings settings;
+  settings.from = from;
+  const Grid g = grid(settings);
+  json out = full;
+  out["fault_path_from"] = fault_path_of(from);
+  out["derived_from_full_calibration"] = true;
+  out.erase("peer");
+  out.erase("peer_uvm");
+  out["faults"] = json::array();
+  for (const char* kind : {"populate", "migrate"})
+    for (const auto& [blocks, k] : g.fault_points) {
+      const auto it =
+          std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
+            return f.is_object() && f.value("kind", json()) == kind &&
+                   f.value("blocks", json()) == blocks && f.value("pages_per_block", json()) == k;
+          });
+      if (it == full["faults"].end())
+        throw Error("calibration measurements: $.faults: no " + std::string(kind) + " point of " +
+                    std::to_string(blocks) + " blocks x " + std::to_string(k) +
+                    " pages, which a per-machine calibration measures");
+      out["faults"].push_back(*it);
+    }
+  for (const char* direction : {"host_to_gpu", "gpu_to_host"}) {
+    if (!full.contains(direction) || !full[direction].is_array() || full[direction].empty())
+      throw Error(std::string("calibration measurements: $.") + direction +
+                  ": expected a non-empty array of [bytes, ns]");
+    out[direction] = json::array({full[direction].back()}); // the fit takes the largest
+  }
+  return out;
+}
+
 json measure(LiveDevice& device, const CalibrationSettings& settings) {
   return Bench(device, settings).run();
 }

@@ -31,6 +31,13 @@ struct CalibrationSettings {
 // nanoseconds, medians over `repeats`.
 nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 
+// Contract: what a per-machine calibration from `from` would have measured, taken from a full
+// calibration's measurements (the same benchmarks, a subset of their points), with
+// "derived_from_full_calibration" set; `calibrate --refit FULL --from PROFILE`. Throws Error
+// naming the JSON path where a point is missing, or for measurements that are not a full
+// calibration's.
+nlohmann::json per_machine_measurements(const nlohmann::json& full, const std::string& from);
+
 struct FittedProfile {
   nlohmann::json gpu;       // configs/gpus/NAME.json
   nlohmann::json host_link; // configs/links/NAME-host.json

@@ -3,9 +3,9 @@
 // squared log error of simulated against measured time. Internal to the calibrate layer.
 //
 // A per-machine calibration (`calibrate --from PROFILE`) fits nothing here: it keeps PROFILE's
-// fault path and reports how well it fits the machine's few fault benchmarks (on ten instances,
-// scaling the fault path to fit them made the live replays' error no better:
-// experiments/live/results/README.md).
+// fault path and reports how well it fits the machine's few fault benchmarks (scaling the fault
+// path to fit them made the live replays' error no better: configs/README.md, "Calibrating one
+// machine").
 #pragma once
 
 #include "sim/config/run_config.h"

@@ -86,7 +86,9 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     doc["measured_by"] = command_line;
   } else {
     const nlohmann::json old = load_calibration(c.refit, c);
-    doc["measurements"] = old["measurements"];
+    doc["measurements"] = c.settings.from.empty()
+                              ? old["measurements"]
+                              : per_machine_measurements(old["measurements"], c.settings.from);
     doc["measured_by"] = old["measured_by"];
     doc["refit_by"] = command_line;
   }

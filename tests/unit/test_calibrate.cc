@@ -263,3 +263,39 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   CHECK_THROWS_WITH(live::measure(untouched, per_machine), Catch::Contains("h999"));
   CHECK(untouched.kernel_pages.empty());
 }
+
+TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from a full one's "
+          "measurements",
+          "[calibrate]") {
+  fltest::FakeDevice device;
+  live::CalibrationSettings full = settings();
+  full.quick = false;
+  full.margin = 0;
+  const json measured = live::measure(device, full);
+  const json derived = live::per_machine_measurements(measured, "h200");
+  CHECK(derived["derived_from_full_calibration"] == true);
+  CHECK(derived["fault_path_from"]["profile"] == "h200");
+  CHECK(derived["faults"].size() == 8);
+  CHECK(derived["host_to_gpu"] == json::array({measured["host_to_gpu"].back()}));
+  CHECK(derived["eviction"] == measured["eviction"]);
+  CHECK_FALSE(derived.contains("peer"));
+  // What a per-machine calibration measures, point for point.
+  live::CalibrationSettings per_machine = full;
+  per_machine.from = "h200";
+  fltest::FakeDevice other;
+  const json direct = live::measure(other, per_machine);
+  for (size_t i = 0; i < direct["faults"].size(); ++i) {
+    CHECK(derived["faults"][i]["kind"] == direct["faults"][i]["kind"]);
+    CHECK(derived["faults"][i]["blocks"] == direct["faults"][i]["blocks"]);
+    CHECK(derived["faults"][i]["pages_per_block"] == direct["faults"][i]["pages_per_block"]);
+  }
+  // Bad input: a per-machine calibration's own measurements, a full one missing a point.
+  CHECK_THROWS_WITH(live::per_machine_measurements(direct, "h200"),
+                    Catch::Contains("expected a full calibration's"));
+  json gap = measured;
+  gap["faults"].erase(0);
+  CHECK_THROWS_WITH(live::per_machine_measurements(gap, "h200"),
+                    Catch::Contains("$.faults: no populate point of 1 blocks x 1 pages"));
+  gap["faults"][0]["blocks"] = "sixteen"; // a malformed point is not the one looked for
+  CHECK_THROWS_WITH(live::per_machine_measurements(gap, "h200"), Catch::Contains("$.faults"));
+}
