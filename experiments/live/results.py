@@ -27,10 +27,10 @@ LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs, and every campaign of an instance that calibrated itself.
 CAMPAIGNS = {"h100": {"shipped": "h100-a069ff39", "holdout": "h100-a069ff39-holdout",
-                      "instances": ["h100-a069ff39", "h100-e125e874", "h100-c0983819", "h100-c1cb0b94",
-                                    "h100-61c1b2ea", "h100-47af6fc2",
-                                    "h100-562e6395", "h100-ba63a39e", "h100-ea349c50",
-                                    "h100-8128e920"]},
+                      "instances": ["h100-a069ff39", "h100-e125e874", "h100-c0983819",
+                                    "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
+                                    "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
+                                    "h100-ea349c50", "h100-8128e920"]},
              "h200": {"shipped": "h200-99f28b56", "holdout": "h200-99f28b56-holdout",
                       "instances": ["h200-99f28b56", "h200-d628e5be", "h200-d44298ce",
                                     "h200-1ce9b187"]}}
