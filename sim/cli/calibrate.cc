@@ -24,8 +24,8 @@ void add_calibrate(CLI::App& app) {
       "committed measurements again without a GPU, with their name and base unless given.\n"
       "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
-      "four points, whose fitted factor scales PROFILE's fault-path values (a full calibration\n"
-      "of the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
+      "four points, reported against PROFILE's fault path, which is kept (a full calibration of\n"
+      "the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
       "calibration from a full one's measurements (the same benchmarks, fewer points).");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
@@ -43,7 +43,7 @@ void add_calibrate(CLI::App& app) {
   sub->add_flag("--quick", c->settings.quick, "fewer and smaller points, for tests and smoke runs");
   CLI::Option* from =
       sub->add_option("--from", c->settings.from,
-                      "per-machine calibration: scale this profile's fault path (see above)")
+                      "per-machine calibration: keep this profile's fault path (see above)")
           ->type_name("PROFILE");
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");

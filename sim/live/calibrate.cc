@@ -43,8 +43,8 @@ std::vector<std::pair<uint64_t, uint64_t>> cross(const std::vector<uint64_t>& bl
 Grid grid(const CalibrationSettings& settings) {
   if (settings.quick)
     return {cross({1, 4}, {1, 32}), {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
-  // Per machine: the fault path's level at four points from one small batch to 32 MB of
-  // scattered pages and 64 MB of dense ones, and one large transfer each way; the rest as below.
+  // Per machine: the fault path at four points (one page; 16 blocks of 4 pages; 256 whole
+  // blocks; one page in each of 1024 blocks), one large transfer each way; the rest as below.
   if (!settings.from.empty())
     return {{{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
   return {cross({1, 4, 16, 64, 256, 1024}, {1, 4, 32}),
@@ -466,7 +466,8 @@ json per_machine_measurements(const json& full, const std::string& from) {
   out.erase("peer_uvm");
   out["faults"] = json::array();
   for (const char* kind : {"populate", "migrate"})
-    for (const auto& [blocks, k] : g.fault_points) {
+    for (const auto& point : g.fault_points) { // no structured binding: clang 14's lambdas
+      const uint64_t blocks = point.first, k = point.second;
       const auto it =
           std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
             return f.is_object() && f.value("kind", json()) == kind &&
