@@ -43,9 +43,8 @@ if [[ $stages == *" calibrate "* ]]; then
   echo "$profile" >"$out/profile.txt"
   for kind in per-machine ${FULL:+full}; do
     began=$SECONDS
-    name=$profile${FULL:+$([ "$kind" = full ] && echo -full)}
-    how=(--from "$model")
-    [ "$kind" = full ] && how=(--base "$model")
+    name=$profile how=(--from "$model")
+    [ "$kind" = full ] && name=$profile-full how=(--base "$model")
     "$bin/faultline" calibrate --name "$name" "${how[@]}" --out-dir "$out/profile" \
       >>"$out/calibrate.log" 2>&1 || echo "calibrate ($kind) failed: $(tail -1 "$out/calibrate.log")"
     echo "calibrate ($kind): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"

@@ -30,7 +30,7 @@ if [ -n "$shipped" ]; then
   "$python" experiments/live/fidelity.py "$data" "$out_root/$campaign/shipped-profile" \
     --gpu "$shipped" --faultline build/faultline
 fi
-# Per-machine against full calibration (configs/README.md, "Calibrating a machine"): a campaign
+# Per-machine against full calibration (configs/README.md, "Calibrating one machine"): a campaign
 # calibrated in full is also simulated with the per-machine calibration derived from its
 # measurements (`calibrate --refit FULL --from MODEL`), into CAMPAIGN/per-machine-profile/; one
 # calibrated per machine that also made the full calibration (campaign.sh FULL=1), with that one,
