@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// Where the search starts: the published-figure estimates of configs/gpus before calibration.
+// Where the search starts: the published-figure estimates of configs/gpus before calibration,
+// never the base profile's values, so a refit reproduces the committed profile.
 struct Range {
   double start, lower, upper;
 };
@@ -70,15 +71,18 @@ json fault_path_of(const std::string& profile) {
                     {"policy", {{"name", "ondemand"}}}};
   const config::RunConfig c = config::parse_run_config(doc, "calibrate --from " + profile);
   const config::GpuProfile& g = c.gpu;
-  return {{"profile", profile},
-          {"batch_fixed_ns", g.batch_fixed_ns},
-          {"per_fault_ns", g.per_fault_ns},
-          {"per_vablock_ns", g.per_vablock_ns},
-          {"page_table_update_ns", g.page_table_update_ns},
-          {"populate_ns", g.populate_ns},
-          {"fault_migrate_ns", g.fault_migrate_ns},
-          {"copy_overhead_ns", c.host_link.forward.overhead_ns},
-          {"fault_parallelism", g.fault_parallelism}};
+  // set_fault_params' order, so the names come from kFaultParams.
+  const Time values[kFaultParamCount] = {g.batch_fixed_ns,
+                                         g.per_fault_ns,
+                                         g.per_vablock_ns,
+                                         g.page_table_update_ns,
+                                         g.populate_ns,
+                                         g.fault_migrate_ns,
+                                         c.host_link.forward.overhead_ns,
+                                         g.fault_parallelism};
+  json out = {{"profile", profile}};
+  for (size_t i = 0; i < kFaultParamCount; ++i) out[kFaultParams[i]] = values[i];
+  return out;
 }
 
 FaultFit::FaultFit(config::RunConfig config, const Measurements& m)

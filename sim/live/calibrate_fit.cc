@@ -1,6 +1,6 @@
 // The fit half of `faultline calibrate`. Link curves and the eviction and host-fault costs come
 // straight from their benchmarks; the fault-path costs come from calibrate_faults.h (every value
-// fitted, or a per-machine calibration's one factor on an earlier profile's values).
+// fitted, or for a per-machine calibration an earlier profile's values, kept).
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
 #include "sim/live/calibrate_faults.h"
