@@ -4,7 +4,10 @@
 # measures the instance it runs on, and its runs are simulated with that profile.
 #   experiments/live/campaign.sh OUT_DIR [STAGE...]
 # After experiments/capture/stage_device.sh here (.dev/ carried). STAGE, in order, default all:
-#   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), then the per-machine calibration,
+#   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), the warm-up replay (below: a
+#              calibration made on the machine as it starts measured eviction 30% dearer than
+#              one made minutes later, live/data/h100-a069ff39/README.md), then the per-machine
+#              calibration,
 #              `faultline calibrate --from MODEL` (under a minute: what differs between
 #              instances, the shipped profile's fault path kept), into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
@@ -13,8 +16,8 @@
 #              (about 3 minutes)
 #   capture    HOLDOUT programs (default: hash-join transpose2d llama) captured by
 #              experiments/capture/capture_all.sh into OUT_DIR/holdout/
-#   replay     one untimed warm-up replay into OUT_DIR/warm-up/ (the first replay on a freshly
-#              started machine ran 30% slower: live/data/h100-vm-warmup/), then
+#   replay     one untimed warm-up replay into OUT_DIR/warm-up/ unless made already (the first
+#              replay on a freshly started machine ran 30% slower: live/data/h100-vm-warmup/), then
 #              experiments/live/replay_all.sh OUT_DIR (TRACES, POLICIES, BUDGETS, REPEATS,
 #              STOP_AFTER, TRACE_DIR as there)
 # Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
@@ -28,6 +31,11 @@ bin=$PWD/.dev
 export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"
 here=$(dirname "$0")
+warm_up() {
+  [ -d "$out/warm-up" ] && return
+  TRACES=resnet50 POLICIES=oracle BUDGETS=0.75 TRACE_DIR=traces/real \
+    "$here/replay_all.sh" "$out/warm-up" "$bin/faultline" >"$out/warm-up.log" 2>&1
+}
 
 if [[ $stages == *" calibrate "* ]]; then
   {
@@ -41,6 +49,7 @@ if [[ $stages == *" calibrate "* ]]; then
   model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
   profile=$model-$uuid
   echo "$profile" >"$out/profile.txt"
+  warm_up
   for kind in per-machine ${FULL:+full}; do
     began=$SECONDS
     name=$profile how=(--from "$model")
@@ -55,9 +64,6 @@ if [[ $stages == *" capture "* ]]; then
     ${HOLDOUT:-hash-join transpose2d llama}
 fi
 if [[ $stages == *" replay "* ]]; then
-  if [ ! -d "$out/warm-up" ]; then
-    TRACES=resnet50 POLICIES=oracle BUDGETS=0.75 TRACE_DIR=traces/real \
-      "$here/replay_all.sh" "$out/warm-up" "$bin/faultline" >"$out/warm-up.log" 2>&1
-  fi
+  warm_up
   "$here/replay_all.sh" "$out" "$bin/faultline"
 fi
