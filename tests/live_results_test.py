@@ -70,6 +70,24 @@ def test_calibration_kinds():
         assert inst["by_calibration"][way]["instances"] >= 2, way
 
 
+def test_holdout_instances():
+    """The hold-out table gives every instance it ran on, with its own calibration where it had
+    one and the shipped profile; an instance without a calibration says so."""
+    with open(os.path.join(root, "experiments", "live", "results", "h100", "holdout",
+                           "instances.json")) as f:
+        held = {h["campaign"]: h for h in json.load(f)}
+    assert len(held) >= 2
+    calibrated = held["h100-ee8e9a35-holdout"]
+    assert calibrated["calibrated"] and calibrated["profile"].endswith("h100-ee8e9a35.json")
+    assert calibrated["own_median_abs_time_error"] != calibrated["shipped_median_abs_time_error"]
+    bare = held["h100-d84f7d54-holdout"]
+    assert not bare["calibrated"] and bare["profile"] == "h100"
+    assert bare["own_median_abs_time_error"] == bare["shipped_median_abs_time_error"]
+    for h in held.values():
+        assert h["runs"] == 24
+        assert h["own_max_abs_time_error"] >= h["own_median_abs_time_error"] > 0
+
+
 def test_results_rebuild():
     subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
                    check=True, capture_output=True)
@@ -91,5 +109,6 @@ if __name__ == "__main__":
     test_profile_keys()
     test_filled_profile()
     test_calibration_kinds()
+    test_holdout_instances()
     test_results_rebuild()
     print("live results: ok")

@@ -1,8 +1,10 @@
 """Fault cost by kernel size, GPU against simulator: per-kernel replays (`faultline replay
 --per-kernel`, one or more repeats of one run) and the simulation of the same run, kernels
 bucketed by the faults the simulator gives them; per bucket the time of its kernels on both and
-the time per fault.
+the time per fault; last, the time outside kernels (the trace's host work and waits, the
+replay's own), which is where a miss lies that no bucket shows.
     fault_cost_by_kernel.py --trace T --policy P --budget B --gpu PROFILE LIVE.json [LIVE.json...]
+PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it).
 """
 import argparse
 import json
@@ -11,15 +13,21 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fidelity import profile_keys  # noqa: E402 (this folder's)
+
 import common  # noqa: E402
 
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 
 
 def simulate(faultline, trace, policy, budget, gpu):
-    config = {"gpu": gpu, "policy": {"name": policy, "params": {}},
+    """The simulated run: its per-kernel rows and its total time."""
+    machine = {k: os.path.abspath(v) if v.endswith(".json") else v
+               for k, v in profile_keys(gpu).items()}
+    config = {**machine, "policy": {"name": policy, "params": {}},
               "capacity": {"fraction_of_footprint": budget, "mode": "budget"}, "per_kernel": True}
-    return common.simulate(trace, config, faultline)["kernels"]
+    out = common.simulate(trace, config, faultline)
+    return out["kernels"], out["results"]["total_time_ns"]
 
 
 def main():
@@ -31,8 +39,9 @@ def main():
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--faultline", default="build/faultline")
     args = ap.parse_args()
-    runs = [json.load(open(p))["kernels"] for p in args.live]
-    sim = simulate(args.faultline, args.trace, args.policy, args.budget, args.gpu)
+    docs = [json.load(open(p)) for p in args.live]
+    runs = [d["kernels"] for d in docs]
+    sim, sim_total = simulate(args.faultline, args.trace, args.policy, args.budget, args.gpu)
     if any(len(r) != len(sim) for r in runs):
         sys.exit("fault_cost_by_kernel: the live runs and the simulation differ in kernel count")
     print("| faults a kernel | kernels | faults | GPU (s) | sim (s) | error | us a fault GPU / sim |")
@@ -47,6 +56,14 @@ def main():
         print(f"| {lo}-{hi - 1 if hi != float('inf') else ''} | {len(rows)} | {faults} "
               f"| {live / 1e9:.3f} | {simulated / 1e9:.3f} "
               f"| {(simulated - live) / live if live else 0:+.0%} | {per_fault} |")
+    live_total = statistics.median(d["results"]["total_time_ns"] for d in docs)
+    live_kernels = sum(statistics.median(r[i]["gpu_ns"] for r in runs) for i in range(len(sim)))
+    sim_kernels = sum(k["end_ns"] - k["start_ns"] for k in sim)
+    live_out, sim_out = live_total - live_kernels, sim_total - sim_kernels
+    print(f"| outside kernels | | | {live_out / 1e9:.3f} | {sim_out / 1e9:.3f} "
+          f"| {(sim_out - live_out) / live_out if live_out else 0:+.0%} | |")
+    print(f"| the run | {len(sim)} | | {live_total / 1e9:.3f} | {sim_total / 1e9:.3f} "
+          f"| {(sim_total - live_total) / live_total:+.0%} | |")
 
 
 if __name__ == "__main__":

@@ -26,12 +26,16 @@ import common  # noqa: E402
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs, and every campaign of an instance that calibrated itself.
-CAMPAIGNS = {"h100": {"shipped": "h100-a069ff39", "holdout": "h100-a069ff39-holdout",
-                      "instances": ["h100-a069ff39", "h100-e125e874", "h100-c0983819",
+CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-ee8e9a35-holdout",
+                      "holdouts": ["h100-ee8e9a35-holdout", "h100-7e692ff5-holdout",
+                                   "h100-a069ff39-holdout", "h100-c1cb0b94-holdout",
+                                   "h100-d84f7d54-holdout"],
+                      "instances": ["h100-ee8e9a35", "h100-a069ff39", "h100-e125e874", "h100-c0983819",
                                     "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
                                     "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
                                     "h100-ea349c50", "h100-8128e920"]},
              "h200": {"shipped": "h200-99f28b56", "holdout": "h200-99f28b56-holdout",
+                      "holdouts": ["h200-99f28b56-holdout"],
                       "instances": ["h200-99f28b56", "h200-d628e5be", "h200-d44298ce",
                                     "h200-1ce9b187"]}}
 POLICIES = ["ondemand", "deepum", "pump", "oracle"]
@@ -137,11 +141,31 @@ def instances(names):
             "max_live_ratio": max(ratios) if ratios else None}
 
 
+def holdouts(names):
+    """The hold-out programs on each instance: with the campaign's own profile (its instance's
+    calibration, or the shipped profile where the instance was not calibrated) and with the
+    shipped one."""
+    out = []
+    for name in names:
+        own, _ = report(name)
+        shipped, _ = report(name, "shipped")
+        entry = {"campaign": name, "profile": own["gpu_profile"], "runs": own["runs"],
+                 "calibrated": own["gpu_profile"].endswith(".json")}
+        for which, summary in (("own", own), ("shipped", shipped or own)):
+            for k in ("median_abs_time_error", "max_abs_time_error"):
+                entry[f"{which}_{k}"] = summary[k]
+            entry[f"{which}_median_time_error"] = statistics.median(
+                float(r["time_error"]) for r in report(name, None if summary is own
+                                                        else "shipped")[1])
+        out.append(entry)
+    return out
+
+
 def pct(x):
     return "" if x is None else f"{x:.1%}"
 
 
-def readme(gpu, shipped, holdout, inst):
+def readme(gpu, shipped, holdout, inst, held):
     lines = [f"# Live fidelity on the {gpu.upper()}: results", "",
              "Made by `experiments/live/results.py --write` from the campaigns' reports; each "
              "campaign's runs simulated with the profile of the instance they ran on (calibrated "
@@ -166,6 +190,19 @@ def readme(gpu, shipped, holdout, inst):
                   "(faults on pages a policy discarded, `experiments/live/data/"
                   "h200-migration-mix/`): their runs are simulated with those costs from the "
                   "shipped profile, the rest from their own."]
+    if len(held) > 1:
+        lines += ["", "## The hold-out on each instance", "",
+                  "The same three programs (`experiments/live/holdout/`), never used to tune "
+                  "the model. Median / max |time error| (signed median).", "",
+                  "| campaign | runs | its instance's calibration | shipped profile |",
+                  "|---|---|---|---|"]
+        for h in held:
+            cells = [f"{pct(h[f'{w}_median_abs_time_error'])} / "
+                     f"{pct(h[f'{w}_max_abs_time_error'])} ({h[f'{w}_median_time_error']:+.1%})"
+                     for w in ("own", "shipped")]
+            if not h["calibrated"]:
+                cells[0] = "not calibrated"
+            lines.append(f"| `{h['campaign']}` | {h['runs']} | {cells[0]} | {cells[1]} |")
     lines += ["", "## Instances", "",
               "Each instance's runs simulated with its per-machine calibration (`faultline "
               "calibrate --from`, under a minute; for campaigns calibrated in full, derived from "
@@ -209,14 +246,17 @@ def main():
         shipped = fidelity(c["shipped"])
         holdout = fidelity(c["holdout"]) if c["holdout"] else None
         inst = instances(c["instances"])
+        held = holdouts(c["holdouts"])
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
         if holdout:
             os.makedirs(os.path.join(root, gpu, "holdout"), exist_ok=True)
             common.write_json(os.path.join(root, gpu, "holdout", "summary.json"), holdout)
         common.write_json(os.path.join(root, gpu, "instances.json"), inst)
+        os.makedirs(os.path.join(root, gpu, "holdout"), exist_ok=True)
+        common.write_json(os.path.join(root, gpu, "holdout", "instances.json"), held)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
-            f.write(readme(gpu, shipped, holdout, inst))
+            f.write(readme(gpu, shipped, holdout, inst, held))
         print(f"{gpu}: shipped {pct(shipped['median_abs_time_error'])} / "
               f"{pct(shipped['max_abs_time_error'])}" + (
                   f", hold-out {pct(holdout['median_abs_time_error'])} / "
