@@ -65,12 +65,18 @@ public:
 
   void on_alloc(const AllocEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_blocks_ += (e.range.bytes + kBlockSize - 1) / kBlockSize;
-    if (e.managed && !e.block) live_[e.range.start] = e.range.start + e.range.bytes;
+    if (e.managed && !e.block) {
+      live_[e.range.start] = e.range.start + e.range.bytes;
+      forget_live_pages(e.range);
+    }
   }
 
   void on_free(const FreeEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_blocks_ -= (e.range.bytes + kBlockSize - 1) / kBlockSize;
-    if (e.managed && !e.block) live_.erase(e.range.start);
+    if (e.managed && !e.block) {
+      live_.erase(e.range.start);
+      forget_live_pages(e.range);
+    }
     if (e.managed && !e.block) // the backend drops a freed segment's pages
       for (uint64_t b = e.range.start / kBlockSize;
            b < (e.range.start + e.range.bytes + kBlockSize - 1) / kBlockSize; ++b)
@@ -134,7 +140,9 @@ private:
     PageBits pages = 0;
     uint64_t since = 0;
   };
-  using Resident = std::map<uint64_t, Held>;
+  // Unordered: the oracle looks blocks up at every plan, and the one walk over all of them
+  // (evict_for) sorts what it finds by a key that names the block.
+  using Resident = std::unordered_map<uint64_t, Held>;
 
   Held& hold(uint64_t block) {
     auto [it, fresh] = resident_.try_emplace(block);
@@ -148,13 +156,14 @@ private:
     planned_ = now;
     const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
     bool overflows = false;
-    std::vector<BlockUse> wanted = window(now, room, overflows);
+    std::vector<BlockUse>& wanted = window(now, room, overflows);
     // The kernel will fault beyond the window: leave room for it.
     reserve_ =
         overflows && running_ ? std::min(room / 4, std::max(kMinReserve, faulted_blocks_)) : 0;
     const uint64_t target = room - reserve_;
     wanted.resize(std::min<size_t>(wanted.size(), target));
-    std::unordered_set<uint64_t> keep;
+    std::unordered_set<uint64_t>& keep = scratch_.keep;
+    keep.clear();
     size_t incoming = 0;
     for (const BlockUse& w : wanted) {
       keep.insert(w.block);
@@ -179,10 +188,14 @@ private:
   // up to `room` blocks. Pages the host touches before a kernel are left out of that kernel's
   // and later kernels' wants: they would be taken back before their use.
   // `overflows`: the window ends inside now's kernel.
-  std::vector<BlockUse> window(When now, uint64_t room, bool& overflows) const {
-    std::vector<BlockUse> out;
-    std::unordered_map<uint64_t, size_t> slot;
-    std::unordered_map<uint64_t, PageBits> host; // pages the host touches on the way
+  // (Into scratch_, whose containers keep their memory from one plan to the next.)
+  std::vector<BlockUse>& window(When now, uint64_t room, bool& overflows) const {
+    std::vector<BlockUse>& out = scratch_.wanted;
+    std::unordered_map<uint64_t, size_t>& slot = scratch_.slot;
+    std::unordered_map<uint64_t, PageBits>& host = scratch_.host; // host's pages on the way
+    out.clear();
+    slot.clear();
+    host.clear();
     for (uint64_t k = now.kernel; k < future_->kernels() && k < now.kernel + lookahead_; ++k) {
       if (k > now.kernel)
         for (const BlockUse& h : future_->host_before(k)) host[h.block] |= h.pages;
@@ -207,8 +220,21 @@ private:
     return out;
   }
 
-  // The block's big pages that live managed allocations hold.
+  // The block's big pages that live managed allocations hold. Asked for every wanted block at
+  // every plan, so kept per block until an allocation or a free in the block changes it.
   PageBits live_pages(uint64_t block) const {
+    auto [it, fresh] = live_pages_.try_emplace(block);
+    if (fresh) it->second = live_pages_uncached(block);
+    return it->second;
+  }
+
+  void forget_live_pages(const Range& r) {
+    for (uint64_t b = r.start / kBlockSize; b < (r.start + r.bytes + kBlockSize - 1) / kBlockSize;
+         ++b)
+      live_pages_.erase(b);
+  }
+
+  PageBits live_pages_uncached(uint64_t block) const {
     const Addr lo = block * kBlockSize, hi = lo + kBlockSize;
     PageBits out = 0;
     auto it = live_.upper_bound(lo);
@@ -305,6 +331,14 @@ private:
   uint64_t arrivals_ = 0, reserve_ = 0;
   Resident resident_;         // blocks the oracle believes on the GPU, and their pages
   std::map<Addr, Addr> live_; // live managed allocations: start -> end
+  mutable std::unordered_map<uint64_t, PageBits> live_pages_; // live_pages() of blocks asked
+  // A plan's working sets, kept between plans for their memory.
+  mutable struct {
+    std::vector<BlockUse> wanted;
+    std::unordered_map<uint64_t, size_t> slot;
+    std::unordered_map<uint64_t, PageBits> host;
+    std::unordered_set<uint64_t> keep;
+  } scratch_;
 };
 
 } // namespace

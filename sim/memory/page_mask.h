@@ -11,9 +11,17 @@ namespace faultline {
 struct PageMask {
   uint64_t words[kPagesPerBlock / 64] = {};
 
+  // Pages [first, first + count), first + count <= 512; a word at a time (the density
+  // prefetcher asks for one range per faulted big page).
   static PageMask range(unsigned first, unsigned count) {
     PageMask m;
-    for (unsigned p = first; p < first + count; ++p) m.set(p);
+    const unsigned end = first + count;
+    for (unsigned w = first / 64; w < kPagesPerBlock / 64 && w * 64 < end; ++w) {
+      const unsigned lo = (first > w * 64 ? first : w * 64) - w * 64;
+      const unsigned hi = (end < w * 64 + 64 ? end : w * 64 + 64) - w * 64; // 1..64
+      const uint64_t below_hi = hi == 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1;
+      m.words[w] = below_hi & ~((uint64_t{1} << lo) - 1);
+    }
     return m;
   }
   static PageMask big_page(unsigned big) {

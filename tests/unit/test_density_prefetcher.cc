@@ -1,6 +1,7 @@
 #include "sim/uvm/density_prefetcher.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 
 using namespace faultline;
 
@@ -47,4 +48,66 @@ TEST_CASE("prefetch never returns unallocated pages", "[density]") {
   CHECK(extra.minus(allocated).none());
   // The 1 MB node is 84% occupied: everything allocated there that is missing comes along.
   CHECK(extra == (PageMask::range(200, 8) | PageMask::range(224, 32)));
+}
+
+namespace {
+
+// The definitions written plainly, page by page and region by region: what the word-at-a-time
+// range() and the counted tree must agree with.
+PageMask reference_range(unsigned first, unsigned count) {
+  PageMask m;
+  for (unsigned p = first; p < first + count; ++p) m.set(p);
+  return m;
+}
+
+PageMask reference_density(const PageMask& resident, const PageMask& faulted,
+                           const PageMask& allocated, unsigned threshold_percent) {
+  const PageMask grown = grow_to_big_pages(faulted) & allocated;
+  const PageMask occupied = resident | grown;
+  PageMask region;
+  for (unsigned big = 0; big < kBigPagesPerBlock; ++big) {
+    if (!grown.any_in_big_page(big)) continue;
+    unsigned best_first = 0, best_size = 0;
+    for (unsigned size = kPagesPerBigPage * 2; size <= kPagesPerBlock; size *= 2) {
+      const unsigned first = (big * kPagesPerBigPage) / size * size;
+      unsigned n = 0;
+      for (unsigned p = first; p < first + size; ++p) n += occupied.test(p) ? 1 : 0;
+      if (n * 100 > threshold_percent * size) best_first = first, best_size = size;
+    }
+    if (best_size) region |= reference_range(best_first, best_size);
+  }
+  return region.minus(grown).minus(resident) & allocated;
+}
+
+// Random pages in clusters, as faults and residency come: runs of a random length.
+PageMask random_mask(std::mt19937_64& rng, unsigned runs) {
+  PageMask m;
+  for (unsigned r = 0; r < runs; ++r) {
+    const unsigned first = static_cast<unsigned>(rng() % kPagesPerBlock);
+    const unsigned count = static_cast<unsigned>(rng() % (kPagesPerBlock - first + 1));
+    m |= reference_range(first, count % 97);
+  }
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("range() sets exactly the pages of the range, at every start and length", "[density]") {
+  for (unsigned first = 0; first <= kPagesPerBlock; ++first)
+    for (unsigned count = 0; first + count <= kPagesPerBlock; ++count)
+      REQUIRE(PageMask::range(first, count) == reference_range(first, count));
+}
+
+TEST_CASE("the density prefetch agrees with its definition on random blocks", "[density]") {
+  std::mt19937_64 rng(2311);
+  for (int i = 0; i < 20000; ++i) {
+    const PageMask resident = random_mask(rng, static_cast<unsigned>(rng() % 12));
+    const PageMask faulted = random_mask(rng, 1 + static_cast<unsigned>(rng() % 6));
+    const PageMask allocated =
+        rng() % 4 == 0 ? random_mask(rng, 4) : PageMask::range(0, kPagesPerBlock);
+    const unsigned threshold = static_cast<unsigned>(rng() % 101);
+    INFO("case " << i << ", threshold " << threshold);
+    REQUIRE(density_prefetch(resident, faulted, allocated, threshold) ==
+            reference_density(resident, faulted, allocated, threshold));
+  }
 }
