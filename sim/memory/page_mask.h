@@ -75,16 +75,25 @@ struct PageMask {
       if (words[i] != o.words[i]) return false;
     return true;
   }
-  // Calls f(first, count) for each maximal run of consecutive pages in the set.
+  // Calls f(first, count) for each maximal run of consecutive pages in the set, in order; a
+  // word at a time (every copy the simulator makes goes through here).
   template <class F> void for_each_run(F&& f) const {
     unsigned p = 0;
     while (p < kPagesPerBlock) {
-      if (!test(p)) {
-        ++p;
+      const uint64_t ahead = words[p / 64] >> (p % 64);
+      if (!ahead) {
+        p = (p / 64 + 1) * 64;
         continue;
       }
+      p += static_cast<unsigned>(std::countr_zero(ahead));
       unsigned q = p;
-      while (q < kPagesPerBlock && test(q)) ++q;
+      while (q < kPagesPerBlock) {
+        const unsigned shift = q % 64;
+        // Set pages from q on in this word: the shifted-in zeros stop the count at its end.
+        const auto ones = static_cast<unsigned>(std::countr_one(words[q / 64] >> shift));
+        q += ones;
+        if (ones < 64 - shift) break;
+      }
       f(p, q - p);
       p = q;
     }

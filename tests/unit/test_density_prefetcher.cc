@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 #include <random>
+#include <utility>
+#include <vector>
 
 using namespace faultline;
 
@@ -109,5 +111,27 @@ TEST_CASE("the density prefetch agrees with its definition on random blocks", "[
     INFO("case " << i << ", threshold " << threshold);
     REQUIRE(density_prefetch(resident, faulted, allocated, threshold) ==
             reference_density(resident, faulted, allocated, threshold));
+  }
+}
+
+TEST_CASE("for_each_run gives the maximal runs of a random mask, in order", "[page_mask]") {
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 20000; ++i) {
+    PageMask m = random_mask(rng, static_cast<unsigned>(rng() % 10));
+    if (i % 7 == 0) m = PageMask::range(0, kPagesPerBlock).minus(m); // long runs across words
+    std::vector<std::pair<unsigned, unsigned>> expected, got;
+    for (unsigned p = 0; p < kPagesPerBlock;) {
+      if (!m.test(p)) {
+        ++p;
+        continue;
+      }
+      unsigned q = p;
+      while (q < kPagesPerBlock && m.test(q)) ++q;
+      expected.emplace_back(p, q - p);
+      p = q;
+    }
+    m.for_each_run([&](unsigned first, unsigned count) { got.emplace_back(first, count); });
+    INFO("case " << i);
+    REQUIRE(got == expected);
   }
 }
