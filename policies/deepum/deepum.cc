@@ -173,10 +173,10 @@ private:
   // Follows successors and predicted kernels, prefetching, until the chain runs out, loops,
   // reaches N kernels ahead (pause) or finds no room.
   void chain(Cursor c, Actions& out) {
-    std::set<std::pair<uint64_t, unsigned>> seen; // (block, kernels ahead) visited in this chain
+    chain_seen_.clear();
     chain_fetched_.clear();
     for (;;) {
-      if (!seen.insert({c.block, c.ahead}).second) return;
+      if (!chain_seen_.insert({c.block, c.ahead}).second) return;
       BlockTable& t = table(c.id);
       std::optional<uint64_t> follow, cross; // MRU successor within the execution, and across
       for (const BlockTable::Successor& s : t.successors(c.block)) {
@@ -292,7 +292,14 @@ private:
   std::optional<uint64_t> last_fault_; // in the running kernel's execution
   std::optional<Cursor> paused_;
   std::unordered_set<uint64_t> chain_fetched_; // blocks the current chain has prefetched
-  std::list<uint64_t> order_;                  // resident blocks, least recently migrated first
+  // (block, kernels ahead) the current chain has visited; a member for its memory.
+  struct BlockAhead {
+    size_t operator()(const std::pair<uint64_t, unsigned>& k) const {
+      return std::hash<uint64_t>{}(k.first * 1000003 + k.second);
+    }
+  };
+  std::unordered_set<std::pair<uint64_t, unsigned>, BlockAhead> chain_seen_;
+  std::list<uint64_t> order_; // resident blocks, least recently migrated first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident_;
   std::unordered_map<uint64_t, uint64_t> protected_until_; // block -> last kernel index needing it
   std::map<Addr, Addr> inactive_;                          // freed allocator blocks: start -> end

@@ -36,12 +36,13 @@ void BlockTable::add_successor(uint64_t block, uint64_t next, bool crosses) {
   if (succ.size() > successors_) succ.pop_back();
 }
 
-std::vector<BlockTable::Successor> BlockTable::successors(uint64_t block) const {
+const std::vector<BlockTable::Successor>& BlockTable::successors(uint64_t block) const {
+  static const std::vector<Successor> none;
   auto set = sets_.find(block % rows_);
-  if (set == sets_.end()) return {};
+  if (set == sets_.end()) return none;
   for (const Way& w : set->second)
-    if (w.block == block) return {w.next.begin(), w.next.end()};
-  return {};
+    if (w.block == block) return w.next;
+  return none;
 }
 
 } // namespace faultline::policies::deepum

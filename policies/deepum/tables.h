@@ -52,8 +52,9 @@ public:
       : rows_(rows), assoc_(assoc), successors_(successors) {}
 
   void add_successor(uint64_t block, uint64_t next, bool crosses = false);
-  // Successors of `block`, most recent first; empty if the block has no row.
-  std::vector<Successor> successors(uint64_t block) const;
+  // Successors of `block`, most recent first; empty if the block has no row. Valid until the
+  // next add_successor.
+  const std::vector<Successor>& successors(uint64_t block) const;
 
   std::optional<uint64_t> start, end;
 

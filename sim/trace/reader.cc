@@ -360,10 +360,15 @@ void TraceReader::read_kernel(KernelRecord& r) {
   r.accesses.clear();
   uint64_t page = 0;
   Time offset = 0;
+  // Most values of an access take one byte: read those here, the rest through varint().
+  const auto next = [this] {
+    if (pos_ < end_ && !(buf_[pos_] & 0x80)) return static_cast<uint64_t>(buf_[pos_++]);
+    return varint();
+  };
   for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t packed = varint();
+    const uint64_t packed = next();
     page += static_cast<uint64_t>(unzigzag(packed >> 2));
-    const uint64_t delta = varint();
+    const uint64_t delta = next();
     if (delta > static_cast<uint64_t>(r.duration - offset)) {
       const uint64_t at = static_cast<uint64_t>(offset) + delta;
       fail("access " + std::to_string(i) + " at offset " +
