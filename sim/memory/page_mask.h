@@ -46,8 +46,23 @@ struct PageMask {
   // 64 KB big pages with at least one page set.
   unsigned big_page_count() const {
     unsigned n = 0;
-    for (unsigned big = 0; big < kBigPagesPerBlock; ++big) n += any_in_big_page(big) ? 1 : 0;
+    for (uint64_t w : words) n += static_cast<unsigned>(std::popcount(lanes_in_use(w)));
     return n;
+  }
+  // Every page of each 64 KB big page that has at least one page set.
+  PageMask whole_big_pages() const {
+    PageMask m;
+    for (unsigned i = 0; i < kPagesPerBlock / 64; ++i) m.words[i] = lanes_in_use(words[i]) * 0xffff;
+    return m;
+  }
+  // The lowest bit of each 16-page lane of `w` set when the lane has a page: the OR of its bits,
+  // folded down by shifts that stay within the lane.
+  static uint64_t lanes_in_use(uint64_t w) {
+    w |= w >> 1;
+    w |= w >> 2;
+    w |= w >> 4;
+    w |= w >> 8;
+    return w & 0x0001000100010001;
   }
   bool any() const {
     for (uint64_t w : words)

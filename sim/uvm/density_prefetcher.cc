@@ -5,11 +5,7 @@
 namespace faultline {
 
 PageMask grow_to_big_pages(const PageMask& faulted) {
-  PageMask grown;
-  for (unsigned big = 0; big < kBigPagesPerBlock; ++big) {
-    if (faulted.any_in_big_page(big)) grown |= PageMask::big_page(big);
-  }
-  return grown;
+  return faulted.whole_big_pages();
 }
 
 PageMask density_prefetch(const PageMask& resident, const PageMask& faulted,

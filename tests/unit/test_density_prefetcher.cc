@@ -135,3 +135,20 @@ TEST_CASE("for_each_run gives the maximal runs of a random mask, in order", "[pa
     REQUIRE(got == expected);
   }
 }
+
+TEST_CASE("big pages in use, counted and grown a word at a time, as page by page", "[page_mask]") {
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    PageMask m;
+    for (unsigned n = static_cast<unsigned>(rng() % 40); n > 0; --n)
+      m.set(static_cast<unsigned>(rng() % kPagesPerBlock));
+    if (i % 5 == 0) m = random_mask(rng, 3);
+    PageMask grown;
+    unsigned count = 0;
+    for (unsigned big = 0; big < kBigPagesPerBlock; ++big)
+      if (m.big_bits(big)) grown |= PageMask::big_page(big), ++count;
+    INFO("case " << i);
+    REQUIRE(m.big_page_count() == count);
+    REQUIRE(grow_to_big_pages(m) == grown);
+  }
+}
