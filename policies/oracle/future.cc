@@ -28,8 +28,7 @@ Future::Future(const std::string& path, uint64_t iterations) {
 
 const std::vector<BlockUse>& Future::host_before(uint64_t kernel) const {
   static const std::vector<BlockUse> none;
-  auto it = host_before_.find(kernel);
-  return it == host_before_.end() ? none : it->second;
+  return kernel < host_before_.size() ? host_before_[kernel] : none;
 }
 
 When Future::next_use(uint64_t block, When now) const {
@@ -70,6 +69,8 @@ void Future::add_kernel(const std::vector<trace::Access>& accesses,
 // Host touches move pages to the host (the simulator keeps no duplicates): recorded against the
 // kernel that comes next.
 void Future::add_host(Addr address, Bytes bytes) {
+  if (host_before_.size() <= blocks_of_kernel_.size())
+    host_before_.resize(blocks_of_kernel_.size() + 1);
   std::vector<BlockUse>& touched = host_before_[blocks_of_kernel_.size()];
   for (Addr a = address / kBigPageSize * kBigPageSize; a < address + bytes; a += kBigPageSize) {
     const uint64_t block = a / kBlockSize;

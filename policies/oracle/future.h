@@ -61,7 +61,9 @@ private:
 
   std::vector<std::vector<BlockUse>> blocks_of_kernel_;
   std::unordered_map<uint64_t, std::vector<KernelUse>> kernels_of_block_;
-  std::map<uint64_t, std::vector<BlockUse>> host_before_;
+  // By kernel index (asked for every kernel of the window at every plan), up to the last kernel
+  // with host touches before it.
+  std::vector<std::vector<BlockUse>> host_before_;
 };
 
 } // namespace faultline::policies::oracle

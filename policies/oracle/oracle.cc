@@ -94,8 +94,7 @@ public:
       Held& held = hold(a / kBlockSize);
       faulted_blocks_ += held.pages == 0;
       held.pages |= PageBits{1} << (a / kBigPageSize % kPagesPerBlock);
-      auto it = first_touch_.find(a / kBlockSize);
-      if (it != first_touch_.end()) reached = std::max(reached, it->second);
+      if (const uint32_t* first = first_touch(a / kBlockSize)) reached = std::max(reached, *first);
     }
     if (!running_ || e.gpu != gpu_index_) return;
     sync_with_memory();
@@ -128,7 +127,10 @@ public:
     running_ = e.kernel < future_->kernels();
     first_touch_.clear();
     if (running_)
-      for (const BlockUse& use : future_->blocks(e.kernel)) first_touch_[use.block] = use.first;
+      for (const BlockUse& use : future_->blocks(e.kernel))
+        first_touch_.emplace_back(use.block, use.first);
+    std::stable_sort(first_touch_.begin(), first_touch_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     sync_with_memory();
     plan({std::min(oldest_running_, e.kernel), 0}, out);
   }
@@ -284,7 +286,8 @@ private:
     if (resident_.size() + incoming <= room) return;
     // (next use, age, block): among blocks used equally soon (as far as the oracle can tell
     // inside a kernel) the one that came first goes first, as the driver's FIFO would choose.
-    std::vector<std::tuple<When, uint64_t, uint64_t>> victims;
+    std::vector<std::tuple<When, uint64_t, uint64_t>>& victims = scratch_.victims;
+    victims.clear();
     for (const auto& [b, held] : resident_)
       if (!keep.count(b)) victims.emplace_back(future_->next_use(b, now), ~held.since, b);
     const size_t need = std::min(victims.size(), resident_.size() + incoming - room);
@@ -295,6 +298,15 @@ private:
       out.push_back({ActionKind::kEvict, {b * kBlockSize, kBlockSize}, kHost});
       resident_.erase(b);
     }
+  }
+
+  // The running kernel's first touch of `block`, or null. (The last entry of a block listed
+  // twice, as a map filled in order would keep.)
+  const uint32_t* first_touch(uint64_t block) const {
+    auto it = std::upper_bound(first_touch_.begin(), first_touch_.end(), block,
+                               [](uint64_t b, const auto& e) { return b < e.first; });
+    return it != first_touch_.begin() && std::prev(it)->first == block ? &std::prev(it)->second
+                                                                       : nullptr;
   }
 
   uint64_t free_blocks() const {
@@ -326,7 +338,9 @@ private:
   uint64_t faulted_blocks_ = 0; // blocks the last fault batch brought that the oracle had not
   uint64_t kernel_ = 0;         // the kernel launched last
   When planned_;                // where the last plan began
-  std::unordered_map<uint64_t, uint32_t> first_touch_; // the running kernel's blocks
+  // The running kernel's blocks and their first touch, by block (a vector, refilled at each
+  // launch without allocating).
+  std::vector<std::pair<uint64_t, uint32_t>> first_touch_;
   // reserve_: free blocks the last plan left for faults
   uint64_t arrivals_ = 0, reserve_ = 0;
   Resident resident_;         // blocks the oracle believes on the GPU, and their pages
@@ -338,6 +352,7 @@ private:
     std::unordered_map<uint64_t, size_t> slot;
     std::unordered_map<uint64_t, PageBits> host;
     std::unordered_set<uint64_t> keep;
+    std::vector<std::tuple<When, uint64_t, uint64_t>> victims;
   } scratch_;
 };
 
