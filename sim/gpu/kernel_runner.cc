@@ -18,16 +18,15 @@ void KernelRunner::start(trace::KernelRecord& kernel, uint64_t index, Time now, 
   stalled_since_ = -1;
   end_scheduled_ = false;
   faults_ = 0;
-  cached_index_ = UINT64_MAX;
+  ++generation_;
   advance(now);
 }
 
 VaBlock* KernelRunner::lookup(uint64_t block_index) {
-  if (block_index != cached_index_) {
-    cached_index_ = block_index;
-    cached_block_ = memory_.find(block_index + block_offset_);
-  }
-  return cached_block_;
+  CachedBlock& c = cached_[block_index % kCachedBlocks];
+  if (c.generation != generation_ || c.index != block_index)
+    c = {generation_, block_index, memory_.find(block_index + block_offset_)};
+  return c.block;
 }
 
 bool KernelRunner::in_device_memory(Addr address) const {

@@ -75,8 +75,17 @@ private:
   Time stalled_since_ = -1;
   bool end_scheduled_ = false;
   uint64_t faults_ = 0;
-  uint64_t cached_index_ = UINT64_MAX;
-  VaBlock* cached_block_ = nullptr;
+  // The blocks this kernel has looked up, direct-mapped by block index: a kernel walks a few
+  // blocks over and over, and the memory model's hash lookup was a tenth of a run. Blocks are
+  // made and freed between kernels only, so an entry holds for the kernel; a new kernel starts
+  // a new generation instead of clearing the table.
+  struct CachedBlock {
+    uint64_t generation = 0, index = 0;
+    VaBlock* block = nullptr;
+  };
+  static constexpr size_t kCachedBlocks = 512;
+  CachedBlock cached_[kCachedBlocks];
+  uint64_t generation_ = 0;
 };
 
 } // namespace faultline
