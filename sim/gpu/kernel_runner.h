@@ -83,7 +83,7 @@ private:
     uint64_t generation = 0, index = 0;
     VaBlock* block = nullptr;
   };
-  static constexpr size_t kCachedBlocks = 512;
+  static constexpr size_t kCachedBlocks = 64;
   CachedBlock cached_[kCachedBlocks];
   uint64_t generation_ = 0;
 };
