@@ -73,14 +73,12 @@ public:
 
   void on_free(const FreeEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_blocks_ -= (e.range.bytes + kBlockSize - 1) / kBlockSize;
-    if (e.managed && !e.block) {
-      live_.erase(e.range.start);
-      forget_live_pages(e.range);
-    }
-    if (e.managed && !e.block) // the backend drops a freed segment's pages
-      for (uint64_t b = e.range.start / kBlockSize;
-           b < (e.range.start + e.range.bytes + kBlockSize - 1) / kBlockSize; ++b)
-        resident_.erase(b);
+    if (!e.managed || e.block) return;
+    live_.erase(e.range.start);
+    forget_live_pages(e.range);
+    for (uint64_t b = e.range.start / kBlockSize; // the backend drops a freed segment's pages
+         b < (e.range.start + e.range.bytes + kBlockSize - 1) / kBlockSize; ++b)
+      resident_.erase(b);
   }
 
   bool observes_faults() const override { return true; }
