@@ -4,7 +4,7 @@
 // block, the kernels that touch it; per kernel, the pages the host touches before it.
 #pragma once
 
-#include "sim/core/types.h"
+#include "policies/oracle/foresight.h"
 #include "sim/trace/format.h"
 
 #include <cstdint>
@@ -17,39 +17,16 @@
 
 namespace faultline::policies::oracle {
 
-constexpr unsigned kPagesPerBlock = kBlockSize / kBigPageSize; // 32: a block's pages fit a mask
-using PageBits = uint32_t;
-static_assert(kPagesPerBlock == 32);
-
-// A point in the run: the kernel and the index of an access in it. Kernels run in trace order,
-// so points order as the accesses do.
-struct When {
-  uint64_t kernel = 0;
-  uint32_t access = 0;
-  auto operator<=>(const When&) const = default;
-};
-constexpr When kNever{std::numeric_limits<uint64_t>::max(), 0};
-
-struct BlockUse {
-  uint64_t block = 0;
-  PageBits pages = 0; // the big pages of the block the kernel (or the host) touches
-  uint32_t first = 0; // index of the kernel's first access to the block
-  uint32_t last = 0;  // and of its last
-};
-
-class Future {
+class Future final : public Foresight {
 public:
   Future(const std::string& path, uint64_t iterations);
 
-  size_t kernels() const { return blocks_of_kernel_.size(); }
-  // The kernel's blocks in order of first touch.
-  const std::vector<BlockUse>& blocks(uint64_t kernel) const { return blocks_of_kernel_[kernel]; }
-  // The pages the host touches after kernel - 1 and before `kernel` (none: empty).
-  const std::vector<BlockUse>& host_before(uint64_t kernel) const;
-  // The first access to `block` at or after `now`: in now's kernel if that kernel still has one
-  // to come (the point itself when the block is in use there), else the first touching kernel
-  // after it. kNever if none.
-  When next_use(uint64_t block, When now) const;
+  uint64_t kernels() const override { return blocks_of_kernel_.size(); }
+  const std::vector<BlockUse>& blocks(uint64_t kernel) const override {
+    return blocks_of_kernel_[kernel];
+  }
+  const std::vector<BlockUse>& host_before(uint64_t kernel) const override;
+  When next_use(uint64_t block, When now) const override;
 
 private:
   struct KernelUse {

@@ -66,8 +66,13 @@ public:
   Actions free(uint64_t id, faultline::Addr start, faultline::Bytes bytes, bool block = false) {
     return call([&](Actions& a) { policy_->on_free({now_, id, true, block, {start, bytes}}, a); });
   }
-  Actions launch_named(uint64_t kernel, const std::string& name) {
-    return call([&](Actions& a) { policy_->on_kernel_launch({now_, kernel, &name, {}}, a); });
+  Actions launch_named(uint64_t kernel, const std::string& name,
+                       const std::vector<Range>& args = {}) {
+    return call([&](Actions& a) { policy_->on_kernel_launch({now_, kernel, &name, args}, a); });
+  }
+  // A training step begins.
+  Actions step(uint64_t step) {
+    return call([&](Actions& a) { policy_->on_step_begin({now_, step}, a); });
   }
   Actions fault_batch(const std::vector<faultline::Addr>& pages) {
     return call([&](Actions& a) { policy_->on_fault_batch({now_, 0, pages}, a); });

@@ -1,5 +1,6 @@
 // oracle: Belady eviction and exact lookahead prefetch, read from the trace itself; planning
 // again inside a kernel, ahead of host touches, with room for faults and whole spans per copy.
+#include "harness_gpu.h"
 #include "policy_harness.h"
 #include "sim/trace/writer.h"
 #include "test_support.h"
@@ -10,12 +11,14 @@
 
 using namespace faultline;
 using Catch::Matchers::Contains;
+using fltest::block;
+using fltest::Gpu;
+using fltest::kBase;
+using fltest::page;
 using fltest::PolicyHarness;
 using policies::ActionKind;
 
 namespace {
-
-constexpr Addr kBase = Addr{1} << 32; // block b lives at kBase + b * 2 MB
 
 using Touches = std::vector<std::pair<uint64_t, unsigned>>; // (block, page) in order
 
@@ -48,73 +51,6 @@ std::string write_trace(const fltest::TempDir& dir, uint64_t blocks,
   w.close();
   return path;
 }
-
-policies::Range block(uint64_t b) {
-  return {kBase + b * kBlockSize, kBlockSize};
-}
-Addr page(uint64_t b, unsigned p) {
-  return kBase + b * kBlockSize + p * kBigPageSize;
-}
-
-// The GPU as the backend keeps it: the policy's actions applied to chunks, the driver's own
-// moves made by hand, and the memory view the policy asks kept true.
-struct Gpu {
-  PolicyHarness& policy;
-  uint64_t capacity;
-  std::vector<uint64_t> order;        // blocks held, oldest first
-  std::map<uint64_t, uint32_t> pages; // and their big pages
-
-  Gpu(PolicyHarness& p, uint64_t blocks) : policy(p), capacity(blocks) { publish(); }
-
-  policies::Actions apply(const policies::Actions& actions) {
-    for (const auto& a : actions) {
-      const uint64_t b = (a.range.start - kBase) / kBlockSize;
-      const unsigned first = (a.range.start - kBase) % kBlockSize / kBigPageSize;
-      const uint32_t mask =
-          a.range.bytes >= kBlockSize ? ~0u : ((1u << (a.range.bytes / kBigPageSize)) - 1) << first;
-      if (a.kind == ActionKind::kPrefetch) hold(b, mask);
-      if (a.kind == ActionKind::kEvict) drop(b, mask);
-    }
-    publish();
-    return actions;
-  }
-  void hold(uint64_t b, uint32_t mask) {
-    if (!pages.count(b)) order.push_back(b);
-    pages[b] |= mask;
-    CHECK(pages.size() <= capacity);
-  }
-  void drop(uint64_t b, uint32_t mask) {
-    REQUIRE(pages.count(b));
-    if ((pages[b] &= ~mask)) return;
-    pages.erase(b);
-    order.erase(std::find(order.begin(), order.end(), b));
-  }
-  void publish() {
-    policy.view.free[0] = (capacity - pages.size()) * kBlockSize;
-    policy.view.oldest.clear();
-    for (uint64_t b : order) policy.view.oldest.push_back(kBase + b * kBlockSize);
-  }
-  policies::Actions launch(uint64_t k) { return apply(policy.launch(k, {})); }
-  policies::Actions end(uint64_t k) { return apply(policy.end(k)); }
-  // The driver services faults on these pages (evicting its oldest block when full), then
-  // hands them to the policy.
-  policies::Actions faults(const std::vector<std::pair<uint64_t, unsigned>>& touches) {
-    std::vector<Addr> addresses;
-    bool evicted = false;
-    for (const auto& [b, p] : touches) {
-      if (!pages.count(b) && pages.size() == capacity) {
-        drop(order.front(), ~0u);
-        evicted = true;
-      }
-      hold(b, 1u << p);
-      addresses.push_back(page(b, p));
-    }
-    publish();
-    auto out = apply(policy.fault_batch(addresses));
-    if (evicted) apply(policy.pressure());
-    return out;
-  }
-};
 
 bool has(const policies::Actions& actions, ActionKind kind, Addr start) {
   return std::any_of(actions.begin(), actions.end(), [&](const policies::Action& a) {
@@ -282,6 +218,29 @@ TEST_CASE("oracle: never holds more blocks than the GPU has (random traces)", "[
     gpu.end(k);
   }
   CHECK(prefetches >= kernels.size() / 2);
+}
+
+TEST_CASE("oracle: with discard_freed, a victim's pages in freed allocator blocks are dropped",
+          "[policy]") {
+  fltest::TempDir dir;
+  // A B C on a GPU of 2: once A is done with (its next use never comes), it goes for C; a tensor
+  // freed in it is discarded first.
+  const std::string trace = write_trace(dir, 3, {{{0, 0}}, {{1, 0}}, {{2, 0}}});
+  for (const bool discard : {false, true}) {
+    PolicyHarness oracle("oracle", {{"discard_freed", discard}});
+    oracle.start(2 * kBlockSize, trace);
+    oracle.alloc(1, kBase, 3 * kBlockSize);
+    oracle.alloc(2, page(0, 0), 2 * kBigPageSize, true);
+    Gpu gpu(oracle, 2);
+    gpu.launch(0);
+    gpu.end(0);
+    oracle.free(2, page(0, 0), 2 * kBigPageSize, true);
+    auto actions = gpu.launch(1);
+    gpu.end(1);
+    for (const auto& a : gpu.launch(2)) actions.push_back(a);
+    CHECK(has(actions, ActionKind::kEvict, block(0).start));
+    CHECK(has(actions, ActionKind::kDiscard, page(0, 0)) == discard);
+  }
 }
 
 TEST_CASE("oracle: parameters are checked", "[policy]") {

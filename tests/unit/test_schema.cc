@@ -132,6 +132,7 @@ TEST_CASE("schema: every registered section is documented", "[config][schema]") 
   for (const char* want :
        {"run", "run.driver", "run.capacity", "run.policy", "gpu", "link", "link.curve",
         "policy.ondemand", "policy.deepum", "policy.pump", "policy.harvest", "policy.oracle",
+        "policy.schedule",
         "alloc", "alloc.options", "synth", "sweep"})
     CHECK(names.count(want));
 }

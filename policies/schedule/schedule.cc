@@ -1,0 +1,117 @@
+// schedule: learns in the first step what each kernel of a training step touches (its faults) and
+// in which order (learned_steps.h); from the second step on, plans along that learned schedule as
+// the oracle plans along the trace (policies/oracle/planner.h): prefetch what the coming kernels
+// need, in order of need, as far ahead as the budget holds; evict the resident block whose learned
+// next use is farthest (blocks it knows nothing of first, oldest first: the driver's order);
+// discard, rather than write back, a victim's pages in allocator blocks the framework has freed.
+// A step that leaves the learned kernel sequence runs as ondemand and is learned in its place.
+#include "policies/oracle/planner.h"
+#include "policies/registry.h"
+#include "policies/schedule/learned_steps.h"
+#include "sim/config/schema.h"
+
+namespace faultline::policies {
+namespace {
+
+constexpr unsigned kPatience = 3;
+
+struct Params {
+  uint64_t lookahead_kernels = 256;
+  uint64_t resync_kernels = 16;
+  bool discard_freed = true;
+  bool prefetch_arguments = true;
+  double tolerance = 0.05;
+};
+
+const config::Fields<Params>& fields() {
+  static const config::Fields<Params> fields = {
+      config::field(&Params::lookahead_kernels, "lookahead_kernels",
+                    "how many learned kernels ahead the prefetch window may reach")
+          .unit("kernels"),
+      config::field(&Params::resync_kernels, "resync_kernels",
+                    "how many learned kernels ahead a launch that does not match the expected one "
+                    "is looked for before the step counts as new")
+          .unit("kernels"),
+      config::field(
+          &Params::discard_freed, "discard_freed",
+          "discard victims' pages in freed allocator blocks instead of writing them back"),
+      config::field(&Params::prefetch_arguments, "prefetch_arguments",
+                    "off the schedule (the first step, a new kernel sequence), prefetch the "
+                    "blocks each launch's arguments name, as PUMP does"),
+      config::field(&Params::tolerance, "tolerance",
+                    "how much slower than a step off the schedule three steps in a row that follow "
+                    "it may run before the policy leaves the run to the driver")
+          .unit("fraction")
+          .at_least(0),
+  };
+  return fields;
+}
+FAULTLINE_REGISTER_SCHEMA("policy.schedule", "`policy.params` of policy schedule", fields);
+
+class Schedule : public IPolicy {
+public:
+  Schedule(const nlohmann::json& params, const std::string& where)
+      : p_(config::read_object(params, where, "$.policy.params", fields())),
+        learned_(p_.resync_kernels, p_.prefetch_arguments),
+        planner_(p_.lookahead_kernels, p_.discard_freed) {}
+
+  void on_start(const StartEvent& e, Actions&) override { planner_.start(e, learned_); }
+  // The last step's time tells whether following the schedule pays: when kPatience steps in a row
+  // that followed it ran slower than the last step that did not (the one recorded) by more than
+  // the tolerance, the policy leaves the rest of the run to the driver. (Not at once: the first
+  // step on a schedule learned from a recording still faults on what the recording missed.)
+  void on_step_begin(const StepEvent& e, Actions&) override {
+    if (step_began_) {
+      const Time took = e.now - step_start_;
+      if (!learned_.step_followed()) driver_step_ = took;
+      const bool slower =
+          learned_.step_followed() && driver_step_ &&
+          static_cast<double>(took) > static_cast<double>(driver_step_) * (1 + p_.tolerance);
+      slow_steps_ = slower ? slow_steps_ + 1 : 0;
+      if (slow_steps_ >= kPatience) driver_only_ = true;
+    }
+    step_began_ = true;
+    step_start_ = e.now;
+    learned_.step_begin();
+  }
+
+  void on_alloc(const AllocEvent& e, Actions&) override { planner_.alloc(e); }
+  void on_free(const FreeEvent& e, Actions&) override { planner_.free(e); }
+
+  bool observes_faults() const override { return true; }
+
+  void on_fault_batch(const FaultBatchEvent& e, Actions& out) override {
+    learned_.faulted(e.faults);
+    Actions ignored; // the planner keeps its books; the driver has the run
+    planner_.fault_batch(e, driver_only_ ? ignored : out);
+  }
+
+  void on_memory_pressure(const MemoryPressureEvent&, Actions&) override {
+    planner_.memory_pressure();
+  }
+
+  void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
+    learned_.launch(e.kernel, e.name ? *e.name : std::string(), e.args);
+    planner_.plan_overflowing_kernels(learned_.plans_overflow());
+    if (!driver_only_) planner_.kernel_launch(e, out);
+  }
+
+  void on_kernel_end(const KernelEndEvent& e, Actions& out) override {
+    learned_.kernel_end();
+    planner_.kernel_end(e, out);
+  }
+
+private:
+  Params p_;
+  schedule::LearnedSteps learned_;
+  oracle::Planner planner_;
+  bool step_began_ = false, driver_only_ = false;
+  Time step_start_ = 0, driver_step_ = 0;
+  unsigned slow_steps_ = 0; // steps in a row that followed the schedule and ran slower
+};
+
+} // namespace
+
+FAULTLINE_REGISTER_POLICY(Schedule, "schedule");
+
+} // namespace faultline::policies
