@@ -3,7 +3,7 @@
 # the fidelity reports (live/, multigpu/), the papers' evaluations (papers/*/run.sh), the allocator study, the
 # capture overhead table and the policy comparison. Normal runs of the study scripts write into
 # out/; only this (or a script's --write-reports) writes into STUDY/reports/, as goldens are
-# rewritten only on request. About 6 minutes on 2 cores. `git diff experiments` shows what moved.
+# rewritten only on request. About 6 minutes on 2 cores, and 25 more for papers/schedule/'s sweep. `git diff experiments` shows what moved.
 #   experiments/make_reports.sh [STUDY...]     STUDY: live multigpu papers alloc capture compare
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,9 +12,11 @@ python=python3
 for study in ${@:-live multigpu papers alloc capture compare}; do
   case $study in
   live)
-    for c in h200 h200-other-instance h100 h100-sanitize-traces h200-papers; do
+    for c in h200 h200-other-instance h100 h100-sanitize-traces h200-papers h100-ee8e9a35 \
+      h100-ee8e9a35-holdout h200-d4fa298c h200-d4fa298c-holdout h200-af535a9c; do
       experiments/live/fidelity.sh "$c" --write-reports
-    done ;;
+    done
+    "$python" experiments/live/results.py --write ;;
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do
       experiments/multigpu/fidelity.sh "$c" --write-reports

@@ -8,7 +8,8 @@ of the oracle (oracle time / policy time), and faults and bytes moved at 50% cap
 (trace, capacity) also gets `faultline bound` for the same steps, a lower bound no policy can beat
 (sim/run/bound.h): the table gives every policy's fraction of it (bound / policy time). The script
 fails, after writing its outputs, if a run is faster than its bound or an online policy is faster
-than the oracle (the offline policy that reads the trace, policies/oracle/).
+than the oracle (the offline policy that reads the trace, policies/oracle/; the faster of it and
+its variant that discards freed blocks).
 """
 import csv
 import json
@@ -23,7 +24,12 @@ plt = common.pyplot()
 
 ABLATION = {("deepum", '{"discard_freed":false,"pre_evict":false}'): "deepum: prefetch",
             ("deepum", '{"discard_freed":false}'): "deepum: +pre-evict",
-            ("deepum", "{}"): "deepum: +discard"}
+            ("deepum", "{}"): "deepum: +discard",
+            ("oracle", '{"discard_freed":true}'): "oracle: +discard"}
+# The offline policies: the oracle as the live fidelity runs replay it, and with the freed-block
+# discard deepum and schedule also make. The better of the two at each point is the bound online
+# runs are measured against.
+ORACLES = ("oracle", "oracle: +discard")
 
 
 def label(policy):
@@ -66,7 +72,8 @@ def derive(rows, bound_of):
         base = by[(r["trace"], "ondemand", 1.0)]["time"]
         r["normalised"] = r["time"] / base
         r["speedup"] = by[(r["trace"], "ondemand", r["capacity"])]["time"] / r["time"]
-        r["of_oracle"] = by[(r["trace"], "oracle", r["capacity"])]["time"] / r["time"]
+        r["of_oracle"] = min(by[(r["trace"], o, r["capacity"])]["time"] for o in ORACLES
+                             if (r["trace"], o, r["capacity"]) in by) / r["time"]
         r["bound"] = bound_of[(r["trace"], r["capacity"], r["iterations"])]["lower_bound_ns"]
         r["of_bound"] = r["bound"] / r["time"]
         if r["of_bound"] > 1:
@@ -85,8 +92,9 @@ def write_tables(rows, out):
         w.writeheader()
         w.writerows(rows)
     policies = list(dict.fromkeys(r["policy"] for r in rows))
-    lines = ["Speedup over ondemand (fraction of the oracle bound in brackets), by trace and "
-             "GPU capacity as a fraction of the footprint.", "",
+    lines = ["Speedup over ondemand (fraction of the oracle bound in brackets: the faster of the "
+             "oracle and the oracle with discard), by trace and GPU capacity as a fraction of the "
+             "footprint.", "",
              "| trace | capacity | " + " | ".join(policies) + " |",
              "|---|---|" + "---|" * len(policies)]
     by = {(r["trace"], r["capacity"], r["policy"]): r for r in rows}
@@ -97,7 +105,7 @@ def write_tables(rows, out):
             lines.append(f"| {trace} | {cap:.0%} | " + " | ".join(cells) + " |")
     faster = faster_than_oracle(rows)
     lines += ["", f"Runs faster than the oracle: {len(faster)} of "
-              f"{sum(r['policy'] != 'oracle' for r in rows)}"
+              f"{sum(r['policy'] not in ORACLES for r in rows)}"
               + (" (" + "; ".join(f"{r['trace']} {r['policy']} {r['capacity']:.0%}"
                                   for r in faster) + ")" if faster else "") + ".", "",
               "Fraction of the lower bound (`faultline bound`: bound / policy time; no run can "
@@ -113,7 +121,7 @@ def write_tables(rows, out):
 
 
 def faster_than_oracle(rows):
-    return [r for r in rows if r["policy"] != "oracle" and r["of_oracle"] > 1]
+    return [r for r in rows if r["policy"] not in ORACLES and r["of_oracle"] > 1]
 
 
 def per_trace_figure(rows, key, ylabel, path, log=False):

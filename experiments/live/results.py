@@ -34,11 +34,13 @@ CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-ee8e9a35-hold
                                     "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
                                     "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
                                     "h100-ea349c50", "h100-8128e920"]},
-             "h200": {"shipped": "h200-99f28b56", "holdout": "h200-99f28b56-holdout",
-                      "holdouts": ["h200-99f28b56-holdout"],
-                      "instances": ["h200-99f28b56", "h200-d628e5be", "h200-d44298ce",
-                                    "h200-1ce9b187"]}}
-POLICIES = ["ondemand", "deepum", "pump", "oracle"]
+             "h200": {"shipped": "h200-d4fa298c", "holdout": "h200-d4fa298c-holdout",
+                      "holdouts": ["h200-d4fa298c-holdout", "h200-99f28b56-holdout"],
+                      "instances": ["h200-d4fa298c", "h200-99f28b56", "h200-d628e5be",
+                                    "h200-d44298ce", "h200-1ce9b187"],
+                      # policies/schedule/ on the shipped traces (its own instance, calibrated)
+                      "schedule": "h200-af535a9c"}}
+POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
 KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_percent",
         "median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_error",
         "max_abs_dtoh_error", "rankings_same", "rankings"]
@@ -165,7 +167,7 @@ def pct(x):
     return "" if x is None else f"{x:.1%}"
 
 
-def readme(gpu, shipped, holdout, inst, held):
+def readme(gpu, shipped, holdout, inst, held, schedule=None):
     lines = [f"# Live fidelity on the {gpu.upper()}: results", "",
              "Made by `experiments/live/results.py --write` from the campaigns' reports; each "
              "campaign's runs simulated with the profile of the instance they ran on (calibrated "
@@ -173,7 +175,8 @@ def readme(gpu, shipped, holdout, inst, held):
              "| set | campaign | runs | median abs time error | max | median HtoD | median DtoH "
              "| " + " | ".join(f"{p}: median / max (signed median)" for p in POLICIES) + " |",
              "|---|---|---|---|---|---|---|" + "---|" * len(POLICIES)]
-    for label, s in (("shipped traces", shipped), ("hold-out programs", holdout)):
+    for label, s in (("shipped traces", shipped), ("hold-out programs", holdout),
+                     ("shipped traces, policy schedule", schedule)):
         if s is None:
             continue
         cells = [f"{pct(w['median_abs_time_error'])} / {pct(w['max_abs_time_error'])} "
@@ -253,10 +256,13 @@ def main():
             os.makedirs(os.path.join(root, gpu, "holdout"), exist_ok=True)
             common.write_json(os.path.join(root, gpu, "holdout", "summary.json"), holdout)
         common.write_json(os.path.join(root, gpu, "instances.json"), inst)
+        schedule = fidelity(c["schedule"]) if c.get("schedule") else None
+        if schedule:
+            common.write_json(os.path.join(root, gpu, "schedule.json"), schedule)
         os.makedirs(os.path.join(root, gpu, "holdout"), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "holdout", "instances.json"), held)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
-            f.write(readme(gpu, shipped, holdout, inst, held))
+            f.write(readme(gpu, shipped, holdout, inst, held, schedule))
         print(f"{gpu}: shipped {pct(shipped['median_abs_time_error'])} / "
               f"{pct(shipped['max_abs_time_error'])}" + (
                   f", hold-out {pct(holdout['median_abs_time_error'])} / "

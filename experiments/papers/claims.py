@@ -12,7 +12,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PAPERS = ["deepum", "gmlake", "huvm", "pump"]
+PAPERS = ["deepum", "gmlake", "huvm", "pump", "schedule"]
 FIELDS = ["paper", "claim", "paper_value", "our_value", "setting", "command"]
 
 

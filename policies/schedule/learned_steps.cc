@@ -12,7 +12,7 @@ using oracle::When;
 
 // A step recorded as unknown, or one that left the schedule, becomes the learned step. (Set-up
 // before the first step is never recorded: no step event precedes it.)
-void LearnedSteps::step_begin() {
+void LearnedSteps::step_begin(bool follow) {
   if (in_step_ && !recording_.empty() && (learned_.empty() || deviated_)) {
     for (Kernel& k : recording_) {
       if (k.matched == kUnmatched) continue;
@@ -29,6 +29,7 @@ void LearnedSteps::step_begin() {
   step_followed_ = false;
   in_step_ = true;
   deviated_ = false;
+  paused_ = !follow;
   expected_ = 0;
   following_ = false;
 }
@@ -42,7 +43,7 @@ void LearnedSteps::launch(uint64_t kernel, const std::string& name,
   seen.name = name;
   seen.args = args;
   rebuild(seen);
-  if (learned_.empty() || deviated_) return;
+  if (learned_.empty() || deviated_ || paused_) return;
   const size_t end = std::min<size_t>(learned_.size(), expected_ + resync_);
   size_t p = expected_;
   while (p < end && learned_[p].name != name) ++p;

@@ -30,7 +30,9 @@ public:
   LearnedSteps(uint64_t resync, bool arguments_unknown)
       : resync_(resync), arguments_unknown_(arguments_unknown) {}
 
-  void step_begin();
+  // A step begins; with `follow` false it runs off the schedule, recorded but not learned from (a
+  // probe of what the step costs without it).
+  void step_begin(bool follow = true);
   void launch(uint64_t kernel, const std::string& name, const std::vector<Range>& args);
   // Big pages (addresses) the kernel launched last faulted on.
   void faulted(const std::vector<Addr>& big_pages);
@@ -84,6 +86,7 @@ private:
   std::unordered_map<uint64_t, std::vector<uint32_t>> positions_; // block -> learned positions
   std::vector<Kernel> recording_;                                 // the step running now, as seen
   bool in_step_ = false, deviated_ = false, following_ = false, step_followed_ = false;
+  bool paused_ = false; // this step runs off the schedule on purpose
   size_t expected_ = 0; // the learned position the next launch should be at
   uint64_t anchor_kernel_ = 0, anchor_position_ = 0; // the last launch that matched, and where
   std::vector<oracle::BlockUse> none_;

@@ -40,7 +40,8 @@ const config::Fields<Params>& fields() {
                     "blocks each launch's arguments name, as PUMP does"),
       config::field(&Params::tolerance, "tolerance",
                     "how much slower than a step off the schedule three steps in a row that follow "
-                    "it may run before the policy leaves the run to the driver")
+                    "it may run before a step off it is tried, and how much faster that step must "
+                    "be for the policy to leave the run to the driver")
           .unit("fraction")
           .at_least(0),
   };
@@ -56,23 +57,31 @@ public:
         planner_(p_.lookahead_kernels, p_.discard_freed) {}
 
   void on_start(const StartEvent& e, Actions&) override { planner_.start(e, learned_); }
-  // The last step's time tells whether following the schedule pays: when kPatience steps in a row
-  // that followed it ran slower than the last step that did not (the one recorded) by more than
-  // the tolerance, the policy leaves the rest of the run to the driver. (Not at once: the first
-  // step on a schedule learned from a recording still faults on what the recording missed.)
+  // Step times tell whether following the schedule pays. When kPatience steps in a row that
+  // followed it ran slower than the last step that did not by more than the tolerance, the next
+  // step runs off the schedule as a probe (the first step, all first touches, is no fair
+  // reference); if the probe beats the last followed step by the tolerance, the policy leaves the
+  // rest of the run to the driver, else it follows again with the probe as the reference.
   void on_step_begin(const StepEvent& e, Actions&) override {
+    bool probe = false;
     if (step_began_) {
-      const Time took = e.now - step_start_;
-      if (!learned_.step_followed()) driver_step_ = took;
-      const bool slower =
-          learned_.step_followed() && driver_step_ &&
-          static_cast<double>(took) > static_cast<double>(driver_step_) * (1 + p_.tolerance);
-      slow_steps_ = slower ? slow_steps_ + 1 : 0;
-      if (slow_steps_ >= kPatience) driver_only_ = true;
+      const auto took = static_cast<double>(e.now - step_start_);
+      if (!learned_.step_followed()) {
+        if (probing_ && took * (1 + p_.tolerance) < followed_step_) driver_only_ = true;
+        probing_ = false;
+        off_schedule_step_ = took;
+      } else {
+        followed_step_ = took;
+        const bool slower =
+            off_schedule_step_ > 0 && took > off_schedule_step_ * (1 + p_.tolerance);
+        slow_steps_ = slower ? slow_steps_ + 1 : 0;
+        probe = probing_ = slow_steps_ >= kPatience;
+        if (probe) slow_steps_ = 0;
+      }
     }
     step_began_ = true;
     step_start_ = e.now;
-    learned_.step_begin();
+    learned_.step_begin(!probe);
   }
 
   void on_alloc(const AllocEvent& e, Actions&) override { planner_.alloc(e); }
@@ -105,8 +114,9 @@ private:
   Params p_;
   schedule::LearnedSteps learned_;
   oracle::Planner planner_;
-  bool step_began_ = false, driver_only_ = false;
-  Time step_start_ = 0, driver_step_ = 0;
+  bool step_began_ = false, driver_only_ = false, probing_ = false;
+  Time step_start_ = 0;
+  double off_schedule_step_ = 0, followed_step_ = 0; // the last step's time of each kind, in ns
   unsigned slow_steps_ = 0; // steps in a row that followed the schedule and ran slower
 };
 

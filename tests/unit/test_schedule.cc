@@ -94,6 +94,42 @@ TEST_CASE("schedule: a learned step runs with fewer faults than the driver's", "
   for (uint64_t s = 1; s < 4; ++s) CHECK(run_step(policy, gpu, s, kernel, sweep) == 0);
 }
 
+// A step of run_step taking `took` of time.
+size_t timed_step(PolicyHarness& policy, Gpu& gpu, uint64_t step, uint64_t& kernel, Time took,
+                  std::vector<policies::Actions>* launches = nullptr) {
+  const size_t faults = run_step(policy, gpu, step, kernel, {0, 1, 2}, launches);
+  policy.advance(took);
+  return faults;
+}
+
+bool any_action(const std::vector<policies::Actions>& launches) {
+  return std::any_of(launches.begin(), launches.end(), [](const auto& a) { return !a.empty(); });
+}
+
+TEST_CASE("schedule: slow followed steps bring a probe off the schedule; a faster probe, the "
+          "driver",
+          "[policy]") {
+  for (const Time probe : {Time{100}, Time{300}}) {
+    PolicyHarness policy("schedule", kLearnedOnly);
+    policy.start(2 * kBlockSize);
+    policy.alloc(1, kBase, 3 * kBlockSize);
+    Gpu gpu(policy, 2);
+    uint64_t kernel = 0, step = 0;
+    timed_step(policy, gpu, step++, kernel, 100); // recorded, off the schedule
+    for (int i = 0; i < 3; ++i) {                 // followed, and twice as slow
+      std::vector<policies::Actions> launches;
+      timed_step(policy, gpu, step++, kernel, 200, &launches);
+      CHECK(any_action(launches));
+    }
+    std::vector<policies::Actions> probed, after;
+    timed_step(policy, gpu, step++, kernel, probe, &probed);
+    CHECK_FALSE(any_action(probed)); // off the schedule on purpose
+    timed_step(policy, gpu, step++, kernel, 200, &after);
+    INFO("probe " << probe);
+    CHECK(any_action(after) == (probe == 300)); // faster: the driver's from then on
+  }
+}
+
 TEST_CASE("schedule: a new kernel sequence runs as the driver's, then is learned", "[policy]") {
   PolicyHarness policy("schedule", kLearnedOnly);
   policy.start(2 * kBlockSize);
