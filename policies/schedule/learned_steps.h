@@ -4,13 +4,14 @@
 // beyond them), answered as a foresight (policies/oracle/foresight.h) for the oracle's planner.
 //
 // It learns only from events an online policy sees: step begins, launches and fault batches. A
-// step runs unknown (empty answers) until one step has been recorded; from then on each launch is
-// matched by name against the learned step, and while they match (following), the kernels ahead
-// are the learned step's from there on, wrapping into the next step. A launch updates its learned
-// kernel (new arguments replace the old: a changed batch), and faults add to it at once. A launch
-// that matches none of the next `resync` learned kernels leaves the schedule for the rest of the
-// step, and that step's recording (keeping the faults learned for the kernels it matched) replaces
-// the learned one at the next step begin: a new kernel sequence is learned in one step.
+// step runs unknown (empty answers, or the kernel launched last's arguments) until one step has
+// been recorded; from then on each launch is matched by name against the learned step, and while
+// they match (following), the kernels ahead are the learned step's from there on, wrapping into
+// the next step. A launch updates its learned kernel (new arguments replace the old: a changed
+// batch), and faults add to it at once. A launch that matches none of the next `resync` learned
+// kernels leaves the schedule for the rest of the step, and that step's recording (keeping the
+// faults learned for the kernels it matched) replaces the learned one at the next step begin: a
+// new kernel sequence is learned in one step.
 #pragma once
 
 #include "policies/oracle/foresight.h"

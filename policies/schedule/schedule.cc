@@ -1,10 +1,13 @@
-// schedule: learns in the first step what each kernel of a training step touches (its faults) and
-// in which order (learned_steps.h); from the second step on, plans along that learned schedule as
-// the oracle plans along the trace (policies/oracle/planner.h): prefetch what the coming kernels
-// need, in order of need, as far ahead as the budget holds; evict the resident block whose learned
-// next use is farthest (blocks it knows nothing of first, oldest first: the driver's order);
-// discard, rather than write back, a victim's pages in allocator blocks the framework has freed.
-// A step that leaves the learned kernel sequence runs as ondemand and is learned in its place.
+// schedule: learns in the first step what each kernel of a training step uses (the blocks its
+// arguments name, and what it faults on beyond them, in fault order) and in which order
+// (learned_steps.h); from the second step on, plans along that learned schedule as the oracle
+// plans along the trace (policies/oracle/planner.h): prefetch what the coming kernels need, in
+// order of need, as far ahead as the budget holds; evict the resident block whose learned next use
+// is farthest (blocks it knows nothing of first, oldest first: the driver's order); discard, rather
+// than write back, a victim's pages in allocator blocks the framework has freed. Off the schedule
+// (the first step, a step that left the learned kernel sequence, which is then learned in its
+// place) it prefetches each launch's arguments, as PUMP does; a step-time guard hands the run to
+// the driver when following the schedule does not pay.
 #include "policies/oracle/planner.h"
 #include "policies/registry.h"
 #include "policies/schedule/learned_steps.h"
