@@ -1,7 +1,7 @@
 // The simulator on the shipped real traces (issue 23): every trace in traces/real/ at 100% and
-// 50% capacity under ondemand and at 50% under deepum, pump and the oracle; decoding alone; and
-// a synthetic DNN trace at 1, 10 and 100 steps (time should grow linearly with the steps).
-// Reports accesses/s and faults/s (records/s for decoding), one core, the H200 profile.
+// 50% capacity under ondemand and at 50% under deepum, pump, the oracle and schedule; decoding
+// alone; and a synthetic DNN trace at 1, 10 and 100 steps (time should grow linearly with the
+// steps). Reports accesses/s and faults/s (records/s for decoding), one core, the H200 profile.
 //   build/tests/faultline_bench --benchmark_filter='Real|Decode|Steps'
 //     --benchmark_counters_tabular=true
 #include "sim/config/run_config.h"
@@ -97,7 +97,7 @@ const bool registered = [] {
     benchmark::RegisterBenchmark(("Real/" + name + "/ondemand/100").c_str(), simulate, path,
                                  "ondemand", 1.0)
         ->Unit(benchmark::kMillisecond);
-    for (const char* policy : {"ondemand", "deepum", "pump", "oracle"})
+    for (const char* policy : {"ondemand", "deepum", "pump", "oracle", "schedule"})
       benchmark::RegisterBenchmark(("Real/" + name + "/" + policy + "/50").c_str(), simulate, path,
                                    policy, 0.5)
           ->Unit(benchmark::kMillisecond);
