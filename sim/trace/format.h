@@ -21,6 +21,11 @@ constexpr int64_t kMaxTraceTime = int64_t{1} << 62;
 // memory oversubscribed several times. Whatever reads a trace keeps books per 2 MB chunk, so a
 // size believed unchecked would have a few bytes of input ask for millions of them.
 constexpr uint64_t kMaxLiveBytes = uint64_t{1} << 40;
+// Every address a trace names (an allocation's or host access's end, a kernel access's page) lies
+// below 2^57, the widest virtual address space a CPU or GPU maps (x86-64 with five-level paging;
+// CUDA's unified addresses use 47 to 49 bits). Whatever reads a trace walks ranges by 2 MB chunk
+// (`b * kBlockSize < end`), which an end near 2^64 would overflow into an endless walk.
+constexpr uint64_t kMaxAddress = uint64_t{1} << 57;
 
 enum class RecordType : uint8_t {
   kString = 1, // internal: defines a kernel-name string; never returned by the reader

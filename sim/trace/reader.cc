@@ -295,6 +295,9 @@ void TraceReader::read_alloc(AllocRecord& r) {
   if (r.id == 0) fail("allocation id 0 is reserved");
   if (r.size == 0) fail("allocation " + std::to_string(r.id) + " has size 0");
   if (r.address + r.size < r.address) fail("allocation range wraps around the address space");
+  if (r.address + r.size > kMaxAddress) {
+    fail("allocation " + std::to_string(r.id) + " ends past 2^57, beyond any virtual address space");
+  }
   if (r.kind == MemoryKind::kAllocatorBlock) {
     auto it = live_.find(r.segment);
     if (it == live_.end() || it->second.kind == MemoryKind::kAllocatorBlock) {
@@ -368,6 +371,10 @@ void TraceReader::read_kernel(KernelRecord& r) {
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t packed = next();
     page += static_cast<uint64_t>(unzigzag(packed >> 2));
+    if (page >= kMaxAddress / kBigPageSize) {
+      fail("access " + std::to_string(i) + " names big page " + std::to_string(page) +
+           ", past 2^57, beyond any virtual address space");
+    }
     const uint64_t delta = next();
     if (delta > static_cast<uint64_t>(r.duration - offset)) {
       const uint64_t at = static_cast<uint64_t>(offset) + delta;
@@ -392,6 +399,8 @@ void TraceReader::read_host(HostAccessRecord& r) {
   if (r.size == 0) fail("host access of size 0");
   if (r.size > kMaxLiveBytes)
     fail("host access of " + std::to_string(r.size) + " bytes, past 1 TiB");
+  if (r.address > kMaxAddress - r.size)
+    fail("host access ends past 2^57, beyond any virtual address space");
 }
 
 void TraceReader::read_sync(SyncRecord& r) {

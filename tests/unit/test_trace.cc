@@ -125,6 +125,14 @@ public:
     }
     return *this;
   }
+  RawTrace& host(uint64_t dt, Addr address, Bytes size) {
+    type(RecordType::kHostAccess);
+    put_varint(bytes_, dt);
+    put_varint(bytes_, address);
+    put_varint(bytes_, size);
+    bytes_.push_back(static_cast<char>(AccessType::kRead));
+    return *this;
+  }
   RawTrace& end(uint64_t count) {
     type(RecordType::kEnd);
     put_varint(bytes_, count);
@@ -254,13 +262,14 @@ std::vector<Record> every_record_type() {
   k.start = 100;
   k.duration = 5000;
   k.args = {1, 3, 2};
-  k.accesses = {{kSegPage + 40, 0, AccessType::kRead},
-                {kSegPage + 2, 0, AccessType::kWrite}, // negative delta
-                {kSegPage + 100, 100, AccessType::kAtomic},
-                {kSegPage, 4000, AccessType::kPrefetch},      // negative delta
-                {kSegPage, 4000, AccessType::kRead},          // zero delta, same offset
-                {0, 4500, AccessType::kWrite},                // huge negative delta
-                {UINT64_MAX >> 16, 5000, AccessType::kRead}}; // huge positive, at duration
+  k.accesses = {
+      {kSegPage + 40, 0, AccessType::kRead},
+      {kSegPage + 2, 0, AccessType::kWrite}, // negative delta
+      {kSegPage + 100, 100, AccessType::kAtomic},
+      {kSegPage, 4000, AccessType::kPrefetch},                    // negative delta
+      {kSegPage, 4000, AccessType::kRead},                        // zero delta, same offset
+      {0, 4500, AccessType::kWrite},                              // huge negative delta
+      {kMaxAddress / kBigPageSize - 1, 5000, AccessType::kRead}}; // the last page, at duration
   v.push_back(make(k));
   KernelRecord empty; // no name, no args, no accesses, zero duration
   empty.start = 5100;
@@ -976,6 +985,44 @@ TEST_CASE("trace: times past 2^62 ns are refused before they overflow", "[trace]
         .write(path);
     CHECK_THAT(trace_error(path), Contains("access 1 at offset past 2^64 ns") &&
                                       Contains("beyond the kernel's duration of 100 ns"));
+  }
+}
+
+TEST_CASE("trace: addresses past 2^57 are refused before anything walks their chunks", "[trace]") {
+  // Found by fuzzing (tests/fuzz/regressions/trace/address-near-2-64): a managed allocation of
+  // one byte at 2^64 - 16 KB made `trace stats` count chunks past the top of the address space,
+  // where `b * 2 MB` wrapped to 0 and the walk never ended.
+  fltest::TempDir dir;
+  const std::string path = dir.file("high.fltrace");
+  SECTION("an allocation") {
+    RawTrace raw;
+    raw.alloc(0, 1, MemoryKind::kManaged, ~Addr{0} - 16383, 1).end(1).write(path);
+    CHECK_THAT(trace_error(path),
+               Contains("record #0 (alloc)") &&
+                   Contains("allocation 1 ends past 2^57, beyond any virtual address space"));
+    RawTrace last;
+    last.alloc(0, 1, MemoryKind::kManaged, kMaxAddress - kBlockSize, kBlockSize).end(1).write(path);
+    CHECK(read_all(path) == 1); // up to 2^57 itself
+  }
+  SECTION("a kernel's access") {
+    RawTrace raw;
+    raw.string(0, "k").alloc(0, 1, MemoryKind::kManaged, kSeg, kBlockSize);
+    raw.kernel(
+           1, 0, 100, {1},
+           {{static_cast<int64_t>(kSegPage), AccessType::kRead, 0},
+            {static_cast<int64_t>(kMaxAddress / kBigPageSize - kSegPage), AccessType::kRead, 0}})
+        .end(2)
+        .write(path);
+    CHECK_THAT(trace_error(path),
+               Contains("record #2 (kernel)") &&
+                   Contains("access 1 names big page " +
+                            std::to_string(kMaxAddress / kBigPageSize) + ", past 2^57"));
+  }
+  SECTION("a host access") {
+    RawTrace raw;
+    raw.host(0, kMaxAddress - 10, 11).end(1).write(path);
+    CHECK_THAT(trace_error(path),
+               Contains("record #0 (host") && Contains("host access ends past 2^57"));
   }
 }
 
