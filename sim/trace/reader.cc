@@ -296,7 +296,8 @@ void TraceReader::read_alloc(AllocRecord& r) {
   if (r.size == 0) fail("allocation " + std::to_string(r.id) + " has size 0");
   if (r.address + r.size < r.address) fail("allocation range wraps around the address space");
   if (r.address + r.size > kMaxAddress) {
-    fail("allocation " + std::to_string(r.id) + " ends past 2^57, beyond any virtual address space");
+    fail("allocation " + std::to_string(r.id) +
+         " ends past 2^57, beyond any virtual address space");
   }
   if (r.kind == MemoryKind::kAllocatorBlock) {
     auto it = live_.find(r.segment);
