@@ -44,10 +44,8 @@ public:
   // Off the schedule, a kernel that does not fit is the driver's.
   bool plans_overflow() const { return following_ && learned_[anchor_position_].plans_overflow; }
 
-  bool following() const { return following_; }
   // Whether the step running now has followed the learned step all along.
   bool step_followed() const { return step_followed_ && !deviated_; }
-  size_t learned_kernels() const { return learned_.size(); }
 
   uint64_t kernels() const override { return kNoEnd; }
   const std::vector<oracle::BlockUse>& blocks(uint64_t kernel) const override;

@@ -27,6 +27,12 @@ constexpr Addr kBase = Addr{1} << 32; // block b lives at kBase + b * 2 MB
 inline policies::Range block(uint64_t b) {
   return {kBase + b * kBlockSize, kBlockSize};
 }
+// Whether an answer holds an action of `kind` on the range starting at `start`.
+inline bool has(const policies::Actions& actions, ActionKind kind, Addr start) {
+  return std::any_of(actions.begin(), actions.end(), [&](const policies::Action& a) {
+    return a.kind == kind && a.range.start == start;
+  });
+}
 inline Addr page(uint64_t b, unsigned p) {
   return kBase + b * kBlockSize + p * kBigPageSize;
 }

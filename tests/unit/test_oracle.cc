@@ -13,6 +13,7 @@ using namespace faultline;
 using Catch::Matchers::Contains;
 using fltest::block;
 using fltest::Gpu;
+using fltest::has;
 using fltest::kBase;
 using fltest::page;
 using fltest::PolicyHarness;
@@ -50,12 +51,6 @@ std::string write_trace(const fltest::TempDir& dir, uint64_t blocks,
   }
   w.close();
   return path;
-}
-
-bool has(const policies::Actions& actions, ActionKind kind, Addr start) {
-  return std::any_of(actions.begin(), actions.end(), [&](const policies::Action& a) {
-    return a.kind == kind && a.range.start == start;
-  });
 }
 
 } // namespace

@@ -13,6 +13,7 @@ using namespace faultline;
 using Catch::Matchers::Contains;
 using fltest::block;
 using fltest::Gpu;
+using fltest::has;
 using fltest::kBase;
 using fltest::page;
 using fltest::PolicyHarness;
@@ -30,12 +31,6 @@ std::string named(uint64_t b) {
   std::string name = "k";
   name += std::to_string(b);
   return name;
-}
-
-bool has(const policies::Actions& actions, ActionKind kind, Addr start) {
-  return std::any_of(actions.begin(), actions.end(), [&](const policies::Action& a) {
-    return a.kind == kind && a.range.start == start;
-  });
 }
 
 // One step of kernels named "k<block>", each touching page 0 of its block: launch, the driver's
