@@ -21,11 +21,11 @@ public:
   const nlohmann::json& root() const { return doc_; }
   bool has(const std::string& key) const { return doc_.contains(key); }
   Time ns(const nlohmann::json& parent, const std::string& key, const std::string& path) const {
-    const nlohmann::json& v = at(parent, key, path);
-    if (!v.is_number() || v.get<double>() < 0)
-      throw Error("calibration measurements: " + path + "." + key +
-                  ": expected a non-negative number of nanoseconds");
-    return v.get<Time>();
+    return ns_value(at(parent, key, path), path + "." + key);
+  }
+  // The element `index` of an array of nanoseconds.
+  Time ns(const nlohmann::json& array, size_t index, const std::string& path) const {
+    return ns_value(array.at(index), path + "[" + std::to_string(index) + "]");
   }
   // A positive integer count no larger than `max`.
   uint64_t count(const nlohmann::json& parent, const std::string& key, const std::string& path,
@@ -58,6 +58,12 @@ public:
   }
 
 private:
+  static Time ns_value(const nlohmann::json& v, const std::string& path) {
+    if (!v.is_number() || v.get<double>() < 0)
+      throw Error("calibration measurements: " + path +
+                  ": expected a non-negative number of nanoseconds");
+    return v.get<Time>();
+  }
   static const nlohmann::json& at(const nlohmann::json& parent, const std::string& key,
                                   const std::string& path) {
     if (!parent.is_object() || !parent.contains(key))

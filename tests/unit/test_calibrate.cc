@@ -64,6 +64,9 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
   CHECK(m["swap"]["pairs"] == 4); // as many pairs as the eviction benchmark's chunks
+  // Eight more evictions of the benchmark's size, spread through the calibration.
+  REQUIRE(m["eviction"]["samples_ns"].size() == 8);
+  for (const json& ns : m["eviction"]["samples_ns"]) CHECK(ns.get<int64_t>() >= 0);
   // The warm-up evicts and brings back its chunks three times before any measurement.
   CHECK(m["warm_up"]["chunks"] == 4);
   REQUIRE(m["warm_up"]["eviction_ns_per_chunk"].size() == 3);
@@ -187,6 +190,25 @@ TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyo
   CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 0);
   m["swap"]["ns"] = "slow";
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.ns"));
+}
+
+TEST_CASE("calibrate: an eviction costs the mean of the benchmark and its samples",
+          "[calibrate]") {
+  json m = measurements();
+  const int64_t alone = live::fit(m, settings()).gpu["eviction_ns"]; // 200 us a chunk, less copy
+  // Two levels, as H200s switch between: 200 us and 300 us a chunk; the mean of the five.
+  m["eviction"]["samples_ns"] = {800'000, 1'200'000, 1'200'000, 800'000};
+  const live::FittedProfile c = live::fit(m, settings());
+  CHECK(c.gpu["eviction_ns"] == alone + 40'000); // (200 + 300 + 300 + 200 + 200) / 5 = 240
+  CHECK(c.gpu["sources"].dump().find("4 samples") != std::string::npos);
+  // The swap's extra stays against the benchmark measured beside it, not the mean.
+  m["swap"] = {{"pairs", 4}, {"ns", 4 * (200'000 + 125'000 + 30'000)}};
+  CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 30'000);
+  m["eviction"]["samples_ns"][2] = "slow";
+  CHECK_THROWS_WITH(live::fit(m, settings()),
+                    Catch::Contains("$.eviction.samples_ns[2]") && Catch::Contains("nanoseconds"));
+  m["eviction"]["samples_ns"] = 5;
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction.samples_ns"));
 }
 
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
