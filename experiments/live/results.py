@@ -35,8 +35,9 @@ CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-ee8e9a35-hold
                                     "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
                                     "h100-ea349c50", "h100-8128e920"]},
              "h200": {"shipped": "h200-d4fa298c", "holdout": "h200-d4fa298c-holdout",
-                      "holdouts": ["h200-d4fa298c-holdout", "h200-99f28b56-holdout"],
-                      "instances": ["h200-d4fa298c", "h200-99f28b56", "h200-d628e5be",
+                      "holdouts": ["h200-d4fa298c-holdout", "h200-b10745b3-holdout",
+                                   "h200-99f28b56-holdout"],
+                      "instances": ["h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c"}}

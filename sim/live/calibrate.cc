@@ -257,10 +257,10 @@ private:
   }
 
   // An eviction's cost on these machines switches between two levels (on H200s about 185 and
-  // 280-310 us a chunk) within seconds, with the host's memory state: a replay pays the mean of
-  // both, one benchmark sees one (experiments/live/data/h200-eviction-regimes/). So besides the
-  // benchmark itself, `run` takes one such eviction after each group of benchmarks, spread over
-  // the whole calibration, and the fit prices an eviction at their mean.
+  // 280-310 us a chunk) within seconds: a replay's evictions pay a mix, one benchmark sees one
+  // level (experiments/live/data/h200-eviction-regimes/). So besides the benchmark itself, `run`
+  // takes one such eviction after each group of benchmarks, spread over the calibration; the
+  // fit reports their spread (calibrate_fit.cc's eviction_spread).
   Time eviction_once(uint64_t chunks) {
     void* p = alloc(chunks * kBlockSize);
     d_.prefetch_to_gpu(p, chunks * kBlockSize);

@@ -8,7 +8,11 @@
 #include "sim/run/results.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace faultline::live {
 namespace {
@@ -84,21 +88,37 @@ void replay_costs(const Measurements& m, config::RunConfig& config) {
   }
 }
 
-// The eviction benchmark's time for its chunks: the mean of the benchmark and of the samples
-// taken through the calibration where the measurements have them ("samples_ns"; an eviction's
-// cost switches between two levels within seconds and a replay pays their mean: see
-// calibrate.cc's eviction_once), else the benchmark alone.
-Time eviction_mean_ns(const Measurements& m, const json& ev) {
-  Time sum = m.ns(ev, "ns", "$.eviction");
-  Time n = 1;
-  if (ev.contains("samples_ns")) {
-    const json& samples = ev.at("samples_ns");
-    if (!samples.is_array())
-      throw Error("calibration measurements: $.eviction.samples_ns: expected an array of ns");
-    for (size_t i = 0; i < samples.size(); ++i, ++n)
-      sum += m.ns(samples, i, "$.eviction.samples_ns");
-  }
-  return sum / n;
+// The eviction samples spread through the calibration ("samples_ns", with the benchmark), per
+// chunk: {fewest, mean, most} ns, or nothing for measurements without them. An eviction's cost
+// switches between two levels within seconds (calibrate.cc's eviction_once); eviction_ns stays
+// the benchmark's, because pricing it at the mean moved the oracle and pump runs slow as much as
+// it mended ondemand (experiments/live/data/h200-eviction-regimes/README.md): the samples show
+// the instance's spread beside it.
+std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
+  const json& ev = m.at("eviction");
+  if (!ev.contains("samples_ns")) return std::nullopt;
+  const json& samples = ev.at("samples_ns");
+  if (!samples.is_array())
+    throw Error("calibration measurements: $.eviction.samples_ns: expected an array of ns");
+  const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.eviction", 1 << 20));
+  std::vector<Time> all = {m.ns(ev, "ns", "$.eviction")};
+  for (size_t i = 0; i < samples.size(); ++i)
+    all.push_back(m.ns(samples, i, "$.eviction.samples_ns"));
+  Time sum = 0;
+  for (Time t : all) sum += t;
+  const auto [least, most] = std::minmax_element(all.begin(), all.end());
+  return std::array<Time, 3>{*least / chunks, sum / static_cast<Time>(all.size()) / chunks,
+                             *most / chunks};
+}
+
+std::string spread_text(const Measurements& m) {
+  const auto spread = eviction_spread(m);
+  if (!spread) return "";
+  const auto us = [](Time ns) { return std::to_string((ns + 500) / 1000); };
+  return "; the benchmark and " + std::to_string(m.at("eviction").at("samples_ns").size()) +
+         " samples spread through the calibration cost " + us((*spread)[0]) + " to " +
+         us((*spread)[2]) + " us a chunk with its copy, " + us((*spread)[1]) +
+         " on average (eviction.samples_ns)";
 }
 
 // The costs read straight off their benchmarks, after the fit: they take the fitted copy
@@ -107,7 +127,7 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
   const json& ev = m.at("eviction");
   const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.eviction", 1 << 20));
   const Time chunk_copy = config.host_link.reverse.transfer_ns(kBlockSize);
-  config.gpu.eviction_ns = std::max<Time>(0, eviction_mean_ns(m, ev) / chunks - chunk_copy);
+  config.gpu.eviction_ns = std::max<Time>(0, m.ns(ev, "ns", "$.eviction") / chunks - chunk_copy);
 
   const json& pb = m.at("prefetch_blocks");
   const Time blocks = static_cast<Time>(m.count(pb, "blocks", "$.prefetch_blocks", 1 << 20));
@@ -260,11 +280,7 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
                    "link's 2 MB copy") +
            (m.has("warm_up") ? ", measured after the warm-up's evictions (measurements' warm_up)"
                              : "") +
-           (m.at("eviction").contains("samples_ns")
-                ? ", the mean of the benchmark and of " +
-                      std::to_string(m.at("eviction").at("samples_ns").size()) +
-                      " samples spread through the calibration (eviction.samples_ns)"
-                : "") +
+           spread_text(m) +
            "; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
        "prefetch_populate_ns, prefetch_copy_extra_ns: 2 MB cudaMemPrefetchAsync calls in a row, "
        "one per block: of unpopulated blocks (less a call on resident ones, per 64 KB), of host "
