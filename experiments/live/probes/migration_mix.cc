@@ -276,6 +276,21 @@ std::vector<Case> cases(uint64_t n) {
                            },
                            [&](char*, char*) { m.run_touches(0, n * kPages / 2); }, n * kPages / 2);
                      }});
+  // DeepUM drops whole freed blocks too: every page of each chunk discarded, then a kernel
+  // writes all of them or half.
+  for (const Arrival how : {Arrival::kKernelWritten, Arrival::kPrefetchedWritten})
+    for (const uint32_t touched : {kPages, kPages / 2})
+      out.push_back({std::string("touch wholly discarded ") + Mix::name(how) +
+                         (touched == kPages ? ", all pages" : ", half"),
+                     "page", [=](Mix& m) {
+                       return m.run(
+                           [&](char* a, char*) {
+                             m.arrive(a, how);
+                             for (uint64_t i = 0; i < n; ++i) m.d_.discard(a + i * kBlock, kBlock);
+                             m.upload(0, 0, touched);
+                           },
+                           [&](char*, char*) { m.run_touches(0, n * touched); }, n * touched);
+                     }});
   out.push_back({"touch evicted half (no discard)", "page", [=](Mix& m) {
                    return m.run(
                        [&](char* a, char*) {
@@ -405,7 +420,13 @@ int main(int argc, char** argv) {
   if (argc > 4 && std::string(argv[4]) == "evict") return evict_repeats(mix, blocks, repeats), 0;
   std::printf("device %s, %llu blocks, %d repeats; us per unit: CPU in the calls / total\n",
               d->name(), static_cast<unsigned long long>(blocks), repeats);
+  // "whole": the wholly discarded cases and the two they compare with, alone.
+  const bool whole = argc > 4 && std::string(argv[4]) == "whole";
   for (const Case& c : cases(blocks)) {
+    if (whole && c.name.find("wholly") == std::string::npos && c.name != "touch fresh half" &&
+        c.name != "touch discarded half of kernel-written" &&
+        c.name != "touch discarded half of kernel-written, rest evicted")
+      continue;
     std::vector<Timing> t;
     for (int r = 0; r < repeats; ++r) t.push_back(c.run(mix));
     const auto median = [&](double Timing::*f) {
