@@ -3,7 +3,8 @@
 // at a budget evict one chunk and prefetch one block in turn on one stream; DeepUM discards parts
 // of chunks, evicts the rest and later touches the discarded pages. The simulator prices each
 // call alone (configs/gpus/*.json), so a mix that costs more than its parts is time it misses.
-//   build/probes/migration_mix LIB [BLOCKS] [REPEATS] [bytes|density|evict]
+//   build/probes/migration_mix LIB [BLOCKS] [REPEATS] [bytes|density|evict|whole]
+//   (whole: only the wholly discarded cases and the touches they compare with)
 //   build/probes/migration_mix LIB 0 0 warm GB
 // LIB: .dev/lib/libfaultline_live.so, the replay's device.
 // One line per case: microseconds per unit (block, pair or page) with the CPU's time inside the
