@@ -93,7 +93,8 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
     shift_ += end - t;
     return true;
   }
-  servicer_.raise(a.big_page + block_offset_ * kBigPagesPerBlock, t);
+  servicer_.raise(a.big_page + block_offset_ * kBigPagesPerBlock, t,
+                  a.type == AccessType::kWrite || a.type == AccessType::kAtomic);
   ++faults_;
   if (++outstanding_ >= profile_.fault_parallelism) stalled_since_ = t;
   return false;

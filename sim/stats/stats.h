@@ -58,11 +58,12 @@ struct Stats {
                                 // before a kernel)
   uint64_t policy_evicted_pages = 0;
   uint64_t discarded_pages = 0;
-  uint64_t discarded_refaults = 0; // 64 KB big pages faulted in after a discard dropped them
-  uint64_t prefetch_issued = 0;    // pages brought ahead of a fault (density or policy)
-  uint64_t prefetch_used = 0;      // ... and later touched by a kernel
-  uint64_t prefetch_wasted = 0;    // ... and evicted, discarded or never touched
-  uint64_t host_faults = 0;        // 64 KB big pages the host pulled back
+  uint64_t discarded_refaults = 0;      // 64 KB big pages written by a fault after a discard
+  uint64_t discarded_read_refaults = 0; // read by a fault after a discard: a first touch's cost
+  uint64_t prefetch_issued = 0;         // pages brought ahead of a fault (density or policy)
+  uint64_t prefetch_used = 0;           // ... and later touched by a kernel
+  uint64_t prefetch_wasted = 0;         // ... and evicted, discarded or never touched
+  uint64_t host_faults = 0;             // 64 KB big pages the host pulled back
   uint64_t thrashing_pins = 0;
   uint64_t remote_accesses = 0;
   uint64_t peak_chunks = 0;

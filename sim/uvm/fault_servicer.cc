@@ -6,8 +6,8 @@
 
 namespace faultline {
 
-void FaultServicer::raise(uint64_t big_page, Time now) {
-  buffer_.push_back(big_page);
+void FaultServicer::raise(uint64_t big_page, Time now, bool write) {
+  buffer_.push_back(big_page << 1 | (write ? 1 : 0));
   ++stats_.faults;
   if (!busy_ && !fetch_scheduled_) {
     fetch_scheduled_ = true;
@@ -29,10 +29,18 @@ void FaultServicer::handle(uint32_t kind, Time now) {
 // ends when both are done.
 void FaultServicer::fetch(Time now) {
   const size_t n = std::min<size_t>(driver_.batch_size, buffer_.size());
-  batch_.assign(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<uint64_t> entries(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
   buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
-  std::sort(batch_.begin(), batch_.end());
-  batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+  std::sort(entries.begin(), entries.end());
+  batch_.clear();
+  batch_write_.clear();
+  for (uint64_t e : entries) { // a page read and written in one batch counts as written
+    if (batch_.empty() || batch_.back() != e >> 1) {
+      batch_.push_back(e >> 1);
+      batch_write_.push_back(false);
+    }
+    if (e & 1) batch_write_.back() = true;
+  }
   stats_.duplicate_faults += n - batch_.size();
   ++stats_.batches;
   busy_ = true;
@@ -40,10 +48,12 @@ void FaultServicer::fetch(Time now) {
   batch_start_ = now;
 
   blocks_.clear();
-  for (uint64_t big_page : batch_) {
-    const uint64_t index = big_page / kBigPagesPerBlock;
-    if (blocks_.empty() || blocks_.back().index != index) blocks_.push_back({index, {}});
-    blocks_.back().faulted |= PageMask::big_page(big_page % kBigPagesPerBlock);
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const uint64_t index = batch_[i] / kBigPagesPerBlock;
+    if (blocks_.empty() || blocks_.back().index != index) blocks_.push_back({index, {}, {}});
+    const PageMask page = PageMask::big_page(batch_[i] % kBigPagesPerBlock);
+    blocks_.back().faulted |= page;
+    if (batch_write_[i]) blocks_.back().written |= page;
   }
   Time cpu = now + profile_.batch_fixed_ns + profile_.per_fault_ns * static_cast<Time>(n);
   Time copies_done = cpu;
@@ -98,8 +108,12 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   // Demand paging runs far below the link's rate (h200-probe.md: ~7 GB/s): the per-page work
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.
   const PageMask fresh = block->unpopulated() & pages;
-  const PageMask discarded = fresh & block->discarded;
+  // Only a write to a discarded page pays for it: live DeepUM replays' kernels that read pages
+  // it had discarded (GEMMs whose operands the capture records as reads) paid about a first
+  // touch, those writing them the discarded cost (experiments/live/data/h200-eviction-regimes/).
+  const PageMask discarded = fresh & block->discarded & faults.written;
   stats_.discarded_refaults += discarded.big_page_count();
+  stats_.discarded_read_refaults += (fresh & block->discarded).minus(discarded).big_page_count();
   const PageMask from_host = block->resident[kHost] & pages;
   cpu += profile_.populate_ns * fresh.minus(discarded).big_page_count() +
          discarded_ns * discarded.big_page_count() +

@@ -35,8 +35,9 @@ public:
 
   void set_listener(FaultListener* listener) { listener_ = listener; }
   void set_observer(BatchObserver* observer) { observer_ = observer; }
-  // A kernel's access missed at time `now`: the fault enters the buffer.
-  void raise(uint64_t big_page, Time now);
+  // A kernel's access missed at time `now`: the fault enters the buffer. `write`: the access
+  // writes the page (a write to a discarded page costs the driver far more than a read).
+  void raise(uint64_t big_page, Time now, bool write = true);
   bool idle() const { return !busy_ && buffer_.empty(); }
 
   void handle(uint32_t kind, Time now) override;
@@ -47,6 +48,7 @@ private:
   struct BlockFaults {
     uint64_t index;
     PageMask faulted;
+    PageMask written; // the faulted pages some access in the batch writes
   };
   void fetch(Time now);
   Time service_block(const BlockFaults& faults, Time cpu, Time& copies_done);
@@ -61,12 +63,14 @@ private:
   Stats& stats_;
   FaultListener* listener_ = nullptr;
   BatchObserver* observer_ = nullptr;
-  std::deque<uint64_t> buffer_; // faulted big pages, in arrival order
+  // Faulted big pages in arrival order, each shifted left one with its write bit below.
+  std::deque<uint64_t> buffer_;
   bool busy_ = false;
   bool fetch_scheduled_ = false;
   uint64_t in_service_ = 0;
   Time batch_start_ = 0;
-  std::vector<uint64_t> batch_;
+  std::vector<uint64_t> batch_;   // the batch's big pages, sorted, unique
+  std::vector<bool> batch_write_; // whether an access in the batch writes batch_[i]
   std::vector<BlockFaults> blocks_;
   std::vector<VaBlock*> serviced_;
 };

@@ -504,13 +504,23 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   };
   const Outcome cheap = run(500), dear = run(100'500);
   // The same decisions: costs change times, not which pages are discarded and faulted again.
-  REQUIRE(dear.stats.discarded_refaults == cheap.stats.discarded_refaults);
-  REQUIRE(cheap.stats.discarded_refaults > 1000);
   CHECK(dear.stats.discarded_pages == cheap.stats.discarded_pages);
-  // Each such fault is on the batch's CPU side, serial: 100 us more apiece.
+  const uint64_t refaults[2] = {cheap.stats.discarded_refaults +
+                                    cheap.stats.discarded_read_refaults,
+                                dear.stats.discarded_refaults + dear.stats.discarded_read_refaults};
+  REQUIRE(refaults[0] == refaults[1]);
+  // Only writes pay it: the trace's GEMMs read pages DeepUM discarded (their operands, recorded
+  // as reads), and those faults cost a first touch however dear the discarded cost. A page read
+  // and written in one fault batch counts as written, and times move the batches' edges: the
+  // split may move by a little.
+  REQUIRE(cheap.stats.discarded_refaults > 1000);
+  CHECK(cheap.stats.discarded_read_refaults > 1000);
+  const auto written = {cheap.stats.discarded_refaults, dear.stats.discarded_refaults};
+  CHECK(std::max(written) - std::min(written) < std::min(written) / 50);
+  // Each written one is on the batch's CPU side, serial: 100 us more apiece.
   const Time extra = dear.end - cheap.end;
-  CHECK(extra >= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 9 / 10);
-  CHECK(extra <= static_cast<Time>(cheap.stats.discarded_refaults) * 100'000 * 11 / 10);
+  CHECK(extra >= static_cast<Time>(std::min(written)) * 100'000 * 9 / 10);
+  CHECK(extra <= static_cast<Time>(std::max(written)) * 100'000 * 11 / 10);
 }
 
 TEST_CASE("budget mode: a prefetch right after an eviction costs the profile's swap extra",
