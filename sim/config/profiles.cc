@@ -146,8 +146,8 @@ const Fields<GpuProfile>& gpu_fields() {
            "capacity mode \"budget\": a prefetch that copies right after an eviction (the two "
            "in turn on the replay's stream), beyond the two apart"),
       cost(&G::discarded_resident_fault_ns, "discarded_resident_fault_ns",
-           "a fault on a 64 KB page discarded while it held data, in a block with other pages "
-           "on the GPU: replaces populate_ns")
+           "a write fault on a 64 KB page discarded while it held data, in a block with other "
+           "pages on the GPU: replaces populate_ns (a read fault costs populate_ns)")
           .default_from(&G::populate_ns, "populate_ns"),
       cost(&G::discarded_fault_ns, "discarded_fault_ns",
            "the same in a block with no page on the GPU")
