@@ -29,18 +29,21 @@ void FaultServicer::handle(uint32_t kind, Time now) {
 // ends when both are done.
 void FaultServicer::fetch(Time now) {
   const size_t n = std::min<size_t>(driver_.batch_size, buffer_.size());
-  std::vector<uint64_t> entries(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
+  batch_.assign(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
   buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
-  std::sort(entries.begin(), entries.end());
-  batch_.clear();
+  std::sort(batch_.begin(), batch_.end());
+  // Entries to pages, in place: a page read and written in one batch counts as written.
   batch_write_.clear();
-  for (uint64_t e : entries) { // a page read and written in one batch counts as written
-    if (batch_.empty() || batch_.back() != e >> 1) {
-      batch_.push_back(e >> 1);
+  size_t pages = 0;
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const uint64_t entry = batch_[i], page = entry >> 1; // read before the slot is reused
+    if (pages == 0 || batch_[pages - 1] != page) {
+      batch_[pages++] = page;
       batch_write_.push_back(false);
     }
-    if (e & 1) batch_write_.back() = true;
+    if (entry & 1) batch_write_.back() = true;
   }
+  batch_.resize(pages);
   stats_.duplicate_faults += n - batch_.size();
   ++stats_.batches;
   busy_ = true;

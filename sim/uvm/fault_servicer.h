@@ -37,7 +37,7 @@ public:
   void set_observer(BatchObserver* observer) { observer_ = observer; }
   // A kernel's access missed at time `now`: the fault enters the buffer. `write`: the access
   // writes the page (a write to a discarded page costs the driver far more than a read).
-  void raise(uint64_t big_page, Time now, bool write = true);
+  void raise(uint64_t big_page, Time now, bool write);
   bool idle() const { return !busy_ && buffer_.empty(); }
 
   void handle(uint32_t kind, Time now) override;
