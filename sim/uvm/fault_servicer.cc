@@ -32,16 +32,18 @@ void FaultServicer::fetch(Time now) {
   batch_.assign(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
   buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(n));
   std::sort(batch_.begin(), batch_.end());
-  // Entries to pages, in place: a page read and written in one batch counts as written.
-  batch_write_.clear();
+  // Entries to pages (in place) and to each block's faulted and written pages: a page read and
+  // written in one batch counts as written.
+  blocks_.clear();
   size_t pages = 0;
   for (size_t i = 0; i < batch_.size(); ++i) {
     const uint64_t entry = batch_[i], page = entry >> 1; // read before the slot is reused
-    if (pages == 0 || batch_[pages - 1] != page) {
-      batch_[pages++] = page;
-      batch_write_.push_back(false);
-    }
-    if (entry & 1) batch_write_.back() = true;
+    if (pages == 0 || batch_[pages - 1] != page) batch_[pages++] = page;
+    const uint64_t index = page / kBigPagesPerBlock;
+    if (blocks_.empty() || blocks_.back().index != index) blocks_.push_back({index, {}, {}});
+    const PageMask mask = PageMask::big_page(page % kBigPagesPerBlock);
+    blocks_.back().faulted |= mask;
+    if (entry & 1) blocks_.back().written |= mask;
   }
   batch_.resize(pages);
   stats_.duplicate_faults += n - batch_.size();
@@ -50,14 +52,6 @@ void FaultServicer::fetch(Time now) {
   in_service_ = n;
   batch_start_ = now;
 
-  blocks_.clear();
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    const uint64_t index = batch_[i] / kBigPagesPerBlock;
-    if (blocks_.empty() || blocks_.back().index != index) blocks_.push_back({index, {}, {}});
-    const PageMask page = PageMask::big_page(batch_[i] % kBigPagesPerBlock);
-    blocks_.back().faulted |= page;
-    if (batch_write_[i]) blocks_.back().written |= page;
-  }
   Time cpu = now + profile_.batch_fixed_ns + profile_.per_fault_ns * static_cast<Time>(n);
   Time copies_done = cpu;
   serviced_.clear();

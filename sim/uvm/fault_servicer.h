@@ -69,8 +69,7 @@ private:
   bool fetch_scheduled_ = false;
   uint64_t in_service_ = 0;
   Time batch_start_ = 0;
-  std::vector<uint64_t> batch_;   // the batch's big pages, sorted, unique
-  std::vector<bool> batch_write_; // whether an access in the batch writes batch_[i]
+  std::vector<uint64_t> batch_; // the batch's big pages, sorted, unique
   std::vector<BlockFaults> blocks_;
   std::vector<VaBlock*> serviced_;
 };
