@@ -175,6 +175,24 @@ TEST_CASE("sanitize capture: a pages record whose entries disagree with its coun
   CHECK_THAT(msg, Contains("entries need"));
 }
 
+TEST_CASE("sanitize capture: a copy that runs past its allocation is refused", "[capture]") {
+  // Found by fuzzing: the converter walked such a copy's pages to its end, up to the whole
+  // address space (tests/fuzz/regressions/raw_capture/copy-past-its-allocation.raw).
+  fltest::TempDir dir;
+  RawFile f = split_raw(data("sanitize/stream-sanitize.raw"));
+  std::string& r = f.records[index_of_type(f, raw::RawType::kCopy)];
+  raw::RawCopy copy;
+  std::memcpy(&copy, r.data() + sizeof(raw::RawRecordHead), sizeof(copy));
+  const uint64_t bytes = copy.bytes;
+  copy.bytes = uint64_t{1} << 60;
+  std::memcpy(r.data() + sizeof(raw::RawRecordHead), &copy, sizeof(copy));
+  const std::string msg = conversion_error(dir, f);
+  CHECK_THAT(msg, Contains("operation #"));
+  CHECK_THAT(msg, Contains("a copy of 1152921504606846976 bytes at address " +
+                           std::to_string(copy.dst) + " runs past the end of its allocation"));
+  CHECK(bytes < copy.bytes);
+}
+
 TEST_CASE("steps: a boundary starts a step only when a kernel follows it", "[capture]") {
   RawStream raw;
   auto event = [&](raw::RawType type, bool on = true) {

@@ -85,6 +85,19 @@ std::vector<PageAccess> kernel_set(const RawStream& raw, const ApiEvent& launch,
   return b.take();
 }
 
+// A copy stays inside the allocation it starts in (CUDA refuses one that does not): a stream
+// that says otherwise is corrupt, and walking its pages past the allocation could take as long
+// as the address space (found by fuzzing).
+template <typename F>
+void check_copy_end(const AllocationWalk& walk, uint64_t address, uint64_t bytes, const F& what) {
+  const auto* hit = walk.find(address);
+  if (!hit || bytes <= hit->first + hit->second.size - address) return;
+  throw TraceError(what() + ": a copy of " + std::to_string(bytes) + " bytes at address " +
+                   std::to_string(address) + " runs past the end of its allocation (" +
+                   std::to_string(hit->second.size) + " bytes at " + std::to_string(hit->first) +
+                   ")");
+}
+
 } // namespace
 
 bool is_sanitized(const RawStream& raw) {
@@ -108,6 +121,9 @@ AccessSets sanitized_access_sets(const RawStream& raw, const Pass& pass) {
           kernel_set(raw, e, it == pages.end() ? nullptr : it->second, next, b, sets, arguments));
     } else {
       const bool memset = e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset);
+      const auto what = [&] { return raw.path + ": operation #" + std::to_string(next); };
+      if (!memset) check_copy_end(walk, e.copy.src, e.copy.bytes, what);
+      check_copy_end(walk, e.copy.dst, e.copy.bytes, what);
       if (!memset) b.add_range(e.copy.src, e.copy.bytes, raw::kPageRead);
       b.add_range(e.copy.dst, e.copy.bytes, raw::kPageWrite);
       sets.per_op.push_back(b.take());
