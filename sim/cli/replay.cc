@@ -40,7 +40,7 @@ struct Options {
   std::optional<Budget> budget;
   std::optional<uint64_t> margin, peer_budget, peer_reserve, drain_every;
   uint64_t iterations = 0;
-  bool per_kernel = false;
+  bool per_kernel = false, eviction_bytes = false, drain_counters = false;
   int device = 0;
 };
 
@@ -56,6 +56,10 @@ void define(CLI::App& sub, Options& o) {
       ->type_name("books|cupti");
   add_count(sub, "--drain-every", o.drain_every, "--faults cupti: kernels between drains");
   sub.add_flag("--per-kernel", o.per_kernel, "add a row per kernel to the result");
+  sub.add_flag("--eviction-bytes", o.eviction_bytes,
+               "diagnosis: measure each budget eviction's bytes alone (slow; not for timing)");
+  sub.add_flag("--drain-counters", o.drain_counters,
+               "drain CUPTI's byte records after every kernel, off the clock (exact bytes)");
   add_device(sub, o.device);
   add_iterations(sub, o.iterations, "training steps to run (overrides the config's)");
   add_bytes(sub, "--peer-budget", o.peer_budget, "the next GPU's memory the policy may use");
@@ -98,6 +102,8 @@ live::ReplayRequest request_of(const Options& o) {
   if (o.peer_reserve) request.peer_reserve_bytes = *o.peer_reserve;
   apply_faults(o, request);
   if (o.per_kernel) request.per_kernel = true;
+  if (o.eviction_bytes) request.eviction_bytes = true;
+  if (o.drain_counters) request.drain_counters = true;
   if (o.iterations) request.iterations = o.iterations;
   return request;
 }

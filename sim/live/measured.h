@@ -52,7 +52,8 @@ struct Measured {
   Time fault_actions_ns = 0; // issuing the actions taken on a kernel's faults, timed
   Time copy_wait_ns = 0;     // kernels waiting on the GPU for the copies issued before them
   nlohmann::json rows = nlohmann::json::array();
-  nlohmann::json steps = nlohmann::json::array(); // a row per training step
+  nlohmann::json steps = nlohmann::json::array();     // a row per training step
+  nlohmann::json evictions = nlohmann::json::array(); // ReplayRequest::eviction_bytes rows
 };
 
 // The migration calls the replay issued between two kernel rows, and the CPU time spent inside

@@ -10,6 +10,7 @@
 #include "sim/trace/step_repeater.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -171,6 +172,7 @@ private:
 
   void kernel(uint64_t index) {
     const Kernel& k = plan_.kernels[index];
+    kernel_ = index;
     const Time start = now(); // what runs from here to the kernel's end is its span
     host_.launch(index, k.name, k.args, start);
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
@@ -214,7 +216,7 @@ private:
   template <typename F>
   Time run_part(const Kernel& k, const std::vector<host::ChunkPages>& chunks, size_t first,
                 size_t end, const F& what) {
-    evict_chunks(books_.residency().make_room(chunks, what));
+    make_room(chunks, what);
     if (host_.observes_faults() && request_.fault_source == ReplayRequest::FaultSource::kBooks) {
       const std::vector<host::ChunkPages> absent = host::budget::absent(chunks, books_.residency());
       absent_.insert(absent_.end(), absent.begin(), absent.end());
@@ -224,6 +226,7 @@ private:
     if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
       fail("running " + what());
     copy_wait_ += static_cast<Time>(device_.last_copy_wait_ns());
+    if (request_.drain_counters) untimed([&] { return (device_.quiesce(), 0); });
     return duration;
   }
 
@@ -293,9 +296,33 @@ private:
 
   Time now() const { return clock_.elapsed(); }
 
-  void evict_chunks(const std::vector<uint64_t>& victims) {
-    for (uint64_t chunk : victims) evict_pages(chunk, 0, kBlockSize);
+  // Evicts the oldest chunks not in `needed` until those fit the budget.
+  template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what) {
+    std::vector<uint32_t> pages;
+    const std::vector<uint64_t> victims = books_.residency().make_room(needed, what, &pages);
+    for (size_t i = 0; i < victims.size(); ++i) {
+      if (!request_.eviction_bytes) {
+        evict_pages(victims[i], 0, kBlockSize);
+        continue;
+      }
+      const uint64_t before = untimed([&] { return device_.counters().bytes_gpu_to_host; });
+      evict_pages(victims[i], 0, kBlockSize);
+      const uint64_t after = untimed([&] { return device_.counters().bytes_gpu_to_host; });
+      measured_.evictions.push_back({{"kernel", kernel_},
+                                     {"chunk", books_.to_trace(victims[i] * kBlockSize)},
+                                     {"pages_held", std::popcount(pages[i])},
+                                     {"bytes_to_host", after - before}});
+    }
     measured_.budget_evicted_chunks += victims.size();
+  }
+
+  // f() off the clock, whether or not it runs now.
+  template <typename F> auto untimed(const F& f) {
+    const bool running = !clock_.paused();
+    if (running) clock_.pause();
+    auto value = f();
+    if (running) clock_.resume();
+    return value;
   }
 
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
@@ -325,6 +352,7 @@ private:
   Measured measured_;
   std::optional<StepMark> step_start_; // the open training step's start
   int64_t step_ = -1;
+  int64_t kernel_ = -1; // the running or last kernel
 };
 
 // An eviction to the neighbour, chunk by chunk while it has room; the rest to the host.
@@ -380,7 +408,7 @@ void Replay::prefetch(const policies::Range& range, Time) {
       bits |= 1u << (q % kBigPagesPerBlock);
     const std::vector<host::ChunkPages> pages{{chunk, bits}};
     const bool held = (books_.residency().resident_pages(chunk) & bits) == bits;
-    evict_chunks(books_.residency().make_room(pages, [] { return std::string("a prefetch"); }));
+    make_room(pages, [] { return std::string("a prefetch"); });
     books_.arrive(pages);
     calls_.issued(held ? calls_.to_gpu_held : calls_.to_gpu, n,
                   [&] { device_.prefetch_to_gpu(p, n); });
@@ -428,6 +456,10 @@ nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevic
       {"drain_every", request.fault_source == ReplayRequest::FaultSource::kBooks
                           ? nlohmann::json()
                           : nlohmann::json(request.drain_every)},
+      // When CUPTI's byte records were drained: only drained runs count every byte.
+      {"counters_drained", request.eviction_bytes   ? "around every eviction"
+                           : request.drain_counters ? "after every kernel"
+                                                    : "at step boundaries"},
       {"peer_budget_bytes", request.peer_budget_bytes},
       {"peer_reserve_bytes", request.peer_reserve_bytes},
       {"device", device.name()}};
@@ -456,6 +488,7 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
   out["iterations"] = std::move(iterations);
   out["steps"] = std::move(m.steps);
   if (request.per_kernel) out["kernels"] = std::move(m.rows);
+  if (request.eviction_bytes) out["evictions"] = std::move(m.evictions);
   return out;
 }
 

@@ -7,10 +7,12 @@
 namespace faultline::live {
 
 std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed,
-                                           const std::function<std::string()>& what) {
+                                           const std::function<std::string()>& what,
+                                           std::vector<uint32_t>* victim_pages) {
   std::vector<uint64_t> victims;
   host::budget::make_room(needed, *this, what, [&](uint64_t chunk) {
     victims.push_back(chunk);
+    if (victim_pages) victim_pages->push_back(resident_pages(chunk));
     drop_chunk(chunk);
   });
   return victims;

@@ -25,10 +25,12 @@ public:
   explicit Residency(uint64_t budget_chunks) : budget_(budget_chunks) {}
 
   // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
-  // Removes them from the model. `what` names the need in the refusal (budget::victims).
+  // Removes them from the model. `what` names the need in the refusal (budget::victims). With
+  // `victim_pages`, the big pages each victim held, in the same order.
   std::vector<uint64_t> make_room(
       const std::vector<ChunkPages>& needed,
-      const std::function<std::string()>& what = [] { return std::string("a kernel"); });
+      const std::function<std::string()>& what = [] { return std::string("a kernel"); },
+      std::vector<uint32_t>* victim_pages = nullptr);
   // Marks the pages resident (call after make_room with the same pages); new chunks become the
   // youngest in the order given.
   void admit(const std::vector<ChunkPages>& pages);

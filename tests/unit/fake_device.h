@@ -75,7 +75,7 @@ public:
     std::this_thread::sleep_for(evict_delay); // the CPU blocks in the call, as CUDA's does
     for_pages(reinterpret_cast<uint64_t>(p), bytes,
               [&](uint64_t page) { undone_discards += discarded_.erase(page); });
-    drop(reinterpret_cast<uint64_t>(p), bytes);
+    counters_.bytes_gpu_to_host += drop(reinterpret_cast<uint64_t>(p), bytes) * kBigPageSize;
   }
   void prefetch_to_peer(void* p, uint64_t bytes) override {
     to_peer.emplace_back(reinterpret_cast<uint64_t>(p), bytes);
@@ -91,7 +91,7 @@ public:
   void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void synchronize() override {}
   void quiesce() override { ++quiesced; }
-  live::Counters counters() override { return {}; }
+  live::Counters counters() override { return counters_; }
   uint64_t take_faults(uint64_t* out, uint64_t max) override {
     const uint64_t n = std::min<uint64_t>(max, faults_.size());
     std::copy(faults_.begin(), faults_.begin() + static_cast<std::ptrdiff_t>(n), out);
@@ -112,19 +112,25 @@ public:
   std::vector<std::pair<uint64_t, uint64_t>> prefetched;
 
 private:
+  live::Counters counters_; // bytes back: the pages an eviction found on the GPU
   template <typename F> static void for_pages(uint64_t address, uint64_t bytes, F f) {
     for (uint64_t p = address / kBigPageSize; p * kBigPageSize < address + bytes; ++p) f(p);
   }
 
   static constexpr uint64_t kPagesPerBlock = kBlockSize / kBigPageSize;
 
-  void drop(uint64_t address, uint64_t bytes) {
+  // Takes the range's pages off the GPU; returns how many were there.
+  uint64_t drop(uint64_t address, uint64_t bytes) {
+    uint64_t dropped = 0;
     for_pages(address, bytes, [&](uint64_t page) {
       auto it = resident_.find(page / kPagesPerBlock);
       if (it == resident_.end()) return;
-      it->second &= ~(1u << (page % kPagesPerBlock));
+      const uint32_t bit = 1u << (page % kPagesPerBlock);
+      dropped += (it->second & bit) != 0;
+      it->second &= ~bit;
       if (!it->second) resident_.erase(it);
     });
+    return dropped;
   }
 
   // The touched page and the rest of its block that lies in the same allocation.

@@ -420,6 +420,31 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
   const auto result = live::run_replay(request, device);
   CHECK(result["results"]["evictions"].get<uint64_t>() == 6);
   CHECK(device.peak_chunks <= 2);
+  CHECK_FALSE(result.contains("evictions"));
+
+  SECTION("--eviction-bytes: a row per eviction, the books' pages beside the bytes back") {
+    FakeDevice measured;
+    request.eviction_bytes = true;
+    const auto rows = live::run_replay(request, measured)["evictions"];
+    REQUIRE(rows.size() == 6);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i]["kernel"] == i + 2); // kernel i + 2 needs chunk i's room
+      CHECK(rows[i]["chunk"] == kBase + i * kBlockSize);
+      CHECK(rows[i]["pages_held"] == 1);
+      CHECK(rows[i]["bytes_to_host"] == kBlockSize);
+    }
+    CHECK(live::run_replay(request, measured)["config"]["counters_drained"] ==
+          "around every eviction");
+  }
+  SECTION("--drain-counters: CUPTI drained after every kernel, the bytes the same") {
+    FakeDevice drained;
+    request.drain_counters = true;
+    const auto out = live::run_replay(request, drained);
+    CHECK(drained.quiesced >= 8);
+    CHECK(out["config"]["counters_drained"] == "after every kernel");
+    CHECK(out["results"]["evictions"] == result["results"]["evictions"]);
+  }
+  CHECK(result["config"]["counters_drained"] == "at step boundaries");
 }
 
 TEST_CASE("replay: an eviction never undoes a discard", "[live]") {

@@ -107,21 +107,22 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   std::free(buffer);
 }
 
-bool enable_counters(int device, std::string& error) {
+bool enable_counters(int device, bool fault_records, std::string& error) {
   CUpti_ActivityUnifiedMemoryCounterConfig config[4] = {};
   const CUpti_ActivityUnifiedMemoryCounterKind kinds[4] = {
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
       CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
-      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD};
-  for (int i = 0; i < 4; ++i) {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT};
+  const int count = fault_records ? 4 : 3;
+  for (int i = 0; i < count; ++i) {
     config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
     config[i].kind = kinds[i];
     config[i].deviceId = static_cast<uint32_t>(device);
     config[i].enable = 1;
   }
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-      cuptiActivityConfigureUnifiedMemoryCounter(config, 4) != CUPTI_SUCCESS ||
+      cuptiActivityConfigureUnifiedMemoryCounter(config, count) != CUPTI_SUCCESS ||
       cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) != CUPTI_SUCCESS) {
     error = "CUPTI refused the unified-memory counters";
     return false;
@@ -140,7 +141,11 @@ public:
     name_ = prop.name;
     // FAULTLINE_LIVE_CUPTI=0 leaves the counters off (all zero): for measuring what they cost.
     const char* cupti = std::getenv("FAULTLINE_LIVE_CUPTI");
-    if (!(cupti && std::string(cupti) == "0") && !enable_counters(device, error)) return false;
+    // FAULTLINE_LIVE_FAULT_RECORDS=0 leaves out the page-fault records (diagnosis, issue 21).
+    const char* faults = std::getenv("FAULTLINE_LIVE_FAULT_RECORDS");
+    if (!(cupti && std::string(cupti) == "0") &&
+        !enable_counters(device, !(faults && std::string(faults) == "0"), error))
+      return false;
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming), "cudaEventCreate") ||
@@ -220,6 +225,11 @@ public:
   void evict_to_host(void* p, uint64_t bytes) override {
     cudaMemLocation host{cudaMemLocationTypeHost, 0};
     check(cudaMemPrefetchAsync(p, bytes, host, 0, copies_), "cudaMemPrefetchAsync to the host");
+    // Diagnosis (issue 21, bytes back): FAULTLINE_LIVE_AFTER_EVICT=sync waits for each eviction,
+    // =flush drains CUPTI's records after it without waiting.
+    static const char* after = std::getenv("FAULTLINE_LIVE_AFTER_EVICT");
+    if (after && std::string(after) == "sync") synchronize();
+    if (after && std::string(after) == "flush") cuptiActivityFlushAll(0);
   }
 
   void prefetch_to_peer(void* p, uint64_t bytes) override {
