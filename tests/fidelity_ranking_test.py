@@ -2,7 +2,8 @@
 pair ordered differently is flagged, a tie in the simulator counts as a different order, and a
 pair whose repeats on the GPU overlap is marked as one the GPU does not separate, and a group
 whose every such pair is one the GPU does not separate is consistent with it; the byte errors
-leave out runs that moved too little to give a ratio."""
+leave out runs that moved too little to give a ratio, and count only runs that drained CUPTI's
+records."""
 import json
 import os
 import sys
@@ -65,12 +66,23 @@ def main():
     (pair,) = fidelity.rankings(single)[0]["swapped"]
     assert pair["repeats_overlap"] is None
     assert not fidelity.rankings(single)[0]["consistent"], "an unknown spread is not consistency"
-    # Byte errors: |sim / live - 1| over the runs that moved at least 64 MB that way live.
-    moved = [{"live_htod_gb": 2.0, "sim_htod_gb": 2.5, "live_dtoh_gb": 0.01, "sim_dtoh_gb": 1.0},
-             {"live_htod_gb": 4.0, "sim_htod_gb": 3.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 1.1}]
+    # Byte errors: |sim / live - 1| over the runs that moved at least 64 MB that way live and
+    # drained CUPTI's records; the others' live bytes are lower bounds, counted apart.
+    moved = [{"live_htod_gb": 2.0, "sim_htod_gb": 2.5, "live_dtoh_gb": 0.01, "sim_dtoh_gb": 1.0,
+              "counters_drained": True},
+             {"live_htod_gb": 4.0, "sim_htod_gb": 3.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 1.1,
+              "counters_drained": True},
+             {"live_htod_gb": 1.0, "sim_htod_gb": 2.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 3.0,
+              "counters_drained": False}]
     assert fidelity.byte_errors(moved, "htod") == [0.25, 0.25]
     (dtoh,) = fidelity.byte_errors(moved, "dtoh")
     assert abs(dtoh - 0.1) < 1e-12, "the run that moved 10 MB back is left out"
+    assert fidelity.byte_errors(moved, "dtoh", drained_runs=False) == [2.0]
+    # Drained: from the run's config, or the manifest's default for runs that predate the key.
+    assert not fidelity.drained({"config": {}})
+    assert fidelity.drained({"config": {"counters_drained": "after every kernel"}})
+    assert not fidelity.drained({"config": {"counters_drained": "at step boundaries"}})
+    assert fidelity.drained({"config": {}}, "around every eviction")
     print("fidelity ranking: ok")
 
 

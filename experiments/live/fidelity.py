@@ -100,17 +100,29 @@ def read_live(live_dir):
     """Live runs, one per (trace, policy, budget): the repeats' median run, with all their times;
     and the runs the GPU machine refused (the campaign manifest's refusals)."""
     runs = []
+    manifest = common.load_manifest(live_dir)
     for run in common.load_runs(live_dir):
         if run["budget"] is None:
             print(f"{run['path']}: skipped, its budget is in bytes, not a fraction of the footprint")
             continue
         run["live"] = run["results"]
+        run["drained"] = drained(run["doc"], manifest.get("counters_drained"))
         runs.append(run)
     runs = common.median_of_repeats(runs)
     refused = [{"trace": common.trace_name(r["trace"]), "policy": r["policy"],
                 "budget": r["budget"], "reason": r["message"]}
                for r in common.refusals(live_dir)]
     return runs, refused
+
+
+def drained(doc, default=None):
+    """Whether the run drained CUPTI's byte records after every kernel or eviction
+    (`replay --drain-counters` or `--eviction-bytes`): only then are its bytes every byte the GPU
+    moved (CUPTI loses records otherwise, experiments/live/data/bytes-back/), and the drains
+    slow its timed kernels, so its time is not compared. DEFAULT: the campaign manifest's
+    counters_drained, for runs made before results named it."""
+    how = doc.get("config", {}).get("counters_drained", default or "at step boundaries")
+    return how != "at step boundaries"
 
 
 def row_of(run, sim):
@@ -126,6 +138,7 @@ def row_of(run, sim):
             "sim_htod_gb": res["bytes_host_to_gpu"] / 1e9,
             "live_dtoh_gb": live["bytes_gpu_to_host"] / 1e9,
             "sim_dtoh_gb": res["bytes_gpu_to_host"] / 1e9,
+            "counters_drained": run["drained"],
             "live_fault_records": live["faults"], "sim_faults": res["faults"],
             "sim_fault_batches": res.get("fault_batches", "")}
 
@@ -188,7 +201,8 @@ def write_tables(rows, refused, ranks, out_dir):
                   if r["live_repeats"] > 1 else "")
         lines.append(f"| {r['trace']} | {r['policy']} | {r['budget']:.0%} | {r['live_s']:.3f} s"
                      f"{spread} "
-                     f"| {r['sim_s']:.3f} s | {r['time_error']:+.0%} "
+                     f"| {r['sim_s']:.3f} s | "
+                     f"{'drained, not timed' if r['counters_drained'] else format(r['time_error'], '+.0%')} "
                      f"| {r['live_htod_gb']:.1f} / {r['sim_htod_gb']:.1f} "
                      f"| {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
     lines += ["", "Policy ranking, fastest first (GPU medians | simulated); pairs ordered "
@@ -215,6 +229,10 @@ def write_tables(rows, refused, ranks, out_dir):
 
 
 def plot(rows, out_path):
+    timed = [r for r in rows if not r["counters_drained"]]
+    if not timed:
+        return plot_bytes(rows, out_path)
+    rows = timed
     plt = common.pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8))
     markers = {"ondemand": "o", "deepum": "s", "pump": "^", "oracle": "D"}
@@ -247,11 +265,33 @@ def plot(rows, out_path):
     common.save_figure(fig, out_path)
 
 
-def byte_errors(rows, way):
+def plot_bytes(rows, out_path):
+    """A campaign of drained runs only: bytes each way, simulated against the GPU."""
+    plt = common.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, way, title in zip(axes, ("htod", "dtoh"), ("host to GPU", "GPU to host")):
+        for r in rows:
+            ax.scatter(r[f"live_{way}_gb"], r[f"sim_{way}_gb"], label=f"{r['trace']} {r['policy']}")
+        hi = max(max(r[f"live_{way}_gb"], r[f"sim_{way}_gb"]) for r in rows) * 1.1
+        ax.plot([0, hi], [0, hi], "k--", linewidth=0.8)
+        ax.set_xlabel(f"GB {title} on the GPU (CUPTI, drained)")
+        ax.set_ylabel(f"GB {title} simulated")
+        ax.set_title(f"bytes {title}, every run")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    common.save_figure(fig, out_path)
+
+
+def byte_errors(rows, way, drained_runs=True):
     """|simulated / live - 1| of the bytes moved one way (htod or dtoh), over the runs that moved
-    at least 64 MB that way live (below that a ratio says nothing)."""
+    at least 64 MB that way live (below that a ratio says nothing) and drained their counters
+    (or, with drained_runs False, did not: a lower bound on the live bytes)."""
     return [abs(r[f"sim_{way}_gb"] / r[f"live_{way}_gb"] - 1) for r in rows
-            if r[f"live_{way}_gb"] >= 0.064]
+            if r[f"live_{way}_gb"] >= 0.064 and r["counters_drained"] == drained_runs]
+
+
+def stat(f, values):
+    return f(values) if values else None
 
 
 def main():
@@ -288,9 +328,10 @@ def main():
     if not rows:
         raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; "
                          "the first: " + json.dumps(failed[0]))
-    ranks = rankings(rows)
-    errors = [abs(r["time_error"]) for r in rows]
+    ranks = rankings([r for r in rows if not r["counters_drained"]])
+    errors = [abs(r["time_error"]) for r in rows if not r["counters_drained"]]
     bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
+    undrained = {way: byte_errors(rows, way, False) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": common.repo_relative(calibrated),
                **({"filled_from_shipped_profile": filled} if filled else {}),
@@ -299,12 +340,18 @@ def main():
                "sim_config": {k: common.repo_relative(v) if k in ("gpu", "host_link") else v
                               for k, v in sim_config(args.gpu, "POLICY", "BUDGET").items()},
                "sim_revision": revision,
-               "median_abs_time_error": statistics.median(errors),
-               "max_abs_time_error": max(errors),
+               "timed_runs": len(errors),
+               "median_abs_time_error": stat(statistics.median, errors),
+               "max_abs_time_error": stat(max, errors),
                "runs_within_10_percent": sum(e <= 0.10 for e in errors),
-               **{f"{stat}_abs_{way}_error": f(e) if e else None
+               # Bytes from runs that drained CUPTI's records; the others' live bytes are lower
+               # bounds (records lost), kept apart for comparison with older reports.
+               "drained_runs": sum(r["counters_drained"] for r in rows),
+               **{f"{name}_abs_{way}_error": stat(f, e)
                   for way, e in bytes_errors.items()
-                  for stat, f in (("median", statistics.median), ("max", max))},
+                  for name, f in (("median", statistics.median), ("max", max))},
+               **{f"undrained_median_abs_{way}_error": stat(statistics.median, e)
+                  for way, e in undrained.items()},
                "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),
                "rankings_consistent_with_gpu_spread": sum(k["consistent"] for k in ranks),
                "pairs": sum(len(k["live"]) * (len(k["live"]) - 1) // 2 for k in ranks),
@@ -317,8 +364,13 @@ def main():
     write_tables(rows, refused, ranks, args.out_dir)
     plot(rows, os.path.join(args.out_dir, "fidelity.png"))
     common.write_json(os.path.join(args.out_dir, "summary.json"), summary, newline=False)
-    print(f"{len(rows)} runs: median |time error| {summary['median_abs_time_error']:.1%}, "
-          f"max {summary['max_abs_time_error']:.1%}; same ranking in "
+    def pct(x):
+        return "-" if x is None else f"{x:.1%}"
+    print(f"{len(rows)} runs: median |time error| {pct(summary['median_abs_time_error'])}, "
+          f"max {pct(summary['max_abs_time_error'])} ({len(errors)} timed runs); bytes of the "
+          f"{summary['drained_runs']} drained runs: median |HtoD error| "
+          f"{pct(summary['median_abs_htod_error'])}, |DtoH error| "
+          f"{pct(summary['median_abs_dtoh_error'])}; same ranking in "
           f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups "
           f"({summary['rankings_consistent_with_gpu_spread']} consistent with the GPU's spread); "
           f"{summary['pairs_ordered_differently']} of {summary['pairs']} pairs ordered differently, "

@@ -59,7 +59,8 @@ void define(CLI::App& sub, Options& o) {
   sub.add_flag("--eviction-bytes", o.eviction_bytes,
                "diagnosis: measure each budget eviction's bytes alone (slow; not for timing)");
   sub.add_flag("--drain-counters", o.drain_counters,
-               "drain CUPTI's byte records after every kernel, off the clock (exact bytes)");
+               "drain CUPTI's records after every kernel: every byte counted (slows the kernels: "
+               "not for timing)");
   add_device(sub, o.device);
   add_iterations(sub, o.iterations, "training steps to run (overrides the config's)");
   add_bytes(sub, "--peer-budget", o.peer_budget, "the next GPU's memory the policy may use");

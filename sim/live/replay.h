@@ -38,7 +38,8 @@ struct ReplayRequest {
   bool eviction_bytes = false;
   // CUPTI's unified-memory records drained (GPU idle, off the clock) after every kernel or part
   // of one: without drains CUPTI loses byte records under migration-heavy replays
-  // (experiments/live/data/bytes-back/). Slows the replay's wall time, not its clock.
+  // (experiments/live/data/bytes-back/). The drains are off the clock but still slow the
+  // kernels after them (20-45% on the H100): a run for bytes, not for timing.
   bool drain_counters = false;
   // Spare memory of the next GPU that the policy may use as a victim cache (0: none), and the
   // reserve it keeps for its own job, as the simulator's driver.peer_reserve_bytes.
