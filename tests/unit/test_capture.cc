@@ -175,6 +175,19 @@ TEST_CASE("capture: raw reader reports where and what is wrong", "[capture]") {
     check_where(msg, path, f, i);
     CHECK_THAT(msg, Contains("unknown record type 9"));
   }
+  SECTION("an allocation past 2^57") { // found by fuzzing: the converter listed its pages
+    RawFile broken = f;
+    const size_t i = index_of_type(f, raw::RawType::kAlloc);
+    raw::RawAlloc a;
+    std::memcpy(&a, broken.records[i].data() + sizeof(raw::RawRecordHead), sizeof(a));
+    a.bytes = uint64_t{1} << 57;
+    std::memcpy(broken.records[i].data() + sizeof(raw::RawRecordHead), &a, sizeof(a));
+    const std::string path = write_raw(dir, "huge-alloc.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("allocation of 144115188075855872 bytes at address " +
+                             std::to_string(a.address) + " ends past 2^57"));
+  }
   SECTION("record after the end record") {
     RawFile broken = f;
     broken.records.push_back(f.records[0]); // a meta record
