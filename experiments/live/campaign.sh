@@ -19,7 +19,9 @@
 #   replay     one untimed warm-up replay into OUT_DIR/warm-up/ unless made already (the first
 #              replay on a freshly started machine ran 30% slower: live/data/h100-vm-warmup/), then
 #              experiments/live/replay_all.sh OUT_DIR (TRACES, POLICIES, BUDGETS, REPEATS,
-#              STOP_AFTER, TRACE_DIR as there)
+#              STOP_AFTER, TRACE_DIR as there); the bytes each way count only in runs that drain
+#              CUPTI (live/data/bytes-back/): make them apart, DRAIN=1 replay_all.sh
+#              OUT_DIR-drained, a campaign of their own whose times are not compared
 # Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
 # experiments/make_manifest.py --gpu-profile profile/gpus/PROFILE.json names the instance's
 # profile, which fidelity.sh then simulates with.

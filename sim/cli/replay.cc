@@ -59,7 +59,7 @@ void define(CLI::App& sub, Options& o) {
   sub.add_flag("--eviction-bytes", o.eviction_bytes,
                "diagnosis: measure each budget eviction's bytes alone (slow; not for timing)");
   sub.add_flag("--drain-counters", o.drain_counters,
-               "drain CUPTI's records after every kernel: every byte counted (slows the kernels: "
+               "drain CUPTI's records after every kernel: every byte counted (a run for bytes, "
                "not for timing)");
   add_device(sub, o.device);
   add_iterations(sub, o.iterations, "training steps to run (overrides the config's)");

@@ -38,8 +38,8 @@ struct ReplayRequest {
   bool eviction_bytes = false;
   // CUPTI's unified-memory records drained (GPU idle, off the clock) after every kernel or part
   // of one: without drains CUPTI loses byte records under migration-heavy replays
-  // (experiments/live/data/bytes-back/). The drains are off the clock but still slow the
-  // kernels after them (20-45% on the H100): a run for bytes, not for timing.
+  // (experiments/live/data/bytes-back/). The drains are off the clock, but drained runs took
+  // 18-45% longer than undrained ones on another instance: a run for bytes, not for timing.
   bool drain_counters = false;
   // Spare memory of the next GPU that the policy may use as a victim cache (0: none), and the
   // reserve it keeps for its own job, as the simulator's driver.peer_reserve_bytes.
