@@ -66,6 +66,28 @@ void run(LiveDevice& d, uint64_t first, uint64_t count) {
   if (!d.run_kernel(first, count, 0)) die("touch kernel failed", d);
 }
 
+// What each of the n blocks at `a` holds, by evicting it alone (its bytes back), then frees
+// them: the mean pages a block, and how many held exactly k, between k and all, all 32.
+struct Census {
+  double mean = 0;
+  unsigned long long at_k = 0, between = 0, full = 0;
+};
+Census census(LiveDevice& d, char* a, uint64_t n, uint32_t k) {
+  Census c;
+  for (uint64_t b = 0; b < n; ++b) {
+    const Counters c0 = d.counters();
+    d.evict_to_host(a + b * kBlock, kBlock);
+    const Counters c1 = d.counters();
+    const uint64_t pages = (c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage;
+    c.mean += static_cast<double>(pages) / static_cast<double>(n);
+    c.at_k += pages == k;
+    c.full += pages == kPages;
+    c.between += pages > k && pages < kPages;
+  }
+  d.free_managed(a);
+  return c;
+}
+
 void density(LiveDevice& d, uint64_t max_blocks) {
   std::printf("blocks k order    memory  mean  =k  k<x<32  32   (pages held per block)\n");
   for (const uint64_t n : {uint64_t{1}, uint64_t{16}, max_blocks})
@@ -80,24 +102,10 @@ void density(LiveDevice& d, uint64_t max_blocks) {
           else
             run(d, 0, count);
           d.synchronize();
-          uint64_t at_k = 0, between = 0, full = 0;
-          double sum = 0;
-          for (uint64_t b = 0; b < n; ++b) {
-            const Counters c0 = d.counters();
-            d.evict_to_host(a + b * kBlock, kBlock);
-            const Counters c1 = d.counters();
-            const uint64_t pages = (c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage;
-            sum += static_cast<double>(pages);
-            at_k += pages == k;
-            full += pages == kPages;
-            between += pages > k && pages < kPages;
-          }
-          d.free_managed(a);
-          std::printf(
-              "%6llu %2u %-8s %-6s %5.1f %4llu %6llu %4llu\n", static_cast<unsigned long long>(n),
-              k, in_order ? "in-order" : "at-once", host ? "host" : "fresh",
-              sum / static_cast<double>(n), static_cast<unsigned long long>(at_k),
-              static_cast<unsigned long long>(between), static_cast<unsigned long long>(full));
+          const Census c = census(d, a, n, k);
+          std::printf("%6llu %2u %-8s %-6s %5.1f %4llu %6llu %4llu\n",
+                      static_cast<unsigned long long>(n), k, in_order ? "in-order" : "at-once",
+                      host ? "host" : "fresh", c.mean, c.at_k, c.between, c.full);
         }
 }
 
@@ -121,21 +129,9 @@ void threshold(LiveDevice& d, uint64_t n) {
     }
     run(d, 0, upload(d, n, s.j, s.k, false, false));
     d.synchronize();
-    uint64_t at_k = 0, full = 0;
-    double sum = 0;
-    for (uint64_t b = 0; b < n; ++b) {
-      const Counters c0 = d.counters();
-      d.evict_to_host(a + b * kBlock, kBlock);
-      const Counters c1 = d.counters();
-      const uint64_t pages = (c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage;
-      sum += static_cast<double>(pages);
-      at_k += pages == s.k;
-      full += pages == kPages;
-    }
-    d.free_managed(a);
+    const Census c = census(d, a, n, s.k);
     std::printf("%6llu   [0,%2u)        [%2u,%2u)      %5.1f %4llu %4llu\n",
-                static_cast<unsigned long long>(n), s.j, s.j, s.k, sum / static_cast<double>(n),
-                static_cast<unsigned long long>(at_k), static_cast<unsigned long long>(full));
+                static_cast<unsigned long long>(n), s.j, s.j, s.k, c.mean, c.at_k, c.full);
   }
 }
 
