@@ -24,6 +24,7 @@ bin=${2:-build/faultline}
 mkdir -p "$out/configs"
 dir=${TRACE_DIR:-traces/real}
 all=$(ls "$dir"/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
+drain=$([ "${DRAIN:-0}" = 1 ] && echo --drain-counters)
 for r in $(seq 1 "${REPEATS:-1}"); do
   suffix=$([ "$r" = 1 ] || echo ".r$r")
   for t in ${TRACES:-$all}; do
@@ -40,7 +41,7 @@ for r in $(seq 1 "${REPEATS:-1}"); do
         [ -f "$config" ] || printf '{"description": "%s at %s of the footprint, as faultline replay keeps it", "capacity": {"fraction_of_footprint": %s, "mode": "budget"}, "policy": {"name": "%s"}}\n' \
           "$p" "$b" "$b" "$p" >"$config"
         if timeout 300 "$bin" replay --trace "$dir/$t.fltrace" --config "$config" \
-          ${PER_KERNEL:+--per-kernel} ${DRAIN:+--drain-counters} --out "$name.json" \
+          ${PER_KERNEL:+--per-kernel} $drain --out "$name.json" \
           2>"$name.err"; then
           rm -f "$name.err"
           echo "$t $p $b$suffix done"

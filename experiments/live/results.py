@@ -55,6 +55,14 @@ BYTE_KEYS = ["median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_err
              "max_abs_dtoh_error", "drained_runs"]
 
 
+def bytes_cell(s, way):
+    """A set's median byte error: from drained runs, else the undrained one, marked so."""
+    if s[f"median_abs_{way}_error"] is not None:
+        return pct(s[f"median_abs_{way}_error"])
+    undrained = s.get(f"undrained_median_abs_{way}_error")
+    return f"({pct(undrained)} undrained)" if undrained is not None else ""
+
+
 # The profiles a campaign's runs are simulated with (fidelity.sh): the report's folder for each.
 PROFILES = {"shipped": "shipped-profile", "per_machine": "per-machine-profile",
             "full": "full-calibration"}
@@ -106,7 +114,12 @@ def fidelity(campaign, bytes_campaign=None):
            **{k: summary.get(k) for k in KEYS}, "by_policy": by_policy(rows)}
     if bytes_campaign:
         drained, _ = report(bytes_campaign)
-        out.update({k: drained[k] for k in BYTE_KEYS}, bytes_campaign=bytes_campaign,
+        if drained is None:
+            raise SystemExit(f"results: no report of the bytes campaign {bytes_campaign}: run "
+                             f"experiments/live/fidelity.sh {bytes_campaign} --write-reports")
+        # The byte errors come from other runs than `runs`: bytes_runs says how many.
+        out.update({k: drained[k] for k in BYTE_KEYS if k != "drained_runs"},
+                   bytes_runs=drained["drained_runs"], bytes_campaign=bytes_campaign,
                    bytes_report=f"experiments/live/reports/{bytes_campaign}/")
     if "filled_from_shipped_profile" in summary:
         out["filled_from_shipped_profile"] = summary["filled_from_shipped_profile"]
@@ -198,16 +211,19 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None):
                  for w in (s["by_policy"].get(p) for p in POLICIES)]
         lines.append(f"| {label} | `{s['campaign']}` | {s['runs']} | "
                      f"{pct(s['median_abs_time_error'])} | {pct(s['max_abs_time_error'])} | "
-                     f"{pct(s['median_abs_htod_error'])} | {pct(s['median_abs_dtoh_error'])} | "
+                     f"{bytes_cell(s, 'htod')} | {bytes_cell(s, 'dtoh')} | "
                      + " | ".join(cells) + " |")
     if shipped.get("bytes_campaign"):
         lines += ["", f"Bytes (HtoD, DtoH) of the shipped traces: from `{shipped['bytes_campaign']}` "
-                  f"({shipped['drained_runs']} runs that drained CUPTI's records after every kernel "
-                  "or eviction; `experiments/live/data/bytes-back/`). Without drains CUPTI loses "
-                  "byte records in migration-heavy runs, so the timed campaigns' bytes are lower "
-                  "bounds: against them the simulator's median |error| would read "
-                  f"{pct(shipped['undrained_median_abs_htod_error'])} HtoD and "
-                  f"{pct(shipped['undrained_median_abs_dtoh_error'])} DtoH."]
+                  f"({shipped['bytes_runs']} runs of some of these traces that drained CUPTI's "
+                  "records after every kernel or eviction, on another instance; "
+                  "`experiments/live/data/bytes-back/`). Without drains CUPTI loses byte records "
+                  "in migration-heavy runs, so a timed campaign's bytes are lower bounds, shown "
+                  "in parentheses where no drained runs exist."]
+        if shipped.get("undrained_median_abs_htod_error") is not None:
+            lines[-1] += (" Against this campaign's own undrained bytes the simulator's median "
+                          f"|error| would read {pct(shipped['undrained_median_abs_htod_error'])} "
+                          f"HtoD and {pct(shipped['undrained_median_abs_dtoh_error'])} DtoH.")
     filled = sorted({k for s in (shipped, holdout) if s
                      for k in s.get("filled_from_shipped_profile", [])})
     if filled:

@@ -13,6 +13,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -226,7 +227,8 @@ private:
     if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
       fail("running " + what());
     copy_wait_ += static_cast<Time>(device_.last_copy_wait_ns());
-    if (request_.drain_counters) untimed([&] { return (device_.quiesce(), 0); });
+    if (request_.drain_counters || request_.eviction_bytes)
+      untimed([&] { return (device_.quiesce(), 0); });
     return duration;
   }
 
@@ -305,15 +307,22 @@ private:
         evict_pages(victims[i], 0, kBlockSize);
         continue;
       }
-      const uint64_t before = untimed([&] { return device_.counters().bytes_gpu_to_host; });
+      const uint64_t before = untimed([&] { return drained_bytes_to_host(); });
       evict_pages(victims[i], 0, kBlockSize);
-      const uint64_t after = untimed([&] { return device_.counters().bytes_gpu_to_host; });
+      const uint64_t after = untimed([&] { return drained_bytes_to_host(); });
       measured_.evictions.push_back({{"kernel", kernel_},
+                                     {"for", what()},
                                      {"chunk", books_.to_trace(victims[i] * kBlockSize)},
                                      {"pages_held", std::popcount(pages[i])},
                                      {"bytes_to_host", after - before}});
     }
     measured_.budget_evicted_chunks += victims.size();
+  }
+
+  // The bytes CUPTI has counted back to the host, once every record so far is in.
+  uint64_t drained_bytes_to_host() {
+    device_.quiesce();
+    return device_.counters().bytes_gpu_to_host;
   }
 
   // f() off the clock, whether or not it runs now.
@@ -443,6 +452,16 @@ void check_memory(const ReplayRequest& request, const trace::TraceStats& stats, 
   }
 }
 
+// The CUDA device's diagnosis switches (sim/live/cuda/cuda_device.cu) that were set: they change
+// what CUPTI records and when it is drained.
+nlohmann::json device_switches() {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* name :
+       {"FAULTLINE_LIVE_CUPTI", "FAULTLINE_LIVE_FAULT_RECORDS", "FAULTLINE_LIVE_AFTER_EVICT"})
+    if (const char* value = std::getenv(name)) out[name] = value;
+  return out;
+}
+
 nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevice& device) {
   return {
       {"policy", {{"name", request.policy}, {"params", request.policy_params}}},
@@ -457,9 +476,10 @@ nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevic
                           ? nlohmann::json()
                           : nlohmann::json(request.drain_every)},
       // When CUPTI's byte records were drained: only drained runs count every byte.
-      {"counters_drained", request.eviction_bytes   ? "around every eviction"
+      {"counters_drained", request.eviction_bytes   ? "around every eviction and after every kernel"
                            : request.drain_counters ? "after every kernel"
                                                     : "at step boundaries"},
+      {"device_switches", device_switches()},
       {"peer_budget_bytes", request.peer_budget_bytes},
       {"peer_reserve_bytes", request.peer_reserve_bytes},
       {"device", device.name()}};
@@ -468,6 +488,11 @@ nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevic
 } // namespace
 
 nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
+  const char* records = std::getenv("FAULTLINE_LIVE_FAULT_RECORDS");
+  if (request.fault_source == ReplayRequest::FaultSource::kCupti && records &&
+      std::string(records) == "0")
+    throw Error("faultline replay: --faults cupti needs CUPTI's fault records, which "
+                "FAULTLINE_LIVE_FAULT_RECORDS=0 leaves out");
   const trace::TraceStats stats = trace::compute_stats(request.trace_path);
   Plan plan = read_plan(request.trace_path, request.iterations);
   nlohmann::json iterations = plan.iterations;

@@ -33,13 +33,14 @@ struct ReplayRequest {
   uint32_t drain_every = 1;
   bool per_kernel = false; // add a row per kernel to the result
   // Diagnosis (issue 21, bytes back): each budget eviction alone, the GPU idle and CUPTI's
-  // counters drained before and after it off the clock; a row per eviction with the pages the
-  // books hold in the chunk and the bytes the GPU copied back. Slows the replay: not for timing.
+  // counters drained before and after it off the clock, and after every kernel as
+  // drain_counters; a row per eviction with the pages the books hold in the chunk and the bytes
+  // the GPU copied back. Slows the replay: not for timing.
   bool eviction_bytes = false;
   // CUPTI's unified-memory records drained (GPU idle, off the clock) after every kernel or part
   // of one: without drains CUPTI loses byte records under migration-heavy replays
   // (experiments/live/data/bytes-back/). The drains are off the clock, but drained runs took
-  // 18-45% longer than undrained ones on another instance: a run for bytes, not for timing.
+  // 16-46% longer than undrained ones on another instance: a run for bytes, not for timing.
   bool drain_counters = false;
   // Spare memory of the next GPU that the policy may use as a victim cache (0: none), and the
   // reserve it keeps for its own job, as the simulator's driver.peer_reserve_bytes.

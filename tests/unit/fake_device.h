@@ -90,7 +90,10 @@ public:
   void advise_remote(void*, uint64_t, bool) override {}
   void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
   void synchronize() override {}
-  void quiesce() override { ++quiesced; }
+  void quiesce() override {
+    ++quiesced;
+    std::this_thread::sleep_for(quiesce_delay); // a drain takes time, off the replay's clock
+  }
   live::Counters counters() override { return counters_; }
   uint64_t take_faults(uint64_t* out, uint64_t max) override {
     const uint64_t n = std::min<uint64_t>(max, faults_.size());
@@ -105,7 +108,7 @@ public:
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0, evictions_to_host = 0;
   uint64_t touches_past_end = 0; // touches of a 64 KB page that starts past its allocation
-  std::chrono::microseconds evict_delay{0};
+  std::chrono::microseconds evict_delay{0}, quiesce_delay{0};
   // 64 KB big pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
   uint64_t undone_discards = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;

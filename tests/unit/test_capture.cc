@@ -175,18 +175,27 @@ TEST_CASE("capture: raw reader reports where and what is wrong", "[capture]") {
     check_where(msg, path, f, i);
     CHECK_THAT(msg, Contains("unknown record type 9"));
   }
-  SECTION("an allocation past 2^57") { // found by fuzzing: the converter listed its pages
-    RawFile broken = f;
+  SECTION("an allocation past 2^57, or of more than 1 TiB") {
+    // Found by fuzzing: the converter listed every page of one a kernel's arguments named.
     const size_t i = index_of_type(f, raw::RawType::kAlloc);
     raw::RawAlloc a;
-    std::memcpy(&a, broken.records[i].data() + sizeof(raw::RawRecordHead), sizeof(a));
-    a.bytes = uint64_t{1} << 57;
-    std::memcpy(broken.records[i].data() + sizeof(raw::RawRecordHead), &a, sizeof(a));
-    const std::string path = write_raw(dir, "huge-alloc.raw", join(broken));
-    const std::string msg = raw_error(path);
-    check_where(msg, path, f, i);
-    CHECK_THAT(msg, Contains("allocation of 144115188075855872 bytes at address " +
-                             std::to_string(a.address) + " ends past 2^57"));
+    std::memcpy(&a, f.records[i].data() + sizeof(raw::RawRecordHead), sizeof(a));
+    const auto error_with = [&](uint64_t bytes) {
+      RawFile broken = f;
+      raw::RawAlloc big = a;
+      big.bytes = bytes;
+      std::memcpy(broken.records[i].data() + sizeof(raw::RawRecordHead), &big, sizeof(big));
+      const std::string path = write_raw(dir, "huge-alloc.raw", join(broken));
+      const std::string msg = raw_error(path);
+      check_where(msg, path, f, i);
+      return msg;
+    };
+    CHECK_THAT(error_with((uint64_t{1} << 57) + 1),
+               Contains("allocation of 144115188075855873 bytes at address " +
+                        std::to_string(a.address) + " ends past 2^57"));
+    REQUIRE(a.address < (uint64_t{1} << 50));
+    CHECK_THAT(error_with(uint64_t{1} << 41),
+               Contains("allocation of 2199023255552 bytes is larger than 1 TiB"));
   }
   SECTION("record after the end record") {
     RawFile broken = f;

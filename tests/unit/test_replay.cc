@@ -404,6 +404,7 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
     trace::TraceWriter w(path, {{"source", "test"}});
     w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 8 * kBlockSize, 0, 0});
     trace::KernelRecord k;
+    k.name = "k";
     k.duration = 1000;
     for (uint64_t chunk = 0; chunk < 8; ++chunk) {
       k.start = 10'000 * (chunk + 1);
@@ -429,20 +430,27 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
     REQUIRE(rows.size() == 6);
     for (size_t i = 0; i < rows.size(); ++i) {
       CHECK(rows[i]["kernel"] == i + 2); // kernel i + 2 needs chunk i's room
+      CHECK(rows[i]["for"] == "kernel #" + std::to_string(i + 2) + " (k)");
       CHECK(rows[i]["chunk"] == kBase + i * kBlockSize);
       CHECK(rows[i]["pages_held"] == 1);
       CHECK(rows[i]["bytes_to_host"] == kBlockSize);
     }
+    CHECK(measured.quiesced >= 2 * 6 + 8); // around each eviction, after each kernel
     CHECK(live::run_replay(request, measured)["config"]["counters_drained"] ==
-          "around every eviction");
+          "around every eviction and after every kernel");
   }
-  SECTION("--drain-counters: CUPTI drained after every kernel, the bytes the same") {
+  SECTION("--drain-counters: CUPTI drained after every kernel, off the clock, the bytes the same") {
     FakeDevice drained;
+    drained.quiesce_delay = std::chrono::milliseconds(20);
     request.drain_counters = true;
     const auto out = live::run_replay(request, drained);
     CHECK(drained.quiesced >= 8);
     CHECK(out["config"]["counters_drained"] == "after every kernel");
-    CHECK(out["results"]["evictions"] == result["results"]["evictions"]);
+    CHECK(out["results"]["bytes_gpu_to_host"] == result["results"]["bytes_gpu_to_host"]);
+    CHECK(out["results"]["bytes_gpu_to_host"] == 6 * kBlockSize);
+    // Eight drains of 20 ms: on the clock they would add 160 ms.
+    CHECK(out["results"]["total_time_ns"].get<double>() <
+          result["results"]["total_time_ns"].get<double>() + 50e6);
   }
   CHECK(result["config"]["counters_drained"] == "at step boundaries");
 }

@@ -133,11 +133,14 @@ ApiEvent api_event(const Cursor& c, RawType type, std::string_view p) {
   case RawType::kAlloc:
     e.alloc = c.fixed<raw::RawAlloc>(p, "alloc");
     e.cpu_time = e.alloc.cpu_time;
-    // As the trace reader: no allocation reaches past 2^57 (found by fuzzing: a kernel naming
-    // one of 2^50 bytes made the converter list its every page).
+    // As the trace reader: no allocation reaches past 2^57 or holds more than 1 TiB (found by
+    // fuzzing: a kernel naming one of 4.4e18 bytes made the converter list its every page).
     if (e.alloc.bytes > trace::kMaxAddress || e.alloc.address > trace::kMaxAddress - e.alloc.bytes)
       c.fail("allocation of " + std::to_string(e.alloc.bytes) + " bytes at address " +
              std::to_string(e.alloc.address) + " ends past 2^57, beyond any virtual address space");
+    if (e.alloc.bytes > trace::kMaxLiveBytes)
+      c.fail("allocation of " + std::to_string(e.alloc.bytes) +
+             " bytes is larger than 1 TiB, more than any GPU holds");
     break;
   case RawType::kFree:
     e.free = c.fixed<raw::RawFree>(p, "free");

@@ -112,7 +112,7 @@ void density(LiveDevice& d, uint64_t max_blocks) {
 // One block at a time, how the driver's choice depends on k touched at once, and on pages
 // [0, j) touched by an earlier kernel before [j, k).
 void threshold(LiveDevice& d, uint64_t n) {
-  std::printf("blocks first-kernel second-kernel  mean  =k  32\n");
+  std::printf("blocks first-kernel second-kernel  mean  =k  k<x<32  32\n");
   struct Split {
     uint32_t j, k;
   };
@@ -130,8 +130,9 @@ void threshold(LiveDevice& d, uint64_t n) {
     run(d, 0, upload(d, n, s.j, s.k, false, false));
     d.synchronize();
     const Census c = census(d, a, n, s.k);
-    std::printf("%6llu   [0,%2u)        [%2u,%2u)      %5.1f %4llu %4llu\n",
-                static_cast<unsigned long long>(n), s.j, s.j, s.k, c.mean, c.at_k, c.full);
+    std::printf("%6llu   [0,%2u)        [%2u,%2u)      %5.1f %4llu %6llu %4llu\n",
+                static_cast<unsigned long long>(n), s.j, s.j, s.k, c.mean, c.at_k, c.between,
+                c.full);
   }
 }
 
