@@ -197,6 +197,25 @@ TEST_CASE("capture: raw reader reports where and what is wrong", "[capture]") {
     CHECK_THAT(error_with(uint64_t{1} << 41),
                Contains("allocation of 2199023255552 bytes is larger than 1 TiB"));
   }
+  SECTION("a migration record past its 2 MB block") { // found by fuzzing: a walk of terabytes
+    RawFile broken = f;
+    size_t i = 0;
+    raw::RawUm u{};
+    for (size_t nth = 0;; ++nth) { // the first migration record
+      i = index_of_type(f, raw::RawType::kUm, nth);
+      std::memcpy(&u, f.records[i].data() + sizeof(raw::RawRecordHead), sizeof(u));
+      if (u.counter == static_cast<uint32_t>(raw::UmCounter::kHtoD) ||
+          u.counter == static_cast<uint32_t>(raw::UmCounter::kDtoH))
+        break;
+    }
+    u.value = uint64_t{1} << 40;
+    std::memcpy(broken.records[i].data() + sizeof(raw::RawRecordHead), &u, sizeof(u));
+    const std::string path = write_raw(dir, "huge-migration.raw", join(broken));
+    const std::string msg = raw_error(path);
+    check_where(msg, path, f, i);
+    CHECK_THAT(msg, Contains("a migration of 1099511627776 bytes at address " +
+                             std::to_string(u.address) + " crosses its 2 MB block"));
+  }
   SECTION("record after the end record") {
     RawFile broken = f;
     broken.records.push_back(f.records[0]); // a meta record

@@ -119,6 +119,22 @@ void read_meta(const Cursor& c, std::string_view p, nlohmann::json& meta) {
   meta.update(j);
 }
 
+// The driver reports a migration per 2 MB VA block (the captures hold none larger), and the
+// converter walks a record's 64 KB pages: a record past its block is corrupt (found by
+// fuzzing: one of terabytes took the converter minutes and gigabytes).
+raw::RawUm migration_in_one_block(const Cursor& c, const raw::RawUm& u) {
+  const auto kind = static_cast<raw::UmCounter>(u.counter);
+  if (kind != raw::UmCounter::kHtoD && kind != raw::UmCounter::kDtoH &&
+      kind != raw::UmCounter::kDtoD)
+    return u;
+  constexpr uint64_t kBlock = uint64_t{2} << 20;
+  if (u.value > kBlock || u.address % kBlock + u.value > kBlock)
+    c.fail("unified-memory record: a migration of " + std::to_string(u.value) +
+           " bytes at address " + std::to_string(u.address) +
+           " crosses its 2 MB block; the driver reports one block a record");
+  return u;
+}
+
 ApiEvent api_event(const Cursor& c, RawType type, std::string_view p) {
   ApiEvent e;
   e.type = type;
@@ -195,7 +211,7 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
   case RawType::kCopyAct:
     return s.copies.push_back(c.fixed<raw::RawCopyAct>(p, "copy activity"));
   case RawType::kUm:
-    return s.um.push_back(c.fixed<raw::RawUm>(p, "unified-memory"));
+    return s.um.push_back(migration_in_one_block(c, c.fixed<raw::RawUm>(p, "unified-memory")));
   case RawType::kSyncAct:
     return s.syncs.push_back(c.fixed<raw::RawSyncAct>(p, "sync activity"));
   case RawType::kMemoryAct:
