@@ -110,7 +110,8 @@ void read_pages(const Cursor& c, std::string_view p, ApiEvent& e) {
     c.fail("pages payload of " + std::to_string(p.size()) + " bytes; its " +
            std::to_string(e.pages.n_entries) + " entries need " + std::to_string(expected));
   e.entries.resize(e.pages.n_entries);
-  std::memcpy(e.entries.data(), p.data() + sizeof(raw::RawPages), 4ull * e.pages.n_entries);
+  if (e.pages.n_entries > 0) // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(e.entries.data(), p.data() + sizeof(raw::RawPages), 4ull * e.pages.n_entries);
 }
 
 void read_meta(const Cursor& c, std::string_view p, nlohmann::json& meta) {
