@@ -96,8 +96,9 @@ void read_launch(const Cursor& c, std::string_view p, ApiEvent& e) {
     c.fail("launch's kernel name is not valid UTF-8 (at byte " + std::to_string(bad) +
            " of the name)");
   e.words.resize(e.launch.n_words);
-  std::memcpy(e.words.data(), p.data() + sizeof(raw::RawLaunch) + e.launch.name_length,
-              8ull * e.launch.n_words);
+  if (e.launch.n_words > 0) // as for pages: no null pointer to memcpy
+    std::memcpy(e.words.data(), p.data() + sizeof(raw::RawLaunch) + e.launch.name_length,
+                8ull * e.launch.n_words);
   e.cpu_time = e.launch.cpu_time;
 }
 
