@@ -227,8 +227,7 @@ private:
     if (!device_.run_kernel(k.first + first, end - first, static_cast<uint64_t>(duration)))
       fail("running " + what());
     copy_wait_ += static_cast<Time>(device_.last_copy_wait_ns());
-    if (request_.drain_counters || request_.eviction_bytes)
-      untimed([&] { return (device_.quiesce(), 0); });
+    if (request_.drain_counters || request_.eviction_bytes) untimed([&] { device_.quiesce(); });
     return duration;
   }
 
@@ -325,13 +324,18 @@ private:
     return device_.counters().bytes_gpu_to_host;
   }
 
-  // f() off the clock, whether or not it runs now.
+  // f() off the clock, whether or not it runs now; returns what f returns.
   template <typename F> auto untimed(const F& f) {
     const bool running = !clock_.paused();
     if (running) clock_.pause();
-    auto value = f();
-    if (running) clock_.resume();
-    return value;
+    struct Resume { // on every way out, a void f's too
+      Clock& clock;
+      bool running;
+      ~Resume() {
+        if (running) clock.resume();
+      }
+    } resume{clock_, running};
+    return f();
   }
 
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
