@@ -191,7 +191,8 @@ void Job::on_free(const trace::FreeRecord& r, Time now) {
   host_.free(r.id, now); // after the memory is gone: the policy's actions on it do nothing
 }
 
-// The host touching GPU-resident pages takes CPU faults that pull them back, synchronously.
+// The host touching GPU-resident pages takes CPU faults that pull them back, synchronously; its
+// first touch of never-touched pages takes CPU faults that populate them (host_populate_ns).
 Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
   Time end = now;
   for_each_block(r.address, r.size, [&](VaBlock& block, const PageMask& range) {
@@ -207,7 +208,10 @@ Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
       }
       end = std::max(end, migrator_.to_host(block, gpu, on_gpu, end, "host fault"));
     }
-    memory_.move(block, kHost, pages & block.unpopulated(), end); // first touch on the host
+    const PageMask fresh = pages & block.unpopulated();
+    end +=
+        static_cast<Time>(fresh.count()) * gpu_profile_.host_populate_ns / Time{kPagesPerBigPage};
+    memory_.move(block, kHost, fresh, end); // first touch on the host
   });
   stats_.host_ns += end - now;
   return end;

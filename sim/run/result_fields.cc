@@ -41,7 +41,9 @@ std::vector<ResultField> declare() {
       {"results.total_time_ns", "ns", "both", "the run's time, first record to last kernel's end"},
       {"results.compute_ns", "ns", "both", "the kernels' recorded all-resident durations, summed"},
       {"results.fault_stall_ns", "ns", "both", "kernel time beyond its recorded duration"},
-      {"results.host_fault_ns", "ns", "sim", "time the host spent in its own page faults"},
+      {"results.host_fault_ns", "ns", "sim",
+       "time the host spent in its own page faults: taking GPU-resident pages back, populating "
+       "never-touched ones"},
       {"results.kernels", "count", "both", "kernels run (copies and memsets included)"},
       {"results.accesses", "count", "both", "64 KB accesses the kernels made"},
       {"results.accesses_outside_managed_memory", "count", "live",

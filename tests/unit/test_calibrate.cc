@@ -63,6 +63,9 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction",
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
+  // The host's first writes, timed on the largest transfer's fresh allocation.
+  CHECK(m["host_populate"]["bytes"] == 8 << 20);
+  CHECK(m["host_populate"]["ns"].get<int64_t>() >= 0);
   CHECK(m["swap"]["pairs"] == 4); // as many pairs as the eviction benchmark's chunks
   // Eight more evictions of the benchmark's size, spread through the calibration.
   REQUIRE(m["eviction"]["samples_ns"].size() == 8);
@@ -177,6 +180,24 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
   CHECK(p.gpu["discarded_fault_ns"].get<int64_t>() == populate + 75'000);
   m["discarded_touch"].erase("evicted_ns");
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.discarded_touch"));
+}
+
+TEST_CASE("calibrate: the host's first touch of fresh memory gives host_populate_ns per 64 KB",
+          "[calibrate]") {
+  json m = measurements();
+  CHECK_FALSE(live::fit(m, settings()).gpu.contains("host_populate_ns")); // older measurements
+  m["host_populate"] = {{"bytes", 8 << 20}, {"ns", 2'944'000}}; // 128 big pages, 23 us each
+  const live::FittedProfile p = live::fit(m, settings());
+  CHECK(p.gpu["host_populate_ns"] == 23'000);
+  bool said = false;
+  for (const json& line : p.gpu["sources"])
+    said |= line.get<std::string>().find("host_populate_ns: the host writing one word per 4 KB "
+                                         "page of 8 MB") != std::string::npos;
+  CHECK(said);
+  m["host_populate"]["ns"] = "slow";
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.host_populate"));
+  m["host_populate"] = {{"ns", 1000}};
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.host_populate"));
 }
 
 TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyond the two apart",

@@ -363,6 +363,29 @@ TEST_CASE("populate and fault-migrate costs are paid per 64 KB on the batch's CP
   CHECK(moved.end == 13000 + 700 + 1000 + 65536);
 }
 
+TEST_CASE("the host's first touch of never-touched pages costs host_populate_ns per 64 KB, "
+          "charged per 4 KB page, and a second touch nothing",
+          "[sim]") {
+  Scratch s;
+  s.write("gpus/simgpu.json", Scratch::gpu_profile({{"host_populate_ns", 1600}}));
+  const std::string path = s.file("host.fltrace");
+  trace::TraceWriter w(path, {{"source", "test"}});
+  w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, kBlockSize, 0, 0});
+  const Bytes touched = 2 * kBigPageSize + kPageSize + 1; // 2 big pages and 2 pages of a third
+  w.write(trace::HostAccessRecord{0, kBase, touched, AccessType::kWrite});
+  w.write(trace::HostAccessRecord{0, kBase, touched, AccessType::kRead}); // populated already
+  w.write(kernel(0, 1000, {{0, 0}}));
+  w.close();
+  const Outcome o = simulate(Scratch::run_config(), path, 4);
+  const Time populate = 34 * 1600 / 16;
+  CHECK(o.stats.host_ns == populate);
+  // The kernel then moves big page 0 from the host, as in the test above.
+  CHECK(o.end == populate + 13000 + 1000 + 65536);
+  // Without the cost (older profiles), the host's first touch is free.
+  s.write("gpus/simgpu.json", Scratch::gpu_profile());
+  CHECK(simulate(Scratch::run_config(), path, 4).stats.host_ns == 0);
+}
+
 TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others leave first",
           "[sim][budget]") {
   Scratch s;
