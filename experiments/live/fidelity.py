@@ -48,7 +48,7 @@ def profile_keys(gpu):
 
 # Costs that benchmarks newer than some campaigns' calibrations measure: a campaign's own
 # profile without them takes them from its GPU model's shipped profile (the report says so).
-LATER_KEYS = ("discarded_resident_fault_ns", "discarded_fault_ns")
+LATER_KEYS = ("discarded_resident_fault_ns", "discarded_fault_ns", "host_populate_ns")
 
 
 def filled_profile(gpu, shipped, out_dir):

@@ -29,23 +29,26 @@ import common  # noqa: E402
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs, and every campaign of an instance that calibrated itself.
-CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-ee8e9a35-holdout",
-                      "holdouts": ["h100-ee8e9a35-holdout", "h100-7e692ff5-holdout",
+CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-3b6d3eb5-holdout",
+                      "holdouts": ["h100-3b6d3eb5-holdout", "h100-ee8e9a35-holdout",
+                                   "h100-7e692ff5-holdout",
                                    "h100-a069ff39-holdout", "h100-c1cb0b94-holdout",
                                    "h100-d84f7d54-holdout"],
                       "instances": ["h100-ee8e9a35", "h100-a069ff39", "h100-e125e874", "h100-c0983819",
                                     "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
                                     "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
-                                    "h100-ea349c50", "h100-8128e920"],
+                                    "h100-ea349c50", "h100-8128e920", "h100-3b6d3eb5"],
                       # bytes with CUPTI's records drained (fidelity.drained)
                       "bytes": "h100-bd830cd8-drained"},
-             "h200": {"shipped": "h200-d4fa298c", "holdout": "h200-d4fa298c-holdout",
-                      "holdouts": ["h200-d4fa298c-holdout", "h200-b10745b3-holdout",
+             "h200": {"shipped": "h200-d4fa298c", "holdout": "h200-33f97d66-holdout",
+                      "holdout_bytes": "h200-33f97d66-holdout-drained",
+                      "holdouts": ["h200-33f97d66-holdout", "h200-d4fa298c-holdout",
+                                   "h200-b10745b3-holdout",
                                    "h200-99f28b56-holdout"],
                       "instances": ["h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
-                      "schedule": "h200-af535a9c", "bytes": "h200-e4b970cd-drained"}}
+                      "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained"}}
 POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
 KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_percent",
         "median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_error",
@@ -285,7 +288,7 @@ def main():
                                                                           "live", "results")
     for gpu, c in CAMPAIGNS.items():
         shipped = fidelity(c["shipped"], c.get("bytes"))
-        holdout = fidelity(c["holdout"]) if c["holdout"] else None
+        holdout = fidelity(c["holdout"], c.get("holdout_bytes")) if c["holdout"] else None
         inst = instances(c["instances"])
         held = holdouts(c["holdouts"])
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
