@@ -12,11 +12,9 @@ python=python3
 for study in ${@:-live multigpu papers alloc capture compare}; do
   case $study in
   live)
-    for c in h200 h200-other-instance h100 h100-sanitize-traces h200-papers h100-ee8e9a35 \
-      h100-ee8e9a35-holdout h200-d4fa298c h200-d4fa298c-holdout h200-af535a9c h200-b10745b3 \
-      h200-b10745b3-holdout h100-bd830cd8-drained h200-e4b970cd-drained h100-3b6d3eb5 \
-      h100-3b6d3eb5-holdout h200-33f97d66-holdout h200-33f97d66-holdout-drained \
-      h200-983f93d4-drained; do
+    # Every campaign the results read, and the older reports the READMEs cite.
+    for c in $("$python" experiments/live/results.py --list) h200 h200-other-instance h100 \
+      h100-sanitize-traces h200-papers h200-e4b970cd-drained; do
       experiments/live/fidelity.sh "$c" --write-reports
     done
     "$python" experiments/live/results.py --write ;;

@@ -33,17 +33,23 @@ POLICIES = ["ondemand", "deepum", "pump", "oracle"]
 
 def profile_keys(gpu):
     """The run config's machine keys for PROFILE: {"gpu": NAME}, or for a calibrated profile's
-    path {"gpu": PATH, "host_link": the links/ file beside it that the profile names}."""
+    path {"gpu": PATH, "host_link": the links/ file beside it that the profile names}, and
+    "peer_link" too where a calibration on two GPUs measured one into links/."""
     if not gpu.endswith(".json"):
         return {"gpu": gpu}
     try:
         with open(gpu) as f:
-            link = json.load(f)["host_link"]
+            doc = json.load(f)
+        link = doc["host_link"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SystemExit(f"fidelity: {gpu}: expected a GPU profile with a host_link "
                          f"(faultline calibrate --out-dir writes one): {e!r}") from None
-    return {"gpu": gpu, "host_link": os.path.join(os.path.dirname(os.path.dirname(gpu)), "links",
-                                                  link + ".json")}
+    links = os.path.join(os.path.dirname(os.path.dirname(gpu)), "links")
+    out = {"gpu": gpu, "host_link": os.path.join(links, link + ".json")}
+    peer = os.path.join(links, str(doc.get("peer_link")) + ".json")
+    if os.path.isfile(peer):
+        out["peer_link"] = peer
+    return out
 
 
 # Costs that benchmarks newer than some campaigns' calibrations measure: a campaign's own
@@ -70,10 +76,11 @@ def filled_profile(gpu, shipped, out_dir):
     doc["sources"] = doc.get("sources", []) + [
         f"{', '.join(missing)}: from the shipped profile {shipped} (configs/gpus/{shipped}.json), "
         "measured by a benchmark this calibration predates"]
-    link = profile_keys(gpu)["host_link"]
+    keys = profile_keys(gpu)
     for sub in ("gpus", "links"):
         os.makedirs(os.path.join(out_dir, "profile", sub), exist_ok=True)
-    shutil.copyfile(link, os.path.join(out_dir, "profile", "links", os.path.basename(link)))
+    for link in (keys[k] for k in ("host_link", "peer_link") if k in keys):
+        shutil.copyfile(link, os.path.join(out_dir, "profile", "links", os.path.basename(link)))
     path = os.path.abspath(os.path.join(out_dir, "profile", "gpus", os.path.basename(gpu)))
     with open(path, "w") as f:
         json.dump(dict(sorted(doc.items())), f, indent=2)
