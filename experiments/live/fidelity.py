@@ -46,9 +46,10 @@ def profile_keys(gpu):
                          f"(faultline calibrate --out-dir writes one): {e!r}") from None
     links = os.path.join(os.path.dirname(os.path.dirname(gpu)), "links")
     out = {"gpu": gpu, "host_link": os.path.join(links, link + ".json")}
-    peer = os.path.join(links, str(doc.get("peer_link")) + ".json")
-    if os.path.isfile(peer):
-        out["peer_link"] = peer
+    if isinstance(doc.get("peer_link"), str):
+        peer = os.path.join(links, doc["peer_link"] + ".json")
+        if os.path.isfile(peer):  # else a shipped link profile, found by its name
+            out["peer_link"] = peer
     return out
 
 

@@ -236,6 +236,9 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None):
             lines[-1] += (" Against this campaign's own undrained bytes the simulator's median "
                           f"|error| would read {pct(shipped['undrained_median_abs_htod_error'])} "
                           f"HtoD and {pct(shipped['undrained_median_abs_dtoh_error'])} DtoH.")
+    if holdout and holdout.get("bytes_campaign"):
+        lines += ["", f"Bytes of the hold-out programs: from `{holdout['bytes_campaign']}` "
+                  f"({holdout['bytes_runs']} drained runs of them on the same instance)."]
     filled = sorted({k for s in (shipped, holdout) if s
                      for k in s.get("filled_from_shipped_profile", [])})
     if filled:

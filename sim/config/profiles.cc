@@ -134,8 +134,8 @@ const Fields<GpuProfile>& gpu_fields() {
           .at_least(1),
       cost(&G::populate_ns, "populate_ns", "first touch on the GPU: zero-fill and map, per 64 KB"),
       cost(&G::host_populate_ns, "host_populate_ns",
-           "first touch on the host of never-touched managed memory: the CPU's fault, per 64 KB "
-           "(charged per 4 KB page)"),
+           "the host's touch of managed memory no processor holds (never touched, or "
+           "discarded): the CPU's fault that populates it, per 64 KB (charged per 4 KB page)"),
       cost(&G::fault_migrate_ns, "fault_migrate_ns",
            "per 64 KB a fault brings from the host, besides the copy"),
       cost(&G::prefetch_call_ns, "prefetch_call_ns",

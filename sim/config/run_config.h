@@ -38,9 +38,9 @@ struct GpuProfile {
   Time page_table_update_ns = 0; // PTE writes and TLB invalidate, per VA block serviced
   Time eviction_ns = 0;          // fixed driver cost per evicted 2 MB chunk (copy extra)
   Time host_fault_ns = 0;        // CPU fault on a GPU-resident page, per 64 KB serviced
-  // The CPU's first touch of managed memory no processor has touched: a CPU fault that populates
-  // it on the host, per 64 KB (1.3-1.7 us a 4 KB page on the H200s and H100 measured; charged
-  // per 4 KB page touched).
+  // The CPU's touch of managed memory no processor holds (never touched, freed and allocated
+  // again, or discarded): a CPU fault that populates it on the host, per 64 KB (1.3-1.7 us a
+  // 4 KB page on the H200 and H100 instances measured; charged per 4 KB page touched).
   Time host_populate_ns = 0;
   Time populate_ns = 0;      // first touch on the GPU: zero-fill and map, per 64 KB
   Time fault_migrate_ns = 0; // per 64 KB a fault brings from the host, besides the copy

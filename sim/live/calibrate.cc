@@ -218,7 +218,7 @@ private:
     Time host_populate, to_gpu, to_host;
   };
 
-  // The host's first writes to never-touched memory (one word per 4 KB page, as the replay's
+  // The host's first writes to never-touched memory (one byte per 4 KB page, as the replay's
   // host accesses: CPU faults that populate it), then cudaMemPrefetchAsync of it to the GPU and
   // back, in one call each.
   Transfer transfer(uint64_t size) {

@@ -204,20 +204,37 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
       "on never-touched halves, the other halves on the GPU and evicted to the host");
 }
 
-// The CPU's first touch of never-touched managed memory, per 64 KB (measurements since the
-// transfer benchmark timed it; older ones leave host_populate_ns to its default, 0).
-void host_populate_cost(const Measurements& m, FittedProfile& out) {
+// The CPU's first touch of managed memory no processor holds, per 64 KB. Measurements from
+// before the transfer benchmark timed it keep the base profile's value and its `sources` line,
+// so that refitting a shipped profile gives it back unchanged.
+void host_populate_cost(const Measurements& m, const json& base, const std::string& base_name,
+                        FittedProfile& out) {
   if (!m.has("host_populate")) {
-    out.gpu.erase("host_populate_ns");
+    if (!base.contains("host_populate_ns")) {
+      out.gpu.erase("host_populate_ns");
+      return;
+    }
+    for (const json& line : base.value("sources", json::array())) {
+      if (line.is_string() && line.get<std::string>().rfind("host_populate_ns:", 0) == 0) {
+        out.gpu["sources"].push_back(line);
+        return;
+      }
+    }
+    out.gpu["sources"].push_back("host_populate_ns: kept from the base profile " + base_name);
     return;
   }
   const json& hp = m.at("host_populate");
   const auto bytes = static_cast<Time>(m.count(hp, "bytes", "$.host_populate", uint64_t{1} << 40));
+  if (bytes < static_cast<Time>(kBigPageSize))
+    throw Error("calibration measurements: $.host_populate.bytes: expected at least 65536 (one "
+                "64 KB page), got " +
+                std::to_string(bytes));
   out.gpu["host_populate_ns"] =
-      m.ns(hp, "ns", "$.host_populate") / std::max<Time>(1, bytes / kBigPageSize);
-  out.gpu["sources"].push_back("host_populate_ns: the host writing one word per 4 KB page of " +
-                               std::to_string(bytes >> 20) +
-                               " MB of never-touched managed memory, per 64 KB");
+      m.ns(hp, "ns", "$.host_populate") * static_cast<Time>(kBigPageSize) / bytes;
+  out.gpu["sources"].push_back(
+      "host_populate_ns: the host writing one byte per 4 KB page of " +
+      std::to_string(bytes >> 10) +
+      " KB of never-touched managed memory (the live replay's host access), per 64 KB");
 }
 
 // The fault path's values (kFaultParams' order): all fitted, or for a per-machine calibration
@@ -343,7 +360,7 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
     if (measurements.contains("peer_uvm")) peer_costs(m, config, out);
   }
   discard_costs(m, config, out);
-  host_populate_cost(m, out);
+  host_populate_cost(m, base, settings.base, out);
   return out;
 }
 

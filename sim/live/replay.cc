@@ -162,7 +162,8 @@ private:
     clock_.resume();
   }
 
-  // The host touches managed memory: its pages on the GPU come back (CPU faults), timed.
+  // The host touches managed memory (one byte a 4 KB page), timed: its pages on the GPU come
+  // back, and pages no processor holds are populated on the host (CPU faults either way).
   void host_access(const trace::HostAccessRecord& h) {
     books_.for_each_live_chunk(h.address, h.size, [&](void* p, Bytes n, uint64_t chunk) {
       device_.host_write(p, n);

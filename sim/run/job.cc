@@ -191,8 +191,9 @@ void Job::on_free(const trace::FreeRecord& r, Time now) {
   host_.free(r.id, now); // after the memory is gone: the policy's actions on it do nothing
 }
 
-// The host touching GPU-resident pages takes CPU faults that pull them back, synchronously; its
-// first touch of never-touched pages takes CPU faults that populate them (host_populate_ns).
+// The host touching GPU-resident pages takes CPU faults that pull them back, synchronously; on
+// pages no processor holds (never touched, or discarded) CPU faults that populate them
+// (host_populate_ns).
 Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
   Time end = now;
   for_each_block(r.address, r.size, [&](VaBlock& block, const PageMask& range) {

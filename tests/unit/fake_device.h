@@ -88,7 +88,10 @@ public:
     drop(reinterpret_cast<uint64_t>(p), bytes);
   }
   void advise_remote(void*, uint64_t, bool) override {}
-  void host_write(void* p, uint64_t bytes) override { drop(reinterpret_cast<uint64_t>(p), bytes); }
+  void host_write(void* p, uint64_t bytes) override {
+    std::this_thread::sleep_for(host_write_delay); // CPU faults, on the clock
+    drop(reinterpret_cast<uint64_t>(p), bytes);
+  }
   void synchronize() override {}
   void quiesce() override {
     ++quiesced;
@@ -108,7 +111,7 @@ public:
   std::vector<std::pair<uint64_t, uint64_t>> to_peer;
   uint64_t peak_chunks = 0, quiesced = 0, evictions_to_host = 0;
   uint64_t touches_past_end = 0; // touches of a 64 KB page that starts past its allocation
-  std::chrono::microseconds evict_delay{0}, quiesce_delay{0};
+  std::chrono::microseconds evict_delay{0}, quiesce_delay{0}, host_write_delay{0};
   // 64 KB big pages a prefetch to the host took back from a discard (CUDA: a prefetch undoes it).
   uint64_t undone_discards = 0;
   std::vector<std::vector<uint64_t>> kernel_pages;

@@ -8,6 +8,7 @@
 // policy.
 #include "sim/live/device.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -265,10 +266,13 @@ public:
     }
   }
 
+  // One byte in every 4 KB page the range spans (the first at p, then at each page start), as
+  // the simulator counts a host access's pages.
   void host_write(void* p, uint64_t bytes) override {
     synchronize();
-    auto* bytes_at = static_cast<char*>(p);
-    for (uint64_t at = 0; at < bytes; at += 4096) bytes_at[at] = 1;
+    const auto start = reinterpret_cast<uintptr_t>(p);
+    for (uintptr_t at = start; at < start + bytes; at = (at / 4096 + 1) * 4096)
+      *reinterpret_cast<char*>(at) = 1;
   }
 
   void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }

@@ -1,0 +1,194 @@
+// The simulator in capacity mode "budget": the live replay's rules (room made before each kernel,
+// kernels cut into parts, prefetches one call per block), its costs and invariants.
+#include "sim/run/simulator.h"
+#include "sim/synth/synth.h"
+#include "sim/trace/inspect.h"
+#include "sim_fixture.h"
+#include "sim_test_helpers.h"
+#include "source_dir.h"
+
+#include <catch2/catch.hpp>
+
+using namespace faultline;
+using namespace simtest;
+
+TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others leave first",
+          "[sim][budget]") {
+  Scratch s;
+  // Three one-block kernels on a 2-chunk budget: the third evicts block 0 (the oldest) before
+  // it starts, then faults only on its own block.
+  const auto trace = write_trace(s, 3,
+                                 {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}),
+                                  kernel(2000, 1000, {{64, 0}, {32, 0}})});
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+  const Outcome o = simulate(cfg, trace, 2);
+  CHECK(o.stats.evictions == 1);
+  CHECK(o.stats.pages_d2h == kPagesPerBigPage); // block 0's one big page, not block 1's
+  CHECK(o.stats.faults == 3);
+  CHECK(o.stats.peak_chunks == 2);
+  // The eviction (5 us + 1 us + 65536 ns copy) runs before the third kernel starts.
+  const KernelRow& third = o.stats.kernel_rows.at(2);
+  CHECK(third.start >= o.stats.kernel_rows.at(1).end + 5000 + 1000 + 65536);
+}
+
+TEST_CASE("budget mode runs a kernel that needs more chunks than the budget in parts, as the "
+          "replay does",
+          "[sim][budget]") {
+  Scratch s;
+  const auto trace = write_trace(s, 3, {kernel(0, 1000, {{0, 0}, {32, 400}, {64, 800}})});
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+  const Outcome o = simulate(cfg, trace, 2);
+  // Blocks 0 and 1, then 2 after block 0 left: two parts, one eviction, never over the budget.
+  CHECK(o.stats.peak_chunks == 2);
+  CHECK(o.stats.evictions == 1);
+  CHECK(o.stats.faults == 3);
+  REQUIRE(o.stats.kernel_rows.size() == 2);
+  CHECK(o.stats.kernel_rows[0].index == o.stats.kernel_rows[1].index);
+  CHECK(o.stats.kernel_rows[0].accesses == 2);
+  CHECK(o.stats.kernel_rows[1].accesses == 1);
+  CHECK(o.stats.compute_ns == 1000); // the parts share the kernel's compute time
+  CHECK(o.stats.kernel_rows[1].start >= o.stats.kernel_rows[0].end);
+}
+
+TEST_CASE("budget mode: prefetches are one call per block on the migration stream, and the "
+          "kernel waits for them",
+          "[sim][budget]") {
+  Scratch s;
+  s.write("gpus/simgpu.json",
+          Scratch::gpu_profile({{"prefetch_call_ns", 4000}, {"prefetch_populate_ns", 100}}));
+  // pump prefetches the kernel's argument (2 unpopulated blocks) at launch.
+  const std::string path = s.file("p.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
+    trace::KernelRecord k = kernel(0, 1000, {{0, 0}, {32, 0}});
+    k.args = {1};
+    w.write(k);
+    w.close();
+  }
+  nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "pump");
+  cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+  const Outcome o = simulate(cfg, path, 4);
+  CHECK(o.stats.faults == 0);
+  // Two calls of 4 us each, each populating 32 big pages at 100 ns: the kernel starts at 14.4 us.
+  CHECK(o.stats.kernel_rows.at(0).start == 2 * (4000 + 32 * 100));
+  CHECK(o.end == 2 * (4000 + 32 * 100) + 1000);
+}
+
+TEST_CASE("budget mode: each kernel pays the replay's launch, whatever the policy",
+          "[sim][budget]") {
+  Scratch s;
+  s.write("gpus/simgpu.json", Scratch::gpu_profile({{"launch_ns", 10000}}));
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {}), kernel(1000, 1000, {})});
+  for (const char* policy : {"ondemand", "deepum"}) {
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+    cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+    const Outcome o = simulate(cfg, trace, 1);
+    const Time per_kernel = 10000;
+    INFO(policy);
+    CHECK(o.stats.kernel_rows.at(0).start == per_kernel);
+    CHECK(o.stats.kernel_rows.at(1).start == o.stats.kernel_rows.at(0).end + per_kernel);
+    cfg["capacity"] = {{"fraction_of_footprint", 1.0}}; // a prediction: the GPU's own rhythm
+    CHECK(simulate(cfg, trace, 1).stats.kernel_rows.at(0).start == 0);
+  }
+}
+
+TEST_CASE("budget mode keeps every invariant and the budget on random traces",
+          "[sim][budget][invariants]") {
+  Scratch s;
+  uint64_t completed = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    for (const char* policy : {"ondemand", "pump", "deepum", "oracle"}) {
+      synth::Params p;
+      p.footprint = 24 * kBlockSize;
+      p.iterations = 2;
+      p.layers = 4;
+      p.seed = seed;
+      const std::string path = s.file("b.fltrace");
+      synth::write_trace(p, path, "test");
+      const trace::TraceStats ts = trace::compute_stats(path);
+      nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+      cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+      const uint64_t chunks = std::max<uint64_t>(ts.footprint_chunks * (40 + seed * 7) / 100, 8);
+      const config::RunConfig config = simtest::parse(cfg);
+      Simulator sim(config, path, chunks);
+      sim.set_check_invariants(true);
+      INFO("seed " << seed << " policy " << policy << " chunks " << chunks);
+      // A kernel larger than the budget runs in parts: every run completes.
+      const Stats& st = sim.run();
+      CHECK(st.peak_chunks <= chunks);
+      ++completed;
+    }
+  }
+  CHECK(completed >= 24); // most runs fit: the test is not vacuous
+}
+
+TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's discarded cost",
+          "[sim][budget]") {
+  Scratch s;
+  // A real trace with allocator blocks, whose frees DeepUM discards (its pre-eviction's victims).
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "deepum");
+  cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", "budget"}};
+  const auto run = [&](Time discarded_ns) {
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"populate_ns", 500},
+                                                      {"discarded_resident_fault_ns", discarded_ns},
+                                                      {"discarded_fault_ns", discarded_ns}}));
+    const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+  };
+  const Outcome cheap = run(500), dear = run(100'500);
+  // The same decisions: costs change times, not which pages are discarded and faulted again.
+  CHECK(dear.stats.discarded_pages == cheap.stats.discarded_pages);
+  const uint64_t refaults[2] = {cheap.stats.discarded_refaults +
+                                    cheap.stats.discarded_read_refaults,
+                                dear.stats.discarded_refaults + dear.stats.discarded_read_refaults};
+  REQUIRE(refaults[0] == refaults[1]);
+  // Only writes pay it: the trace's GEMMs read pages DeepUM discarded (their operands, recorded
+  // as reads), and those faults cost a first touch however dear the discarded cost. A page read
+  // and written in one fault batch counts as written, and times move the batches' edges: the
+  // split may move by a little.
+  REQUIRE(cheap.stats.discarded_refaults > 1000);
+  CHECK(cheap.stats.discarded_read_refaults > 1000);
+  const auto written = {cheap.stats.discarded_refaults, dear.stats.discarded_refaults};
+  CHECK(std::max(written) - std::min(written) < std::min(written) / 50);
+  // Each written one is on the batch's CPU side, serial: 100 us more apiece.
+  const Time extra = dear.end - cheap.end;
+  CHECK(extra >= static_cast<Time>(std::min(written)) * 100'000 * 9 / 10);
+  CHECK(extra <= static_cast<Time>(std::max(written)) * 100'000 * 11 / 10);
+}
+
+TEST_CASE("budget mode: a prefetch right after an eviction costs the profile's swap extra",
+          "[sim][budget]") {
+  Scratch s;
+  synth::Params p;
+  p.footprint = 48 * kBlockSize;
+  p.iterations = 2;
+  p.layers = 6;
+  p.seed = 3;
+  const std::string trace = s.file("swap.fltrace");
+  synth::write_trace(p, trace, "test");
+  const uint64_t chunks = trace::compute_stats(trace).footprint_chunks / 2;
+  const auto run = [&](const char* policy, Time swap_ns) {
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"swap_extra_ns", swap_ns}}));
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+    cfg["capacity"] = {{"fraction_of_footprint", 0.5}, {"mode", "budget"}};
+    return simulate(cfg, trace, chunks);
+  };
+  for (const char* policy : {"pump", "oracle"}) {
+    INFO(policy);
+    const Outcome apart = run(policy, 0), in_turn = run(policy, 100'000);
+    // Costs move times, not choices: the same pages go back to the host.
+    REQUIRE(in_turn.stats.pages_d2h == apart.stats.pages_d2h);
+    REQUIRE(apart.stats.pages_d2h > 10 * kPagesPerBlock);
+    // Each eviction made to prefetch a block adds 100 us on the stream, serial; those made before
+    // a kernel (the budget's own) add nothing. Every eviction moves a page at least.
+    const Time extra = in_turn.end - apart.end;
+    CHECK(extra >= 100'000);
+    CHECK(extra <= static_cast<Time>(apart.stats.pages_d2h) * 100'000);
+  }
+  // Ondemand prefetches nothing: the extra never applies.
+  CHECK(run("ondemand", 100'000).end == run("ondemand", 0).end);
+}
