@@ -229,8 +229,9 @@ void host_populate_cost(const Measurements& m, const json& base, const std::stri
     throw Error("calibration measurements: $.host_populate.bytes: expected at least 65536 (one "
                 "64 KB page), got " +
                 std::to_string(bytes));
-  out.gpu["host_populate_ns"] =
-      m.ns(hp, "ns", "$.host_populate") * static_cast<Time>(kBigPageSize) / bytes;
+  // In double: ns times 64 K would overflow for a measurement past 140 s.
+  out.gpu["host_populate_ns"] = static_cast<Time>(
+      static_cast<double>(m.ns(hp, "ns", "$.host_populate")) * kBigPageSize / bytes);
   out.gpu["sources"].push_back(
       "host_populate_ns: the host writing one byte per 4 KB page of " +
       std::to_string(bytes >> 10) +
