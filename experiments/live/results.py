@@ -25,6 +25,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
+
 import common  # noqa: E402
 
 LIVE = os.path.join(common.REPO, "experiments", "live")
@@ -194,14 +196,6 @@ def holdouts(names):
     return out
 
 
-# What the costs fidelity.py fills into older calibrations (its LATER_KEYS) are.
-LATER_COSTS = {
-    "discarded_resident_fault_ns": "faults on pages a policy discarded, `experiments/live/data/"
-                                   "h200-migration-mix/`",
-    "discarded_fault_ns": "the same in a block with no page on the GPU",
-    "host_populate_ns": "the host's first touch of never-touched memory, `configs/README.md`"}
-
-
 def pct(x):
     return "" if x is None else f"{x:.1%}"
 
@@ -243,7 +237,7 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None):
                      for k in s.get("filled_from_shipped_profile", [])})
     if filled:
         lines += ["", f"These campaigns' calibrations predate the benchmarks of {', '.join(filled)}"
-                  f" ({'; '.join(LATER_COSTS[k] for k in filled if k in LATER_COSTS)}): their "
+                  f" ({'; '.join(LATER_KEYS[k] for k in filled)}): their "
                   "runs are simulated with those costs from the shipped profile, the rest from "
                   "their own."]
     if len(held) > 1:

@@ -1,6 +1,7 @@
 #include "tracer/convert/raw_reader.h"
 
 #include "sim/core/error.h"
+#include "sim/core/types.h"
 #include "sim/core/utf8.h"
 #include "sim/trace/format.h"
 
@@ -129,8 +130,7 @@ raw::RawUm migration_in_one_block(const Cursor& c, const raw::RawUm& u) {
   if (kind != raw::UmCounter::kHtoD && kind != raw::UmCounter::kDtoH &&
       kind != raw::UmCounter::kDtoD)
     return u;
-  constexpr uint64_t kBlock = uint64_t{2} << 20;
-  if (u.value > kBlock || u.address % kBlock + u.value > kBlock)
+  if (u.value > kBlockSize || u.address % kBlockSize + u.value > kBlockSize)
     c.fail("unified-memory record: a migration of " + std::to_string(u.value) +
            " bytes at address " + std::to_string(u.address) +
            " crosses its 2 MB block; the driver reports one block a record");
