@@ -4,8 +4,8 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank, llama (a Llama-style decoder, a hold-out program: never used to tune
-the model) or mlp (a tiny smoke test). The warm-up steps
+synthetic graph), pagerank, llama (a Llama-style decoder) and unet (a U-Net segmenting images), hold-out
+programs never used to tune the model, or mlp (a tiny smoke test). The warm-up steps
 run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
@@ -229,6 +229,46 @@ def pagerank(batch):
     return None, step
 
 
+def unet(batch, size=256, width=64, depth=4, classes=8):
+    """A U-Net (encoder-decoder of 3x3 convolutions with batch norm, the encoder's activations
+    carried across to the decoder) segmenting `batch` random images of size x size into `classes`:
+    activations that live from the first layer to the last, unlike the shipped CNN's."""
+    nn = torch.nn
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                             nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                             nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            chans = [width << i for i in range(depth + 1)]
+            self.down = nn.ModuleList([block(3, chans[0])] + [block(chans[i], chans[i + 1])
+                                                              for i in range(depth)])
+            self.up = nn.ModuleList([nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2)
+                                     for i in reversed(range(depth))])
+            self.merge = nn.ModuleList([block(2 * chans[i], chans[i]) for i in reversed(range(depth))])
+            self.head = nn.Conv2d(chans[0], classes, 1)
+
+        def forward(self, x):
+            skips = []
+            for i, down in enumerate(self.down):
+                x = down(x if i == 0 else nn.functional.max_pool2d(x, 2))
+                skips.append(x)
+            skips.pop()
+            for up, merge in zip(self.up, self.merge):
+                x = merge(torch.cat([up(x), skips.pop()], dim=1))
+            return self.head(x)
+
+    model = UNet().cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    images = torch.randn(batch, 3, size, size, device="cuda")
+    labels = torch.randint(0, classes, (batch, size, size), device="cuda")
+    return training_step(model, optimizer,
+                         lambda: nn.functional.cross_entropy(model(images), labels))
+
+
 def mlp(batch):
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
                                 torch.nn.Linear(4096, 1024)).cuda()
@@ -240,7 +280,7 @@ def mlp(batch):
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
              "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
              "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10),
-             "llama": (llama, 4)}
+             "llama": (llama, 4), "unet": (unet, 16)}
 
 
 def main():
