@@ -171,8 +171,8 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   // A row: its offset, 9 columns and 9 values, and one float in each of b, x, r, p and Ap.
-  const size_t row_bytes = sizeof(uint64_t) + kPerRow * (sizeof(uint32_t) + sizeof(float)) +
-                           5 * sizeof(float);
+  const size_t row_bytes =
+      sizeof(uint64_t) + kPerRow * (sizeof(uint32_t) + sizeof(float)) + 5 * sizeof(float);
   Matrix a;
   a.n = (o.mib << 20) / row_bytes;
   const size_t width = static_cast<size_t>(std::sqrt(static_cast<double>(a.n)));
@@ -218,10 +218,9 @@ int main(int argc, char** argv) {
   std::printf("{\"workload\": \"cg\", \"rows\": %zu, \"nonzeros\": %zu, \"iterations\": %d, "
               "\"steps\": %d, \"steps_seconds\": %.4f, \"residual\": %.6g}\n",
               a.n, a.n * kPerRow, o.iterations, o.steps, seconds, residual);
-  for (void* q : {static_cast<void*>(a.row), static_cast<void*>(a.col),
-                  static_cast<void*>(a.val), static_cast<void*>(b), static_cast<void*>(x),
-                  static_cast<void*>(r), static_cast<void*>(p), static_cast<void*>(ap),
-                  static_cast<void*>(s)})
+  for (void* q : {static_cast<void*>(a.row), static_cast<void*>(a.col), static_cast<void*>(a.val),
+                  static_cast<void*>(b), static_cast<void*>(x), static_cast<void*>(r),
+                  static_cast<void*>(p), static_cast<void*>(ap), static_cast<void*>(s)})
     check(cudaFree(q), "cudaFree");
   return std::isfinite(residual) ? 0 : 1;
 }
