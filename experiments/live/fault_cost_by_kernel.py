@@ -2,7 +2,9 @@
 --per-kernel`, one or more repeats of one run) and the simulation of the same run, kernels
 bucketed by the faults the simulator gives them; per bucket the time of its kernels on both and
 the time per fault; last, the time outside kernels (the trace's host work and waits, the
-replay's own), which is where a miss lies that no bucket shows.
+replay's own), which is where a miss lies that no bucket shows. A kernel's time runs from when
+the host asked for it to its end: the budget's evictions that make room for it are its own, in
+the live rows as in the simulated ones (`launched_ns`).
     fault_cost_by_kernel.py --trace T --policy P --budget B --gpu PROFILE LIVE.json [LIVE.json...]
 PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it).
 """
@@ -18,6 +20,12 @@ from fidelity import profile_keys  # noqa: E402 (this folder's)
 import common  # noqa: E402
 
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
+
+
+def span(row):
+    """A simulated kernel's time from the host's request (before the budget's evictions for it,
+    where a live row starts) to its end."""
+    return row["end_ns"] - row.get("launched_ns", row["start_ns"])
 
 
 def simulate(faultline, trace, policy, budget, gpu):
@@ -49,7 +57,7 @@ def main():
     for lo, hi in BUCKETS:
         rows = [i for i, k in enumerate(sim) if lo <= k["faults"] < hi]
         live = sum(statistics.median(r[i]["gpu_ns"] for r in runs) for i in rows)
-        simulated = sum(sim[i]["end_ns"] - sim[i]["start_ns"] for i in rows)
+        simulated = sum(span(sim[i]) for i in rows)
         faults = sum(sim[i]["faults"] for i in rows)
         per_fault = (f"{live / faults / 1e3:.1f} / {simulated / faults / 1e3:.1f}" if faults
                      else "")
@@ -58,7 +66,7 @@ def main():
               f"| {(simulated - live) / live if live else 0:+.0%} | {per_fault} |")
     live_total = statistics.median(d["results"]["total_time_ns"] for d in docs)
     live_kernels = sum(statistics.median(r[i]["gpu_ns"] for r in runs) for i in range(len(sim)))
-    sim_kernels = sum(k["end_ns"] - k["start_ns"] for k in sim)
+    sim_kernels = sum(span(k) for k in sim)
     live_out, sim_out = live_total - live_kernels, sim_total - sim_kernels
     print(f"| outside kernels | | | {live_out / 1e9:.3f} | {sim_out / 1e9:.3f} "
           f"| {(sim_out - live_out) / live_out if live_out else 0:+.0%} | |")

@@ -6,13 +6,15 @@
 
 namespace faultline {
 
-void KernelRunner::start(trace::KernelRecord& kernel, uint64_t index, Time now, DoneCallback done) {
+void KernelRunner::start(trace::KernelRecord& kernel, uint64_t index, Time now, Time launched,
+                         DoneCallback done) {
   std::swap(kernel_, kernel);
   index_ = index;
   done_ = std::move(done);
   running_ = true;
   next_ = 0;
   start_ = now;
+  launched_ = std::min(launched, now);
   shift_ = 0;
   outstanding_ = 0;
   stalled_since_ = -1;
@@ -131,7 +133,8 @@ void KernelRunner::handle(uint32_t kind, Time now) {
                 kernel_.duration,
                 now - start_ - kernel_.duration,
                 kernel_.accesses.size(),
-                faults_};
+                faults_,
+                launched_};
   ++stats_.kernels;
   stats_.compute_ns += row.compute_ns;
   stats_.stall_ns += row.stall_ns;

@@ -29,8 +29,10 @@ public:
       : engine_(engine), memory_(memory), servicer_(servicer), migrator_(migrator),
         from_host_(from_host), gpu_(gpu), profile_(profile), config_(config), stats_(stats) {}
 
-  // `device_ranges` are live cudaMalloc ranges: always resident, never fault.
-  void start(trace::KernelRecord& kernel, uint64_t index, Time now, DoneCallback done);
+  // `device_ranges` are live cudaMalloc ranges: always resident, never fault. `launched`: when
+  // the host asked for the kernel (KernelRow::launched), at most `now`.
+  void start(trace::KernelRecord& kernel, uint64_t index, Time now, Time launched,
+             DoneCallback done);
   void on_replay(Time now, uint64_t resolved);
   void set_device_ranges(const std::map<Addr, Bytes>* ranges) { device_ranges_ = ranges; }
   // The job's blocks sit this many 2 MB blocks above the trace's addresses (one address space
@@ -70,6 +72,7 @@ private:
   bool running_ = false;
   size_t next_ = 0;
   Time start_ = 0;
+  Time launched_ = 0;
   Time shift_ = 0; // stall so far: later accesses happen this much later
   uint64_t outstanding_ = 0;
   Time stalled_since_ = -1;

@@ -226,9 +226,10 @@ void Job::launch(trace::KernelRecord& k, Time now) {
     part_ = 0;
     return launch_part(now);
   }
+  const Time launched = now;
   now = capacity_->before_launch(k, kernel_index_, now);
   const Time recorded_end = k.start + k.duration;
-  runner_.start(k, kernel_index_++, now,
+  runner_.start(k, kernel_index_++, now, launched,
                 [this, recorded_end](Time end) { kernel_done(recorded_end, end); });
 }
 
@@ -244,10 +245,11 @@ void Job::launch_part(Time now) {
   // access recorded late in the kernel must not stretch its part beyond that share).
   for (trace::Access& a : part.accesses)
     a.offset = std::min(a.offset - kernel_.accesses[first].offset, part.duration);
+  const Time launched = now;
   now = capacity_->before_launch(part, kernel_index_, now);
   const bool last = ++part_ == parts_.size();
   const Time recorded_end = kernel_.start + kernel_.duration;
-  runner_.start(part, kernel_index_, now, [this, last, recorded_end](Time end) {
+  runner_.start(part, kernel_index_, now, launched, [this, last, recorded_end](Time end) {
     // The runner is still in its callback: the next part starts from an event of its own.
     if (!last) return engine_.schedule(end, Priority::kHost, this, kNextPart);
     ++kernel_index_;

@@ -135,7 +135,11 @@ std::vector<ResultField> declare() {
        "as results.prefetch.used_bytes, for the step"},
       {"kernels[].index", "count", "both", "per_kernel: the kernel's place in the run"},
       {"kernels[].name", "text", "both", "per_kernel: its name"},
-      {"kernels[].start_ns", "ns", "both", "per_kernel: when it started"},
+      {"kernels[].start_ns", "ns", "both",
+       "per_kernel: when it started (live: when the replay began to make room for it)"},
+      {"kernels[].launched_ns", "ns", "sim",
+       "per_kernel: when the host asked for it, before the budget's evictions for it (where the "
+       "live replay's start_ns is)"},
       {"kernels[].end_ns", "ns", "both", "per_kernel: when it ended"},
       {"kernels[].gpu_ns", "ns", "live", "per_kernel: its time on the GPU, measured"},
       {"kernels[].compute_ns", "ns", "both", "per_kernel: its recorded all-resident duration"},

@@ -42,6 +42,7 @@ nlohmann::json kernel_rows(const Stats& stats) {
     rows.push_back({{"index", k.index},
                     {"name", k.name},
                     {"start_ns", k.start},
+                    {"launched_ns", k.launched},
                     {"end_ns", k.end},
                     {"compute_ns", k.compute_ns},
                     {"stall_ns", k.stall_ns},

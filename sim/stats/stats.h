@@ -17,6 +17,10 @@ struct KernelRow {
   Time stall_ns = 0;
   uint64_t accesses = 0;
   uint64_t faults = 0;
+  // When the host asked for it, before the budget's evictions that make room for it (= start
+  // where there are none): the live replay's rows start there, so a row compares with a live
+  // one from here to its end.
+  Time launched = 0;
 };
 
 // One training step's share of a run; step -1 is the set-up before step 0. A job's rows cover

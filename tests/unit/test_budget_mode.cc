@@ -30,6 +30,10 @@ TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others 
   // The eviction (5 us + 1 us + 65536 ns copy) runs before the third kernel starts.
   const KernelRow& third = o.stats.kernel_rows.at(2);
   CHECK(third.start >= o.stats.kernel_rows.at(1).end + 5000 + 1000 + 65536);
+  // Its row's launch is before that eviction, where the live replay's row starts.
+  CHECK(third.launched >= o.stats.kernel_rows.at(1).end);
+  CHECK(third.launched <= third.start - (5000 + 1000 + 65536));
+  CHECK(o.stats.kernel_rows.at(0).launched <= o.stats.kernel_rows.at(0).start);
 }
 
 TEST_CASE("budget mode runs a kernel that needs more chunks than the budget in parts, as the "
@@ -50,6 +54,9 @@ TEST_CASE("budget mode runs a kernel that needs more chunks than the budget in p
   CHECK(o.stats.kernel_rows[1].accesses == 1);
   CHECK(o.stats.compute_ns == 1000); // the parts share the kernel's compute time
   CHECK(o.stats.kernel_rows[1].start >= o.stats.kernel_rows[0].end);
+  // The second part is asked for when the first ends; block 0's eviction lies between.
+  CHECK(o.stats.kernel_rows[1].launched == o.stats.kernel_rows[0].end);
+  CHECK(o.stats.kernel_rows[1].start > o.stats.kernel_rows[1].launched);
 }
 
 TEST_CASE("budget mode: prefetches are one call per block on the migration stream, and the "

@@ -12,6 +12,7 @@
 // each step's start): K iterations, then the host reads the residual. N MiB is the matrix and
 // the vectors together. Prints one JSON line.
 #include "tracer/micro/managed.h"
+#include "tracer/micro/options.h"
 
 #include <chrono>
 #include <cmath>
@@ -20,7 +21,6 @@
 #include <cstdlib>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <string>
 
 namespace {
 
@@ -139,30 +139,11 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "cg: %s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--mib")
-      o.mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--steps")
-      o.steps = std::atoi(v);
-    else if (a == "--iterations")
-      o.iterations = std::atoi(v);
-    else {
-      std::fprintf(stderr, "cg: unknown option %s (expected --mib, --steps, --iterations)\n",
-                   a.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.mib < 8 || o.mib > 32768 || o.steps < 1 || o.iterations < 1) {
-    std::fprintf(stderr, "cg: expected 8 <= --mib <= 32768, --steps >= 1, --iterations >= 1\n");
-    std::exit(2);
-  }
+  Options o; // more than 32 GiB would overflow the 32-bit column indices
+  micro::parse("cg", argc, argv,
+               {micro::whole("--mib", o.mib, 8, 32768),
+                micro::whole("--steps", o.steps, 1, 1000000),
+                micro::whole("--iterations", o.iterations, 1, 1000000)});
   return o;
 }
 

@@ -11,6 +11,7 @@
 // match count. N MiB is split over R (8 bytes a tuple), S (2 tuples per R tuple) and the table
 // (2 slots per R tuple). Prints one JSON line.
 #include "tracer/micro/managed.h"
+#include "tracer/micro/options.h"
 
 #include <chrono>
 #include <cstdint>
@@ -18,7 +19,6 @@
 #include <cstdlib>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <string>
 
 namespace {
 
@@ -78,26 +78,9 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "hash_join: %s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--mib")
-      o.mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--steps")
-      o.steps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "hash_join: unknown option %s (expected --mib, --steps)\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.mib < 8 || o.steps < 1) {
-    std::fprintf(stderr, "hash_join: expected --mib >= 8, --steps >= 1\n");
-    std::exit(2);
-  }
+  micro::parse(
+      "hash_join", argc, argv,
+      {micro::whole("--mib", o.mib, 8, 1 << 20), micro::whole("--steps", o.steps, 1, 1000000)});
   return o;
 }
 

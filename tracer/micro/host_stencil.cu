@@ -9,6 +9,7 @@
 // reads every 8th row of u to estimate the residual. --odd makes each row one float longer, so
 // no array is a multiple of 4 KB. N MiB is split over u, v and f. Prints one JSON line.
 #include "tracer/micro/managed.h"
+#include "tracer/micro/options.h"
 
 #include <chrono>
 #include <cstdio>
@@ -16,7 +17,6 @@
 #include <cstring>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <string>
 
 namespace {
 
@@ -45,32 +45,10 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--odd") {
-      o.odd = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "host_stencil: %s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--mib")
-      o.mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--steps")
-      o.steps = std::atoi(v);
-    else if (a == "--sweeps")
-      o.sweeps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "host_stencil: unknown option %s\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.mib < 3 || o.steps < 1 || o.sweeps < 1) {
-    std::fprintf(stderr, "host_stencil: expected --mib >= 3, --steps >= 1, --sweeps >= 1\n");
-    std::exit(2);
-  }
+  micro::parse("host_stencil", argc, argv,
+               {micro::whole("--mib", o.mib, 3, 1 << 20),
+                micro::whole("--steps", o.steps, 1, 1000000),
+                micro::whole("--sweeps", o.sweeps, 1, 1000000), micro::flag("--odd", o.odd)});
   return o;
 }
 

@@ -11,6 +11,7 @@
 // checks every 4096th key against the next one it reads (one page in four). N MiB is split over
 // the two key buffers. Prints one JSON line.
 #include "tracer/micro/managed.h"
+#include "tracer/micro/options.h"
 
 #include <chrono>
 #include <cstdint>
@@ -18,7 +19,6 @@
 #include <cstdlib>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <string>
 
 namespace {
 
@@ -117,27 +117,10 @@ struct Options {
 };
 
 Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "radix_sort: %s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--mib")
-      o.mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--steps")
-      o.steps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "radix_sort: unknown option %s (expected --mib, --steps)\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.mib < 8 || o.mib > 16384 || o.steps < 1) {
-    std::fprintf(stderr, "radix_sort: expected 8 <= --mib <= 16384, --steps >= 1\n");
-    std::exit(2);
-  }
+  Options o; // more than 16 GiB would overflow the 32-bit offsets
+  micro::parse(
+      "radix_sort", argc, argv,
+      {micro::whole("--mib", o.mib, 8, 16384), micro::whole("--steps", o.steps, 1, 1000000)});
   return o;
 }
 

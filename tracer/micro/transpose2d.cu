@@ -10,13 +10,13 @@
 // (cudaProfilerStart marks each step's start): the four kernels, then the host reads the
 // diagonal. N MiB is split over the two square matrices of floats. Prints one JSON line.
 #include "tracer/micro/managed.h"
+#include "tracer/micro/options.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <string>
 
 namespace {
 
@@ -68,26 +68,9 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "transpose2d: %s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--mib")
-      o.mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--steps")
-      o.steps = std::atoi(v);
-    else {
-      std::fprintf(stderr, "transpose2d: unknown option %s (expected --mib, --steps)\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.mib < 8 || o.steps < 1) {
-    std::fprintf(stderr, "transpose2d: expected --mib >= 8, --steps >= 1\n");
-    std::exit(2);
-  }
+  micro::parse(
+      "transpose2d", argc, argv,
+      {micro::whole("--mib", o.mib, 8, 1 << 20), micro::whole("--steps", o.steps, 1, 1000000)});
   return o;
 }
 
