@@ -1,0 +1,62 @@
+"""Which simulated cost a miss lies in: each kernel's simulated time split into the budget's
+evictions before it (E: launched_ns to start_ns), its stall once started (F: faults and the
+copies they wait for) and its recorded compute (C); then, per bucket of kernels by their
+simulated faults, the least-squares fit of the live rows' times as a*E + b*F + c*C over every
+kernel of the runs given. a = b = c = 1 where the simulator prices each part as the GPU pays it;
+b = 0.5 says the GPU stalled half as long as simulated on such kernels' faults.
+    stall_split.py --gpu PROFILE RUN [RUN...]
+RUN: LIVE.json:TRACE:POLICY:BUDGET (a `replay --per-kernel` result, the trace it replayed).
+PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it).
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fault_cost_by_kernel import simulate  # noqa: E402 (this folder's)
+
+BUCKETS = [(0, 64), (64, 512), (512, float("inf"))]
+
+
+def parts(live_path, trace, policy, budget, gpu, faultline):
+    """(E, F, C, live time, simulated faults) of every kernel of one run."""
+    with open(live_path) as f:
+        live = json.load(f)["kernels"]
+    sim, _ = simulate(faultline, trace, policy, float(budget), gpu)
+    if len(live) != len(sim):
+        sys.exit(f"stall_split: {live_path} has {len(live)} kernel rows, the simulation {len(sim)}")
+    return [(s["start_ns"] - s["launched_ns"], s["end_ns"] - s["start_ns"] - s["compute_ns"],
+             s["compute_ns"], g["end_ns"] - g["start_ns"], s["faults"]) for g, s in zip(live, sim)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", help="LIVE.json:TRACE:POLICY:BUDGET")
+    ap.add_argument("--gpu", required=True)
+    ap.add_argument("--faultline", default="build/faultline")
+    args = ap.parse_args()
+    rows = []
+    for run in args.runs:
+        fields = run.split(":")
+        if len(fields) != 4:
+            sys.exit(f"stall_split: {run}: expected LIVE.json:TRACE:POLICY:BUDGET")
+        rows += parts(*fields, args.gpu, args.faultline)
+    a = np.array(rows, dtype=float)
+    print("| faults a kernel | kernels | E (s) | F (s) | C (s) | GPU (s) | sim (s) | a | b | c |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for lo, hi in BUCKETS:
+        sel = a[(a[:, 4] >= lo) & (a[:, 4] < hi)]
+        if len(sel) < 3:
+            continue
+        coef = np.linalg.lstsq(sel[:, :3], sel[:, 3], rcond=None)[0]
+        e, f, c, gpu = (sel[:, i].sum() / 1e9 for i in range(4))
+        print(f"| {lo}-{'' if hi == float('inf') else hi - 1} | {len(sel)} | {e:.2f} | {f:.2f} "
+              f"| {c:.2f} | {gpu:.2f} | {e + f + c:.2f} | {coef[0]:.2f} | {coef[1]:.2f} "
+              f"| {coef[2]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
