@@ -1,8 +1,8 @@
 // Conjugate gradients on a sparse symmetric positive definite matrix in CSR form, on managed
 // memory: each iteration streams the whole matrix once (the product) and reuses four vectors in
-// several small kernels (dot products, updates), the product gathering from five places of the
-// vector at once. A hold-out program of the live fidelity report (experiments/live/holdout/):
-// never used to tune the model.
+// several small kernels (dot products, updates), the product gathering from seven places of the
+// vector at once (around the row, and W, far1 and far2 rows away on each side). A hold-out
+// program of the live fidelity report (experiments/live/holdout/): never used to tune the model.
 //
 //   cg [--mib N] [--steps S] [--iterations K]
 //
