@@ -10,6 +10,8 @@
 // Both write the access set they must produce, one entry per operation in launch order, as
 // {"allocations": [sizes], "operations": [{"name", "pages": [[alloc, first, last, step], ...]}]}
 // with pages counted in 64 KB big pages from the allocation's base.
+#include "tracer/micro/managed.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,18 +79,9 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Never ask for more managed memory than the GPU has free (minus a 2 GiB margin).
+// Never ask for more managed memory than the GPU has free (micro/managed.h).
 float* managed(size_t bytes) {
-  size_t free_bytes = 0, total = 0;
-  check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  if (bytes + (2ull << 30) > free_bytes) {
-    std::fprintf(stderr, "um_micro: refusing %zu managed bytes: the GPU has %zu free\n", bytes,
-                 free_bytes);
-    std::exit(1);
-  }
-  float* p = nullptr;
-  check(cudaMallocManaged(&p, bytes), "cudaMallocManaged");
-  return p;
+  return micro::managed<float>("um_micro", (bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 __global__ void fill(float* a, size_t n, float value) {
