@@ -4,7 +4,8 @@
 # WORKLOAD: stream, strided (microbenchmarks with declared access sets), stencil (a solver whose
 # data the host initialises), pagerank, resnet50, gpt2-small, gpt2-medium, bert-large, t5-base,
 # moe, graphsage; and the hold-out programs of experiments/live/holdout/: hash-join, transpose2d,
-# llama, and the second set radix-sort, cg, unet. Needs .dev/ from experiments/capture/stage_device.sh. For each workload it
+# llama, and the second set radix-sort, cg, unet. Needs .dev/ from
+# experiments/capture/stage_device.sh. For each workload it
 # runs, as MODES says (default "plain capture"):
 #   plain    the program alone
 #   capture  faultline capture (timing pass + sanitize pass) -> OUT_DIR/NAME.fltrace

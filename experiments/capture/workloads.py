@@ -4,9 +4,9 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank, llama (a Llama-style decoder) and unet (a U-Net segmenting images), hold-out
-programs never used to tune the model, or mlp (a tiny smoke test). The warm-up steps
-run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
+synthetic graph), pagerank, llama (a Llama-style decoder) and unet (a U-Net segmenting
+images), hold-out programs never used to tune the model, or mlp (a tiny smoke test). The warm-up
+steps run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
 boundaries (as does the capture's PyTorch hook after every optimizer step). The script prints one
@@ -280,7 +280,7 @@ def mlp(batch):
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
              "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
              "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10),
-             "llama": (llama, 4), "unet": (unet, 16)}
+             "llama": (llama, 4), "unet": (unet, 8)}
 
 
 def main():
