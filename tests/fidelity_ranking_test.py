@@ -2,8 +2,8 @@
 pair ordered differently is flagged, a tie in the simulator counts as a different order, and a
 pair whose repeats on the GPU overlap is marked as one the GPU does not separate, and a group
 whose every such pair is one the GPU does not separate is consistent with it; the byte errors
-leave out runs that moved too little to give a ratio, and count only runs that drained CUPTI's
-records."""
+leave out runs that moved too little to give a ratio, count only runs that drained CUPTI's
+records, and of those only runs whose counters conserve bytes."""
 import json
 import os
 import sys
@@ -69,15 +69,34 @@ def main():
     # Byte errors: |sim / live - 1| over the runs that moved at least 64 MB that way live and
     # drained CUPTI's records; the others' live bytes are lower bounds, counted apart.
     moved = [{"live_htod_gb": 2.0, "sim_htod_gb": 2.5, "live_dtoh_gb": 0.01, "sim_dtoh_gb": 1.0,
-              "counters_drained": True},
+              "counters_drained": True, "bytes_conserved": True},
              {"live_htod_gb": 4.0, "sim_htod_gb": 3.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 1.1,
-              "counters_drained": True},
+              "counters_drained": True, "bytes_conserved": True},
              {"live_htod_gb": 1.0, "sim_htod_gb": 2.0, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 3.0,
-              "counters_drained": False}]
+              "counters_drained": False, "bytes_conserved": None},
+             # Drained, but its counters lost bytes to the GPU: compared only among all drained.
+             {"live_htod_gb": 1.0, "sim_htod_gb": 1.5, "live_dtoh_gb": 1.0, "sim_dtoh_gb": 1.0,
+              "counters_drained": True, "bytes_conserved": False}]
     assert fidelity.byte_errors(moved, "htod") == [0.25, 0.25]
+    assert fidelity.byte_errors(moved, "htod", conserved_only=False) == [0.25, 0.25, 0.5]
     (dtoh,) = fidelity.byte_errors(moved, "dtoh")
     assert abs(dtoh - 0.1) < 1e-12, "the run that moved 10 MB back is left out"
     assert fidelity.byte_errors(moved, "dtoh", drained_runs=False) == [2.0]
+    # Conservation: bytes back beyond bytes in, the trace's allocations, its host reads (a read
+    # may leave a copy on both sides) and the run's discarded bytes are counters that lost bytes.
+    stats = {"allocated_managed_bytes": 2_000, "host_read_bytes": 500}
+    run = {"bytes_gpu_to_host": 10_000, "bytes_host_to_gpu": 7_000, "discarded_bytes": 400}
+    assert fidelity.excess_bytes_back(run, stats) == 100
+    assert fidelity.excess_bytes_back(dict(run, bytes_host_to_gpu=7_100), stats) == 0
+    assert fidelity.excess_bytes_back({k: v for k, v in run.items() if k != "discarded_bytes"},
+                                      stats) == 500, "a run without discards has none"
+    sim = {"results": {"total_time_ns": 1, "bytes_host_to_gpu": 1, "bytes_gpu_to_host": 1,
+                       "faults": 0}}
+    live = {"trace": "t", "policy": "a", "budget": 0.5, "repeats_s": [1.0], "by_repeat": {},
+            "drained": True, "live": {"total_time_ns": 1, "faults": 0, **run}}
+    assert fidelity.row_of(live, sim, stats)["bytes_conserved"] is False
+    assert fidelity.row_of(live, sim, dict(stats, host_read_bytes=600))["bytes_conserved"]
+    assert fidelity.row_of(dict(live, drained=False), sim)["bytes_conserved"] is None
     # Drained: from the run's config, or the manifest's default for runs that predate the key.
     assert not fidelity.drained({"config": {}})
     assert fidelity.drained({"config": {"counters_drained": "after every kernel"}})

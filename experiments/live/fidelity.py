@@ -13,7 +13,9 @@ of experiments/live/campaign.sh carries its instance's profile in profile/gpus/)
 is then the links/ file beside it that the profile names.
   fidelity.csv / fidelity.md  one row per run: time, faults and bytes each way, live and simulated
   summary.json                median and max relative time error, ranking agreement per
-                              (trace, budget), the sim configs' common part, the git revision
+                              (trace, budget), byte errors over the drained runs whose counters
+                              conserve bytes (excess_bytes_back; the others listed in
+                              bytes_not_conserved), the sim configs' common part, the git revision
   fidelity.png                simulated against live time, and the error of every run
 """
 import argparse
@@ -23,6 +25,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -138,9 +141,29 @@ def drained(doc, default=None):
     return how != "at step boundaries"
 
 
-def row_of(run, sim):
+def trace_stats(faultline, trace):
+    """`faultline trace stats` of TRACE."""
+    out = subprocess.run([faultline, "trace", "stats", trace], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"fidelity: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def excess_bytes_back(live, stats):
+    """How many more bytes a run's counters say left the GPU than could have. Every byte back to
+    the host arrived first (counted to the GPU), was populated there (each managed allocation at
+    most once, again only after a discard) or is a second copy of a page the host read. Above 0
+    the counters lost bytes to the GPU or counted bytes back twice: such a run's bytes say
+    nothing of the simulator's."""
+    bound = (stats["allocated_managed_bytes"] + stats["host_read_bytes"]
+             + live.get("discarded_bytes", 0))
+    return live["bytes_gpu_to_host"] - live["bytes_host_to_gpu"] - bound
+
+
+def row_of(run, sim, stats=None):
     live = run["live"]
     res = sim["results"]
+    excess = excess_bytes_back(live, stats) if stats else None
     return {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
             "live_s": live["total_time_ns"] / 1e9, "sim_s": res["total_time_ns"] / 1e9,
             "live_repeats": len(run["repeats_s"]),
@@ -154,6 +177,11 @@ def row_of(run, sim):
             "live_dtoh_gb": live["bytes_gpu_to_host"] / 1e9,
             "sim_dtoh_gb": res["bytes_gpu_to_host"] / 1e9,
             "counters_drained": run["drained"],
+            # Drained runs only (bytes_conserved): their counters' bytes back beyond what could
+            # have left the GPU, more than 1% of what the trace allocates.
+            "bytes_conserved": None if excess is None else
+            excess <= 0.01 * stats["allocated_managed_bytes"],
+            "excess_bytes_back_gb": None if excess is None else round(max(0, excess) / 1e9, 3),
             "live_fault_records": live["faults"], "sim_faults": res["faults"],
             "sim_fault_batches": res.get("fault_batches", "")}
 
@@ -297,12 +325,14 @@ def plot_bytes(rows, out_path):
     common.save_figure(fig, out_path)
 
 
-def byte_errors(rows, way, drained_runs=True):
+def byte_errors(rows, way, drained_runs=True, conserved_only=True):
     """|simulated / live - 1| of the bytes moved one way (htod or dtoh), over the runs that moved
     at least 64 MB that way live (below that a ratio says nothing) and drained their counters
-    (or, with drained_runs False, did not: a lower bound on the live bytes)."""
+    (or, with drained_runs False, did not: a lower bound on the live bytes); of drained runs,
+    only those whose counters conserve bytes unless conserved_only is False."""
     return [abs(r[f"sim_{way}_gb"] / r[f"live_{way}_gb"] - 1) for r in rows
-            if r[f"live_{way}_gb"] >= 0.064 and r["counters_drained"] == drained_runs]
+            if r[f"live_{way}_gb"] >= 0.064 and r["counters_drained"] == drained_runs
+            and (not conserved_only or r["bytes_conserved"] is not False)]
 
 
 def stat(f, values):
@@ -333,19 +363,26 @@ def main():
         sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu,
                                                 common.trace_at(r["trace_path"], traces_revision),
                                                 r["policy"], r["budget"]), runs))
+    stats = {p: trace_stats(args.faultline, p) for p in
+             sorted({common.trace_at(r["trace_path"], traces_revision) for r in runs if r["drained"]})}
     rows, failed = [], []
     for run, sim in zip(runs, sims):
         if "error" in sim:
             failed.append({"trace": run["trace"], "policy": run["policy"],
                            "budget": run["budget"], "error": sim["error"]})
         else:
-            rows.append(row_of(run, sim))
+            trace = common.trace_at(run["trace_path"], traces_revision)
+            rows.append(row_of(run, sim, stats.get(trace) if run["drained"] else None))
     if not rows:
         raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; "
                          "the first: " + json.dumps(failed[0]))
     ranks = rankings([r for r in rows if not r["counters_drained"]])
     errors = [abs(r["time_error"]) for r in rows if not r["counters_drained"]]
     bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
+    all_drained = {way: byte_errors(rows, way, conserved_only=False) for way in ("htod", "dtoh")}
+    not_conserved = [{"trace": r["trace"], "policy": r["policy"], "budget": r["budget"],
+                      "excess_bytes_back_gb": r["excess_bytes_back_gb"]}
+                     for r in rows if r["bytes_conserved"] is False]
     undrained = {way: byte_errors(rows, way, False) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": common.repo_relative(calibrated),
@@ -362,9 +399,15 @@ def main():
                # Bytes from runs that drained CUPTI's records; the others' live bytes are lower
                # bounds (records lost), kept apart for comparison with older reports.
                "drained_runs": sum(r["counters_drained"] for r in rows),
+               # Of those, the runs whose counters conserve bytes (excess_bytes_back): the byte
+               # errors are theirs; all_drained_* count the others too.
+               "bytes_runs": sum(r["bytes_conserved"] is True for r in rows),
+               "bytes_not_conserved": not_conserved,
                **{f"{name}_abs_{way}_error": stat(f, e)
                   for way, e in bytes_errors.items()
                   for name, f in (("median", statistics.median), ("max", max))},
+               **{f"all_drained_median_abs_{way}_error": stat(statistics.median, e)
+                  for way, e in all_drained.items()},
                **{f"undrained_median_abs_{way}_error": stat(statistics.median, e)
                   for way, e in undrained.items()},
                "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),
@@ -383,7 +426,8 @@ def main():
         return "-" if x is None else f"{x:.1%}"
     print(f"{len(rows)} runs: median |time error| {pct(summary['median_abs_time_error'])}, "
           f"max {pct(summary['max_abs_time_error'])} ({len(errors)} timed runs); bytes of the "
-          f"{summary['drained_runs']} drained runs: median |HtoD error| "
+          f"{summary['bytes_runs']} drained runs whose counters conserve bytes (of "
+          f"{summary['drained_runs']}): median |HtoD error| "
           f"{pct(summary['median_abs_htod_error'])}, |DtoH error| "
           f"{pct(summary['median_abs_dtoh_error'])}; same ranking in "
           f"{summary['rankings_same']} of {len(ranks)} (trace, budget) groups "

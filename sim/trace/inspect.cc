@@ -43,6 +43,7 @@ public:
       return kernel(r.kernel);
     case RecordType::kHostAccess:
       ++s.host_accesses;
+      if (r.host.type == AccessType::kRead) s.host_read_bytes += r.host.size;
       return;
     default:
       ++s.syncs;
@@ -57,6 +58,7 @@ private:
     live_[a.id] = a;
     if (a.kind == MemoryKind::kAllocatorBlock) return;
     (a.kind == MemoryKind::kManaged ? managed_ : device_) += a.size;
+    if (a.kind == MemoryKind::kManaged) s.allocated_managed_bytes += a.size;
     chunks_.add(a.address, a.size, +1);
     s.peak_managed_bytes = std::max(s.peak_managed_bytes, managed_);
     s.peak_device_bytes = std::max(s.peak_device_bytes, device_);
@@ -176,6 +178,8 @@ nlohmann::json TraceStats::to_json() const {
           {"host_accesses", host_accesses},
           {"syncs", syncs},
           {"peak_managed_bytes", peak_managed_bytes},
+          {"allocated_managed_bytes", allocated_managed_bytes},
+          {"host_read_bytes", host_read_bytes},
           {"peak_device_bytes", peak_device_bytes},
           {"footprint_bytes", footprint_bytes()},
           {"distinct_2mb_blocks", distinct_blocks},

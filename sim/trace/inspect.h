@@ -30,6 +30,12 @@ struct TraceStats {
   uint64_t host_accesses = 0;
   uint64_t syncs = 0;
   Bytes peak_managed_bytes = 0; // live managed bytes at their peak
+  // Every managed allocation's size, summed (a free does not subtract): the most the GPU can
+  // populate without a copy, short of discarded pages.
+  Bytes allocated_managed_bytes = 0;
+  // The host's reads, summed: a read of a GPU-resident page may leave a copy on both sides, so
+  // that page can leave the GPU again without coming back.
+  Bytes host_read_bytes = 0;
   Bytes peak_device_bytes = 0;
   uint64_t footprint_chunks = 0; // peak of 2 MB chunks the live allocations span
   uint64_t distinct_blocks = 0;  // distinct 2 MB VA blocks accessed by kernels

@@ -868,6 +868,8 @@ TEST_CASE("trace: compute_stats and dump on a hand-built trace", "[trace]") {
   CHECK(s.host_accesses == 1);
   CHECK(s.syncs == 1);
   CHECK(s.peak_managed_bytes == (3 << 20) + (1 << 20) + (2 << 20) + 4096);
+  CHECK(s.allocated_managed_bytes == (3 << 20) + (1 << 20) + (2 << 20) + 4096);
+  CHECK(s.host_read_bytes == 4096);
   CHECK(s.peak_device_bytes == 2 << 20);
   CHECK(s.footprint_chunks == 4);
   CHECK(s.footprint_bytes() == 4 * kBlockSize);
