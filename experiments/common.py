@@ -55,6 +55,17 @@ def bound(trace, config, faultline=None, **overrides):
     return _run("bound", trace, config, faultline, overrides)["bound"]
 
 
+def trace_stats(trace, faultline=None):
+    """`faultline trace stats` of TRACE (counts, footprint, bytes allocated and read by the host);
+    raises SimulationError with the binary's message when it fails."""
+    out = subprocess.run([faultline or FAULTLINE, "trace", "stats", trace], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise SimulationError(lines[-1] if lines else f"exit status {out.returncode}")
+    return json.loads(out.stdout)
+
+
 def _run(command, trace, config, faultline, overrides):
     if isinstance(config, str):
         with open(config) as f:

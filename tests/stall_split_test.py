@@ -21,7 +21,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for trace in ("stream", "strided"):
         for budget in (0.5, 0.75):
             path = os.path.join(repo, "traces", "real", f"{trace}.fltrace")
-            sim, _ = simulate(faultline, path, "ondemand", budget, "h100")
+            sim = simulate(faultline, path, "ondemand", budget, "h100")["kernels"]
             rows, t = [], 0
             for k in sim:
                 e = k["start_ns"] - k["launched_ns"]

@@ -5,18 +5,18 @@ ORIGINAL trace's footprint, so that every layout gets the same GPU memory.
 """
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     trace, fraction = sys.argv[1], float(sys.argv[2])
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    stats = json.loads(subprocess.run([os.path.join(root, "build", "faultline"), "trace", "stats",
-                                       trace], check=True, capture_output=True, text=True).stdout)
-    with open(os.path.join(root, "configs", "runs", "default.json")) as f:
+    stats = common.trace_stats(trace)
+    with open(os.path.join(common.REPO, "configs", "runs", "default.json")) as f:
         config = json.load(f)
     chunk = 2 << 20
     capacity = int(stats["footprint_bytes"] * fraction) // chunk * chunk

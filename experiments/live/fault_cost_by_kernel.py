@@ -29,13 +29,12 @@ def span(row):
 
 
 def simulate(faultline, trace, policy, budget, gpu):
-    """The simulated run: its per-kernel rows and its total time."""
+    """The simulated run's result document, with its per-kernel rows."""
     machine = {k: os.path.abspath(v) if v.endswith(".json") else v
                for k, v in profile_keys(gpu).items()}
     config = {**machine, "policy": {"name": policy, "params": {}},
               "capacity": {"fraction_of_footprint": budget, "mode": "budget"}, "per_kernel": True}
-    out = common.simulate(trace, config, faultline)
-    return out["kernels"], out["results"]["total_time_ns"]
+    return common.simulate(trace, config, faultline)
 
 
 def main():
@@ -49,7 +48,8 @@ def main():
     args = ap.parse_args()
     docs = [json.load(open(p)) for p in args.live]
     runs = [d["kernels"] for d in docs]
-    sim, sim_total = simulate(args.faultline, args.trace, args.policy, args.budget, args.gpu)
+    doc = simulate(args.faultline, args.trace, args.policy, args.budget, args.gpu)
+    sim, sim_total = doc["kernels"], doc["results"]["total_time_ns"]
     if any(len(r) != len(sim) for r in runs):
         sys.exit("fault_cost_by_kernel: the live runs and the simulation differ in kernel count")
     print("| faults a kernel | kernels | faults | GPU (s) | sim (s) | error | us a fault GPU / sim |")

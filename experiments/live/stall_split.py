@@ -22,14 +22,17 @@ BUCKETS = [(0, 64), (64, 512), (512, float("inf"))]
 
 
 def parts(live_path, trace, policy, budget, gpu, faultline):
-    """(E, F, C, live time, simulated faults) of every kernel of one run."""
+    """(E, F, C, live time, simulated faults) of every kernel of one run, and the simulator's
+    revision."""
     with open(live_path) as f:
         live = json.load(f)["kernels"]
-    sim, _ = simulate(faultline, trace, policy, float(budget), gpu)
+    doc = simulate(faultline, trace, policy, float(budget), gpu)
+    sim = doc["kernels"]
     if len(live) != len(sim):
         sys.exit(f"stall_split: {live_path} has {len(live)} kernel rows, the simulation {len(sim)}")
     return [(s["start_ns"] - s["launched_ns"], s["end_ns"] - s["start_ns"] - s["compute_ns"],
-             s["compute_ns"], g["end_ns"] - g["start_ns"], s["faults"]) for g, s in zip(live, sim)]
+             s["compute_ns"], g["end_ns"] - g["start_ns"], s["faults"])
+            for g, s in zip(live, sim)], doc["faultline"]["git_revision"]
 
 
 def main():
@@ -38,12 +41,14 @@ def main():
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--faultline", default="build/faultline")
     args = ap.parse_args()
-    rows = []
+    rows, revisions = [], set()
     for run in args.runs:
         fields = run.split(":")
         if len(fields) != 4:
             sys.exit(f"stall_split: {run}: expected LIVE.json:TRACE:POLICY:BUDGET")
-        rows += parts(*fields, args.gpu, args.faultline)
+        kernels, revision = parts(*fields, args.gpu, args.faultline)
+        rows += kernels
+        revisions.add(revision)
     a = np.array(rows, dtype=float)
     print("| faults a kernel | kernels | E (s) | F (s) | C (s) | GPU (s) | sim (s) | a | b | c |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -56,6 +61,7 @@ def main():
         print(f"| {lo}-{'' if hi == float('inf') else hi - 1} | {len(sel)} | {e:.2f} | {f:.2f} "
               f"| {c:.2f} | {gpu:.2f} | {e + f + c:.2f} | {coef[0]:.2f} | {coef[1]:.2f} "
               f"| {coef[2]:.2f} |")
+    print(f"\nSimulated by faultline {', '.join(sorted(revisions))} with {args.gpu}.")
 
 
 if __name__ == "__main__":
