@@ -25,8 +25,9 @@ Time median(std::vector<Time> v) {
 }
 
 // The grid: fault benchmarks (blocks x touched 64 KB big pages per block) and transfer sizes.
+// `strided_points` repeat fault points with the touches in rounds (FaultOrder::kStrided).
 struct Grid {
-  std::vector<std::pair<uint64_t, uint64_t>> fault_points;
+  std::vector<std::pair<uint64_t, uint64_t>> fault_points, strided_points;
   std::vector<uint64_t> sizes, peer_sizes;
   uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks, discard_blocks;
   uint64_t warm_up_chunks;
@@ -42,12 +43,18 @@ std::vector<std::pair<uint64_t, uint64_t>> cross(const std::vector<uint64_t>& bl
 
 Grid grid(const CalibrationSettings& settings) {
   if (settings.quick)
-    return {cross({1, 4}, {1, 32}), {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
+    return {cross({1, 4}, {1, 32}), {{4, 32}}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4,
+            4, 4};
   // Per machine: the fault path at four points (one page; 16 blocks of 4 pages; 256 whole
   // blocks; one page in each of 1024 blocks), one large transfer each way; the rest as below.
   if (!settings.from.empty())
-    return {{{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
+    return {{{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64,
+            4096};
+  // Strided: a traced kernel's threads spread over its whole range touch the pages of many blocks
+  // in turn (radix sort's histogram: 513 blocks, a page of each every 512 touches), which the
+  // simulator's fault batches see as one or two faults a block.
   return {cross({1, 4, 16, 64, 256, 1024}, {1, 4, 32}),
+          {{64, 32}, {256, 32}, {1024, 32}, {1024, 4}},
           {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
           {2 << 20, 32 << 20, 256 << 20},
           128,
@@ -97,12 +104,18 @@ public:
     sample();
     out["faults"] = json::array();
     for (const char* kind : {"populate", "migrate"}) {
+      const Start start = kind == std::string("migrate") ? Start::kHost : Start::kFresh;
       for (const auto& [b, k] : g.fault_points)
-        out["faults"].push_back(
-            {{"kind", kind},
-             {"blocks", b},
-             {"pages_per_block", k},
-             {"ns", faults(kind == std::string("migrate") ? Start::kHost : Start::kFresh, b, k)}});
+        out["faults"].push_back({{"kind", kind},
+                                 {"blocks", b},
+                                 {"pages_per_block", k},
+                                 {"ns", faults(start, b, k, FaultOrder::kBlock)}});
+      for (const auto& [b, k] : g.strided_points)
+        out["faults"].push_back({{"kind", kind},
+                                 {"blocks", b},
+                                 {"pages_per_block", k},
+                                 {"order", fault_order_name(FaultOrder::kStrided)},
+                                 {"ns", faults(start, b, k, FaultOrder::kStrided)}});
       sample();
     }
     out["discarded_touch"] = discarded_touch(g.discard_blocks);
@@ -133,6 +146,7 @@ private:
   static uint64_t largest_fault_blocks(const Grid& g) {
     uint64_t blocks = 0;
     for (const auto& point : g.fault_points) blocks = std::max(blocks, point.first);
+    for (const auto& point : g.strided_points) blocks = std::max(blocks, point.first);
     return blocks;
   }
 
@@ -337,18 +351,16 @@ private:
   enum class Start { kFresh, kHost };
 
   // One kernel touching `k` evenly spread 64 KB big pages in each of `blocks` 2 MB blocks that are
-  // unpopulated (populate) or on the host (migrate); the launch overhead is taken off.
+  // unpopulated (populate) or on the host (migrate), in `order`; the launch overhead is taken off.
   // Just before it, a kernel faults one fresh page of a scratch allocation: in a workload faults
   // follow kernels, while a fault path left idle (here, while the benchmark allocates) costs up to
   // some hundred microseconds more on its next batch (experiments/live/data/probes/h200.txt,
   // first-touch cases).
-  Time faults(Start start, uint64_t blocks, uint64_t k) {
+  Time faults(Start start, uint64_t blocks, uint64_t k, FaultOrder order) {
     const uint32_t repeats = std::max(1u, settings_.repeats);
     std::vector<Touch> touches;
-    for (uint64_t b = 0; b < blocks; ++b)
-      for (uint64_t j = 0; j < k; ++j)
-        touches.push_back(
-            {0, static_cast<uint32_t>(b * kBigPagesPerBlock + j * (kBigPagesPerBlock / k))});
+    for (uint64_t page : fault_touches(blocks, k, order))
+      touches.push_back({0, static_cast<uint32_t>(page)});
     const uint64_t count = touches.size();
     for (uint32_t i = 0; i < repeats; ++i) touches.push_back({1u << 2, i * kBigPagesPerBlock});
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
@@ -496,7 +508,8 @@ json per_machine_measurements(const json& full, const std::string& from) {
       const auto it =
           std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
             return f.is_object() && f.value("kind", json()) == kind &&
-                   f.value("blocks", json()) == blocks && f.value("pages_per_block", json()) == k;
+                   f.value("blocks", json()) == blocks && f.value("pages_per_block", json()) == k &&
+                   f.value("order", json("block")) == "block";
           });
       if (it == full["faults"].end())
         throw Error("calibration measurements: $.faults: no " + std::string(kind) + " point of " +

@@ -33,7 +33,8 @@ fs::path temp_dir() {
 
 // A trace of one benchmark: one managed allocation, written by the host first when the pages
 // must start there, and one kernel touching the benchmark's pages at once.
-void write_trace(const std::string& path, bool migrate, uint64_t blocks, uint64_t k) {
+void write_trace(const std::string& path, bool migrate, uint64_t blocks, uint64_t k,
+                 FaultOrder order) {
   constexpr Addr kBase = Addr{1} << 32;
   trace::TraceWriter w(path, {{"source", "faultline calibrate"}, {"command", "calibrate"}});
   w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, blocks * kBlockSize, 0, 0});
@@ -41,16 +42,31 @@ void write_trace(const std::string& path, bool migrate, uint64_t blocks, uint64_
   trace::KernelRecord kernel;
   kernel.name = "touch";
   kernel.start = 2;
-  for (uint64_t block = 0; block < blocks; ++block)
-    for (uint64_t j = 0; j < k; ++j)
-      kernel.accesses.push_back(
-          {kBase / kBigPageSize + block * kBigPagesPerBlock + j * (kBigPagesPerBlock / k), 0,
-           AccessType::kRead});
+  for (uint64_t page : fault_touches(blocks, k, order))
+    kernel.accesses.push_back({kBase / kBigPageSize + page, 0, AccessType::kRead});
   w.write(kernel);
   w.close();
 }
 
 } // namespace
+
+const char* fault_order_name(FaultOrder order) {
+  return order == FaultOrder::kStrided ? "strided" : "block";
+}
+
+std::vector<uint64_t> fault_touches(uint64_t blocks, uint64_t k, FaultOrder order) {
+  std::vector<uint64_t> pages;
+  pages.reserve(blocks * k);
+  const uint64_t step = kBigPagesPerBlock / k;
+  if (order == FaultOrder::kBlock) {
+    for (uint64_t b = 0; b < blocks; ++b)
+      for (uint64_t j = 0; j < k; ++j) pages.push_back(b * kBigPagesPerBlock + j * step);
+  } else {
+    for (uint64_t j = 0; j < k; ++j)
+      for (uint64_t b = 0; b < blocks; ++b) pages.push_back(b * kBigPagesPerBlock + j * step);
+  }
+  return pages;
+}
 
 void set_fault_params(config::RunConfig& c, const std::vector<double>& x) {
   auto ns = [&](size_t i) { return static_cast<Time>(std::llround(x[i])); };
@@ -102,9 +118,14 @@ FaultFit::FaultFit(config::RunConfig config, const Measurements& m)
     if (kBigPagesPerBlock % k != 0)
       throw Error("calibration measurements: " + path +
                   ": blocks must be positive and pages_per_block divide 32");
-    benches_.push_back({kind == "migrate", blocks, k, m.ns(f, "ns", path),
+    const json order = f.value("order", json("block"));
+    if (order != "block" && order != "strided")
+      throw Error("calibration measurements: " + path +
+                  ".order: expected \"block\" or \"strided\" (or no order: block)");
+    const FaultOrder o = order == "strided" ? FaultOrder::kStrided : FaultOrder::kBlock;
+    benches_.push_back({kind == "migrate", blocks, k, o, m.ns(f, "ns", path),
                         (dir_ / ("bench-" + std::to_string(i) + ".fltrace")).string()});
-    write_trace(benches_.back().trace, benches_.back().migrate, blocks, k);
+    write_trace(benches_.back().trace, benches_.back().migrate, blocks, k, o);
   }
 }
 
@@ -164,6 +185,7 @@ json FaultFit::report(const std::vector<double>& x) {
     rows.push_back({{"kind", b.migrate ? "migrate" : "populate"},
                     {"blocks", b.blocks},
                     {"pages_per_block", b.pages_per_block},
+                    {"order", fault_order_name(b.order)},
                     {"measured_ns", b.measured},
                     {"simulated_ns", sim},
                     {"error", std::round(e * 1000) / 1000}});

@@ -25,6 +25,15 @@ inline constexpr const char* kFaultParams[] = {
     "populate_ns",    "fault_migrate_ns", "copy_overhead_ns", "fault_parallelism"};
 inline constexpr size_t kFaultParamCount = sizeof(kFaultParams) / sizeof(kFaultParams[0]);
 
+// The order of a fault benchmark's touches: block by block (each block's pages together), or
+// strided (one page of every block, then the next page of every block, ...), as a kernel whose
+// threads each sweep their own part of a large range touches it.
+enum class FaultOrder { kBlock, kStrided };
+const char* fault_order_name(FaultOrder order);
+// The big pages (64 KB, from the allocation's start) a benchmark of `blocks` blocks touches, `k`
+// evenly spread pages a block, in `order`; the device and the simulated trace share it.
+std::vector<uint64_t> fault_touches(uint64_t blocks, uint64_t k, FaultOrder order);
+
 // Writes `x` (kFaultParams' order) into a run config.
 void set_fault_params(config::RunConfig& c, const std::vector<double>& x);
 
@@ -52,6 +61,7 @@ private:
   struct Bench {
     bool migrate;
     uint64_t blocks, pages_per_block;
+    FaultOrder order;
     Time measured;
     std::string trace;
   };

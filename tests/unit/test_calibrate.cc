@@ -3,6 +3,7 @@
 #include "fake_device.h"
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
+#include "sim/live/calibrate_faults.h"
 #include "source_dir.h"
 
 #include <catch2/catch.hpp>
@@ -59,7 +60,11 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   live::CalibrationSettings j = settings();
   j.margin = 0;
   const json m = live::measure(device, j);
-  CHECK(m["faults"].size() == 8); // populate and migrate x 2 block counts x 2 densities
+  // populate and migrate x (2 block counts x 2 densities, one point strided)
+  REQUIRE(m["faults"].size() == 10);
+  int strided_points = 0;
+  for (const json& f : m["faults"]) strided_points += f.value("order", "block") == "strided";
+  CHECK(strided_points == 2);
   CHECK(m["host_to_gpu"].size() == 3);
   CHECK(m["gpu_to_host"].size() == 3);
   CHECK(m["peer"].is_null()); // the fake has no second GPU
@@ -81,9 +86,16 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(device.kernel_pages.size() > 8);
   CHECK(m["replay"]["calls_per_kernel"].size() == 3); // 8, 32 and 128 calls before a kernel
   // The fault benchmarks touched the pages they describe: 4 blocks x 32 pages in one kernel.
-  bool dense = false;
-  for (const auto& pages : device.kernel_pages) dense |= pages.size() == 4 * 32;
+  // Block by block (a block's pages next to each other), and strided (one page of each block in
+  // turn: the second touch is the next block's).
+  bool dense = false, strided = false;
+  for (const auto& pages : device.kernel_pages) {
+    if (pages.size() != 4 * 32) continue;
+    dense |= pages[1] == pages[0] + faultline::kBigPageSize;
+    strided |= pages[1] == pages[0] + faultline::kBlockSize;
+  }
   CHECK(dense);
+  CHECK(strided);
   // Each one follows a kernel faulting one page outside it, a different page each repeat.
   std::set<uint64_t> warm_ups;
   for (size_t i = 1; i < device.kernel_pages.size(); ++i) {
@@ -97,8 +109,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
     CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
     warm_ups.insert(warm);
   }
-  // populate and migrate
-  CHECK(warm_ups.size() == 2 * j.repeats);
+  // populate and migrate, each block by block and strided
+  CHECK(warm_ups.size() == 4 * j.repeats);
   // Discarded pages: kernel-written blocks, half of each discarded, the other half staying or
   // evicted, then a kernel on the discarded halves; beside the same kernel on fresh halves.
   const json& d = m["discarded_touch"];
@@ -249,6 +261,15 @@ TEST_CASE("calibrate: eviction samples through the calibration show its spread, 
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction.samples_ns"));
 }
 
+TEST_CASE("calibrate: a fault benchmark's touches come block by block or in rounds",
+          "[calibrate]") {
+  using live::FaultOrder;
+  CHECK(live::fault_touches(2, 2, FaultOrder::kBlock) == std::vector<uint64_t>{0, 16, 32, 48});
+  CHECK(live::fault_touches(2, 2, FaultOrder::kStrided) == std::vector<uint64_t>{0, 32, 16, 48});
+  CHECK(live::fault_touches(3, 1, FaultOrder::kStrided) == std::vector<uint64_t>{0, 32, 64});
+  CHECK(live::fault_touches(1, 32, FaultOrder::kStrided).size() == 32);
+}
+
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
   json m = measurements();
   m.erase("faults");
@@ -265,6 +286,10 @@ TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
   m["eviction"]["ns"] = "fast";
   CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.eviction.ns") && Catch::Contains("nanoseconds"));
+  m = measurements();
+  m["faults"][1]["order"] = "zigzag";
+  CHECK_THROWS_WITH(live::fit(m, settings()),
+                    Catch::Contains("$.faults[1].order") && Catch::Contains("\"strided\""));
   m = measurements();
   m["faults"][0]["pages_per_block"] = 3;
   CHECK_THROWS_WITH(live::fit(m, settings()),
@@ -349,6 +374,15 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
     CHECK(derived["faults"][i]["blocks"] == direct["faults"][i]["blocks"]);
     CHECK(derived["faults"][i]["pages_per_block"] == direct["faults"][i]["pages_per_block"]);
   }
+  // A strided point is never taken for the block-order point of the same size.
+  json reordered = measured;
+  for (size_t i = 0; i < reordered["faults"].size(); ++i)
+    if (reordered["faults"][i].value("order", "block") == "strided") {
+      reordered["faults"].insert(reordered["faults"].begin(), reordered["faults"][i]);
+      reordered["faults"].erase(reordered["faults"].begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+  for (const json& f : live::per_machine_measurements(reordered, "h200")["faults"])
+    CHECK_FALSE(f.contains("order"));
   // Bad input: a per-machine calibration's own measurements, a full one missing a point.
   CHECK_THROWS_WITH(live::per_machine_measurements(direct, "h200"),
                     Catch::Contains("expected a full calibration's"));

@@ -1,0 +1,107 @@
+// Issue 21, the big kernels' fault stall: the simulator prices the faults of kernels with many
+// faults about twice what the GPU pays (experiments/live/reports/stall-split/). Those kernels
+// differ from the calibration's fault benchmarks in three ways, and this probe times each on
+// its own, with the replay's touch kernel:
+//  - order: a traced kernel's threads sweep their own parts of a range, so its pages come one
+//    block after another in turn ("strided": page j of every block, then page j + 1), where the
+//    calibration touches each block's pages together ("block");
+//  - origin: its pages were evicted by the replay's budget (written on the GPU, moved back by
+//    2 MB cudaMemPrefetchAsync calls), where the calibration's were written by the host;
+//  - size: hundreds to thousands of blocks at once.
+//   build/probes/fault_shape LIB [BLOCKS...]   (default 512 2048)
+// LIB: .dev/lib/libfaultline_live.so, the replay's device. One line per case: the kernel's time
+// and microseconds per block, medians of 3. Every allocation is checked against free memory.
+#include "experiments/live/probes/probe_device.h"
+#include "sim/live/calibrate_faults.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace faultline::live;
+using probe::now_ns;
+
+namespace {
+constexpr uint64_t kBlock = 2 << 20;
+constexpr uint32_t kPages = 32;
+
+enum class Origin { kHost, kEvicted };
+
+class Shape {
+public:
+  explicit Shape(LiveDevice& d) : d_(d) {}
+
+  // The kernel's time, in ns, touching every page of `blocks` blocks in `order`, the pages
+  // starting on the host as `origin` says.
+  int64_t run(uint64_t blocks, FaultOrder order, Origin origin) {
+    const uint64_t bytes = blocks * kBlock;
+    if (bytes + kBlock + (2ull << 30) > d_.free_bytes())
+      std::exit((std::printf("refusing: %llu blocks do not fit the GPU's free memory\n",
+                             static_cast<unsigned long long>(blocks)),
+                 1));
+    std::vector<Touch> touches;
+    for (uint64_t page : fault_touches(blocks, kPages, order))
+      touches.push_back({0, static_cast<uint32_t>(page)});
+    const uint64_t timed = touches.size();
+    for (uint64_t page = 0; page < blocks * kPages; ++page) // the eviction's writes
+      touches.push_back({1u, static_cast<uint32_t>(page)});
+    touches.push_back({1u << 2, 0}); // the scratch page: the fault path warmed up just before
+    if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
+    void* scratch = d_.alloc_managed(kBlock);
+    void* p = d_.alloc_managed(bytes);
+    if (!scratch || !p) fail("allocating");
+    d_.set_slot(0, p, bytes);
+    d_.set_slot(1, scratch, kBlock);
+    if (origin == Origin::kHost) {
+      d_.host_write(p, bytes);
+    } else {
+      kernel(timed, blocks * kPages); // written on the GPU
+      for (uint64_t b = 0; b < blocks; ++b)
+        d_.evict_to_host(static_cast<char*>(p) + b * kBlock, kBlock);
+    }
+    d_.synchronize();
+    kernel(touches.size() - 1, 1);
+    const int64_t t0 = now_ns();
+    kernel(0, timed);
+    const int64_t t = now_ns() - t0;
+    d_.free_managed(p);
+    d_.free_managed(scratch);
+    return t;
+  }
+
+private:
+  void kernel(uint64_t first, uint64_t count) {
+    if (!d_.run_kernel(first, count, 0)) fail("running the touch kernel");
+  }
+  [[noreturn]] void fail(const char* what) {
+    std::printf("%s: %s\n", what, d_.error());
+    std::exit(1);
+  }
+  LiveDevice& d_;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return std::printf("usage: fault_shape LIB [BLOCKS...]\n"), 2;
+  std::vector<uint64_t> sizes;
+  for (int i = 2; i < argc; ++i) sizes.push_back(std::stoull(argv[i]));
+  if (sizes.empty()) sizes = {512, 2048};
+  LiveDevice& d = *probe::open_device(argv[1]);
+  Shape shape(d);
+  std::printf("device: %s\n", d.name());
+  for (const uint64_t blocks : sizes)
+    for (const Origin origin : {Origin::kHost, Origin::kEvicted})
+      for (const FaultOrder order : {FaultOrder::kBlock, FaultOrder::kStrided}) {
+        std::vector<int64_t> t;
+        for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin));
+        std::sort(t.begin(), t.end());
+        std::printf("blocks %5llu  pages/block %u  origin %-7s  order %-7s  %9.2f ms  %7.1f us a "
+                    "block  (runs %.2f %.2f %.2f ms)\n",
+                    static_cast<unsigned long long>(blocks), kPages,
+                    origin == Origin::kHost ? "host" : "evicted", fault_order_name(order),
+                    t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
+        std::fflush(stdout);
+      }
+  return 0;
+}
