@@ -263,8 +263,8 @@ expect "calibrate per machine and quick" 2 stderr "--quick excludes --from" -- \
   "$FAULTLINE" calibrate --name x --from h100 --quick
 expect "calibrate per machine from an unknown profile" 1 stderr 'unknown gpus profile "h999"; known: ' -- \
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --from h999 --out-dir "$WORK/cal"
-expect "calibrate per machine from a per-machine calibration" 1 stderr "expected a full calibration's" -- \
-  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/experiments/live/data/h100-a069ff39/profile/calibration/h100-a069ff39.json" --from h100 --out-dir "$WORK/cal"
+expect "calibrate per machine from a per-machine calibration with an unknown fault path" 1 stderr "h999" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/experiments/live/data/h100-a069ff39/profile/calibration/h100-a069ff39.json" --from h999 --out-dir "$WORK/cal"
 expect "calibrate bad repeats" 2 stderr "expected a number" -- \
   "$FAULTLINE" calibrate --name x --repeats -3
 expect "replay margin too large" 2 stderr "too large" -- \

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -94,6 +95,42 @@ def filled_profile(gpu, shipped, out_dir):
         json.dump(dict(sorted(doc.items())), f, indent=2)
         f.write("\n")
     return path, missing
+
+
+# The fault path a per-machine calibration keeps from its GPU model's shipped profile
+# (`faultline calibrate --from`; sim/live/calibrate_faults.h, kFaultParams).
+FAULT_PATH = ["batch_fixed_ns", "per_fault_ns", "per_vablock_ns", "page_table_update_ns",
+              "populate_ns", "fault_migrate_ns", "fault_parallelism"]
+
+
+def with_shipped_fault_path(gpu, shipped, out_dir, faultline):
+    """The campaign's own profile at path `gpu`, or, when it is a per-machine calibration
+    (its measurements keep a fault path: `fault_path_from`) whose fault path the shipped profile
+    no longer has, the same measurements refitted with the shipped fault path as it is now
+    (`calibrate --refit CAL --from SHIPPED`) into out_dir/profile/: a shipped fault path refitted
+    since the campaign reaches every instance calibrated with the earlier one. Returns the
+    profile's path and whether it was refitted."""
+    name = os.path.basename(gpu)[:-len(".json")]
+    calibration = os.path.join(os.path.dirname(os.path.dirname(gpu)), "calibration", name + ".json")
+    if not shipped or not os.path.exists(calibration):
+        return gpu, False
+    with open(calibration) as f:
+        kept = json.load(f)["measurements"].get("fault_path_from")
+    if not kept:
+        return gpu, False
+    with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
+        now = json.load(f)
+    with open(os.path.join(common.REPO, "configs", "links", now["host_link"] + ".json")) as f:
+        overhead = json.load(f)["forward"]["overhead_ns"]
+    if all(kept.get(k) == now[k] for k in FAULT_PATH) and kept.get("copy_overhead_ns") == overhead:
+        return gpu, False
+    out = subprocess.run([faultline, "calibrate", "--refit", calibration, "--from", shipped,
+                          "--name", name, "--out-dir", os.path.join(out_dir, "profile")],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"fidelity: refitting {calibration} with {shipped}'s fault path: "
+                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
+    return os.path.abspath(os.path.join(out_dir, "profile", "gpus", name + ".json")), True
 
 
 def sim_config(gpu, policy, fraction):
@@ -342,9 +379,11 @@ def main():
     args.gpu = args.gpu or common.load_manifest(args.live_dir).get("gpu_profile", "h200")
     if args.gpu.endswith(".json") and not os.path.isabs(args.gpu):
         args.gpu = os.path.abspath(os.path.join(args.live_dir, args.gpu))
-    calibrated, filled = args.gpu, []
+    calibrated, filled, refitted = args.gpu, [], False
     if args.gpu.endswith(".json"):
         shipped = common.load_manifest(args.live_dir).get("shipped_profile")
+        args.gpu, refitted = with_shipped_fault_path(args.gpu, shipped, args.out_dir,
+                                                     args.faultline)
         args.gpu, filled = filled_profile(args.gpu, shipped, args.out_dir)
     runs, refused = read_live(args.live_dir)
     order = {p: i for i, p in enumerate(POLICIES)}
@@ -380,6 +419,7 @@ def main():
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": common.repo_relative(calibrated),
                **({"filled_from_shipped_profile": filled} if filled else {}),
+               **({"fault_path_refitted_from": shipped} if refitted else {}),
                "device": sorted({r["device"] for r in runs}),
                "live_revisions": sorted({r["revision"] for r in runs}),
                "sim_config": {k: common.repo_relative(v) if k in ("gpu", "host_link") else v

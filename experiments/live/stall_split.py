@@ -4,19 +4,22 @@ copies they wait for) and its recorded compute (C); then, per bucket of kernels 
 simulated faults, the least-squares fit of the live rows' times as a*E + b*F + c*C over every
 kernel of the runs given. a = b = c = 1 where the simulator prices each part as the GPU pays it;
 b = 0.5 says the GPU stalled half as long as simulated on such kernels' faults.
-    stall_split.py --gpu PROFILE RUN [RUN...]
+    stall_split.py --gpu PROFILE [--shipped MODEL] RUN [RUN...]
 RUN: LIVE.json:TRACE:POLICY:BUDGET (a `replay --per-kernel` result, the trace it replayed).
-PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it).
+PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it); with
+--shipped, a per-machine calibration is refitted with MODEL's fault path as fidelity.py does.
 """
 import argparse
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fault_cost_by_kernel import simulate  # noqa: E402 (this folder's)
+from fidelity import with_shipped_fault_path  # noqa: E402
 
 BUCKETS = [(0, 64), (64, 512), (512, float("inf"))]
 
@@ -39,8 +42,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", help="LIVE.json:TRACE:POLICY:BUDGET")
     ap.add_argument("--gpu", required=True)
+    ap.add_argument("--shipped", help="the GPU model's shipped profile, for a per-machine one")
     ap.add_argument("--faultline", default="build/faultline")
     args = ap.parse_args()
+    named, refitted = args.gpu, False
+    scratch = tempfile.TemporaryDirectory()
+    if args.shipped and args.gpu.endswith(".json"):
+        args.gpu, refitted = with_shipped_fault_path(os.path.abspath(args.gpu), args.shipped,
+                                                     scratch.name, args.faultline)
     rows, revisions = [], set()
     for run in args.runs:
         fields = run.split(":")
@@ -61,7 +70,8 @@ def main():
         print(f"| {lo}-{'' if hi == float('inf') else hi - 1} | {len(sel)} | {e:.2f} | {f:.2f} "
               f"| {c:.2f} | {gpu:.2f} | {e + f + c:.2f} | {coef[0]:.2f} | {coef[1]:.2f} "
               f"| {coef[2]:.2f} |")
-    print(f"\nSimulated by faultline {', '.join(sorted(revisions))} with {args.gpu}.")
+    how = f", refitted with {args.shipped}'s fault path" if refitted else ""
+    print(f"\nSimulated by faultline {', '.join(sorted(revisions))} with {named}{how}.")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ rows() { # ARCHIVE NAME...: the runs' per-kernel rows into $tmp
   shift
   tar --zstd -xf "$archive" -C "$tmp" "$@"
 }
-split() { # TITLE PROFILE RUN...
+split() { # TITLE PROFILE RUN... (a per-machine PROFILE with its model's fault path as now)
   local title=$1 gpu=$2
   shift 2
   printf '\n### %s\n\n' "$title"
-  "$python" experiments/live/stall_split.py --gpu "$gpu" "$@"
+  "$python" experiments/live/stall_split.py --gpu "$gpu" --shipped "$(basename "$gpu" | cut -d- -f1 | sed 's/\.json$//')" "$@"
 }
 rows $d/h100-ba63a39e/per-kernel.tar.zst {bert-large,resnet50}-ondemand-0.{5,75}.json
 rows $d/h200-migration-mix/resnet50-per-kernel.tar.zst ./resnet50-ondemand-0.75-b906f697.json

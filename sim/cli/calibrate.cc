@@ -26,7 +26,8 @@ void add_calibrate(CLI::App& app) {
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
       "four points, reported against PROFILE's fault path, which is kept (a full calibration of\n"
       "the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
-      "calibration from a full one's measurements (the same benchmarks, fewer points).");
+      "calibration from a full one's measurements (the same benchmarks, fewer points), or\n"
+      "refits a per-machine one with PROFILE's fault path instead of the one it kept.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,

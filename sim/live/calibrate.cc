@@ -489,10 +489,15 @@ private:
 } // namespace
 
 json per_machine_measurements(const json& full, const std::string& from) {
-  if (!full.is_object() || full.contains("fault_path_from") || !full.contains("faults") ||
-      !full["faults"].is_array())
-    throw Error("calibration measurements: expected a full calibration's (with $.faults and "
-                "without $.fault_path_from) to derive a per-machine calibration from");
+  if (full.is_object() && full.contains("fault_path_from")) { // per machine already
+    json out = full;
+    out["fault_path_from"] = fault_path_of(from);
+    out["fault_path_replaced"] = full["fault_path_from"];
+    return out;
+  }
+  if (!full.is_object() || !full.contains("faults") || !full["faults"].is_array())
+    throw Error("calibration measurements: expected a calibration's (with $.faults, or a "
+                "per-machine one's $.fault_path_from) to derive a per-machine calibration from");
   CalibrationSettings settings;
   settings.from = from;
   const Grid g = grid(settings);

@@ -33,9 +33,11 @@ nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 
 // Contract: what a per-machine calibration from `from` would have measured, taken from a full
 // calibration's measurements (the same benchmarks, a subset of their points), with
-// "derived_from_full_calibration" set; `calibrate --refit FULL --from PROFILE`. Throws Error
-// naming the JSON path where a point is missing, or for measurements that are not a full
-// calibration's.
+// "derived_from_full_calibration" set; `calibrate --refit FULL --from PROFILE`. Given a
+// per-machine calibration's measurements, the same with `from`'s fault path kept instead of the
+// one it kept (moved to "fault_path_replaced"): a shipped fault path refitted since is carried
+// to every instance calibrated with the earlier one. Throws Error naming the JSON path where a
+// point is missing, or for measurements that are neither.
 nlohmann::json per_machine_measurements(const nlohmann::json& full, const std::string& from);
 
 struct FittedProfile {

@@ -383,9 +383,17 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
     }
   for (const json& f : live::per_machine_measurements(reordered, "h200")["faults"])
     CHECK_FALSE(f.contains("order"));
-  // Bad input: a per-machine calibration's own measurements, a full one missing a point.
-  CHECK_THROWS_WITH(live::per_machine_measurements(direct, "h200"),
-                    Catch::Contains("expected a full calibration's"));
+  // A per-machine calibration's own measurements: the fault path kept is swapped, nothing else.
+  json swapped = live::per_machine_measurements(direct, "h100");
+  CHECK(swapped["fault_path_from"]["profile"] == "h100");
+  CHECK(swapped["fault_path_replaced"] == direct["fault_path_from"]);
+  swapped.erase("fault_path_replaced");
+  swapped["fault_path_from"] = direct["fault_path_from"];
+  CHECK(swapped == direct);
+  // Bad input: neither kind of calibration, an unknown profile, a full one missing a point.
+  CHECK_THROWS_WITH(live::per_machine_measurements(json{{"device", "x"}}, "h200"),
+                    Catch::Contains("expected a calibration's"));
+  CHECK_THROWS_WITH(live::per_machine_measurements(direct, "h999"), Catch::Contains("h999"));
   json gap = measured;
   gap["faults"].erase(0);
   CHECK_THROWS_WITH(live::per_machine_measurements(gap, "h200"),
