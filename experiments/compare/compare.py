@@ -178,11 +178,13 @@ def main():
                      os.path.join(out, "fraction_of_oracle.png"))
     traffic_figure(rows, os.path.join(out, "faults_and_bytes.png"))
     print(open(os.path.join(out, "comparison.md")).read())
+    # The oracle is a strong policy, not a bound (policies/oracle/README.md): a run faster than
+    # it is reported (here and in the table), a run faster than `faultline bound` fails above.
     faster = faster_than_oracle(rows)
     if faster:
-        raise SystemExit(f"compare: {len(faster)} online run(s) faster than the oracle: "
-                         + "; ".join(f"{r['trace']} {r['policy']} at {r['capacity']:.0%}"
-                                     for r in faster))
+        print(f"compare: {len(faster)} online run(s) faster than the oracle: "
+              + "; ".join(f"{r['trace']} {r['policy']} at {r['capacity']:.0%}" for r in faster),
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

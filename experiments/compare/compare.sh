@@ -2,7 +2,7 @@
 # The policy comparison: every policy (with DeepUM's ablation) x every real trace x capacity
 # {100, 80, 67, 50, 33}% of the footprint, 5 training steps each, then the table and figures in
 # out/compare/; with --write-reports also the table into experiments/compare/reports/comparison.md.
-# Fails if a run beats its lower bound or an online policy beats the oracle.
+# Fails if a run beats its lower bound; names the online runs faster than the oracle.
 #   experiments/compare/compare.sh [--write-reports]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -38,21 +38,22 @@ LIVE = os.path.join(common.REPO, "experiments", "live")
 # hold-out programs (the first set: holdout, on each instance: holdouts; the second set, kept
 # apart because the first set is no longer unseen: holdout2, holdouts2), and every campaign of
 # an instance that calibrated itself.
-CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-d45e9c4d-holdout",
+CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-holdout",
                       "holdouts": ["h100-d45e9c4d-holdout", "h100-3b6d3eb5-holdout",
                                    "h100-ee8e9a35-holdout",
                                    "h100-7e692ff5-holdout",
                                    "h100-a069ff39-holdout", "h100-c1cb0b94-holdout",
                                    "h100-d84f7d54-holdout"],
                       # no drained runs of the second set on an H100: its bytes are lower bounds
-                      "holdout2": "h100-d45e9c4d-holdout2", "holdouts2": ["h100-d45e9c4d-holdout2"],
-                      "instances": ["h100-ee8e9a35", "h100-a069ff39", "h100-e125e874", "h100-c0983819",
+                      "holdout2": "h100-5d0a844e-holdout2",
+                      "holdouts2": ["h100-5d0a844e-holdout2", "h100-d45e9c4d-holdout2"],
+                      "instances": ["h100-5d0a844e", "h100-ee8e9a35", "h100-a069ff39", "h100-e125e874", "h100-c0983819",
                                     "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
                                     "h100-47af6fc2", "h100-562e6395", "h100-ba63a39e",
                                     "h100-ea349c50", "h100-8128e920", "h100-3b6d3eb5"],
                       # bytes with CUPTI's records drained (fidelity.drained)
                       "bytes": "h100-bd830cd8-drained"},
-             "h200": {"shipped": "h200-d4fa298c", "holdout": "h200-33f97d66-holdout",
+             "h200": {"shipped": "h200-7fd75295", "holdout": "h200-33f97d66-holdout",
                       "holdout_bytes": "h200-33f97d66-holdout-drained",
                       "holdouts": ["h200-33f97d66-holdout", "h200-d4fa298c-holdout",
                                    "h200-b10745b3-holdout",
@@ -60,7 +61,7 @@ CAMPAIGNS = {"h100": {"shipped": "h100-ee8e9a35", "holdout": "h100-d45e9c4d-hold
                       "holdout2": "h200-f398f79a-holdout2",
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
                       "holdouts2": ["h200-f398f79a-holdout2"],
-                      "instances": ["h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
+                      "instances": ["h200-7fd75295", "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained"}}
