@@ -265,6 +265,10 @@ expect "calibrate per machine from an unknown profile" 1 stderr 'unknown gpus pr
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --from h999 --out-dir "$WORK/cal"
 expect "calibrate per machine from a per-machine calibration with an unknown fault path" 1 stderr "h999" -- \
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/experiments/live/data/h100-a069ff39/profile/calibration/h100-a069ff39.json" --from h999 --out-dir "$WORK/cal"
+expect "calibrate pool without refit" 2 stderr "--pool requires --refit" -- \
+  "$FAULTLINE" calibrate --name x --pool "$SOURCE_DIR/configs/calibration/h100.json"
+expect "calibrate pool of a missing file" 1 stderr "no such calibration file" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --pool "$WORK/none.json" --out-dir "$WORK/cal"
 expect "calibrate bad repeats" 2 stderr "expected a number" -- \
   "$FAULTLINE" calibrate --name x --repeats -3
 expect "replay margin too large" 2 stderr "too large" -- \

@@ -27,7 +27,9 @@ void add_calibrate(CLI::App& app) {
       "four points, reported against PROFILE's fault path, which is kept (a full calibration of\n"
       "the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
       "calibration from a full one's measurements (the same benchmarks, fewer points), or\n"
-      "refits a per-machine one with PROFILE's fault path instead of the one it kept.");
+      "refits a per-machine one with PROFILE's fault path instead of the one it kept.\n"
+      "--pool FULL.json (with --refit, repeatable) adds other instances' fault benchmarks to the\n"
+      "fit, so a shipped fault path is not one instance's.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
@@ -48,8 +50,14 @@ void add_calibrate(CLI::App& app) {
           ->type_name("PROFILE");
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");
-  sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
-      ->type_name("MEASUREMENTS.json");
+  CLI::Option* refit =
+      sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
+          ->type_name("MEASUREMENTS.json");
+  sub->add_option("--pool", c->pool,
+                  "with --refit: fit the fault path to these full calibrations' fault "
+                  "benchmarks too (repeatable)")
+      ->type_name("FULL.json")
+      ->needs(refit);
   from->excludes(sub->get_option("--quick"));
   sub->callback([c, repeats, name, base] {
     c->named = name->count() > 0;

@@ -531,6 +531,37 @@ json per_machine_measurements(const json& full, const std::string& from) {
   return out;
 }
 
+json pooled_measurements(const json& measurements,
+                         const std::vector<std::pair<std::string, json>>& others) {
+  const auto full = [](const json& m, const std::string& what) {
+    if (!m.is_object() || m.contains("fault_path_from") || !m.contains("faults") ||
+        !m["faults"].is_array())
+      throw Error(what + ": expected a full calibration's measurements (with $.faults and "
+                         "without $.fault_path_from) to pool fault benchmarks");
+  };
+  full(measurements, "the calibration refitted");
+  json out = measurements;
+  json& pooled = out["pooled_from"] = json::array();
+  for (const auto& [path, doc] : others) {
+    const json& m = doc.value("measurements", json());
+    full(m, path);
+    if (m.value("device", json()) != measurements.value("device", json()))
+      throw Error(path + ": measured on " + m.value("device", json()).dump() + ", not on " +
+                  measurements.value("device", json()).dump() +
+                  ": pool the fault benchmarks of one GPU model");
+    const std::string name = doc.value("name", path);
+    for (json point : m["faults"]) {
+      point["instance"] = name;
+      out["faults"].push_back(point);
+    }
+    pooled.push_back({{"name", name},
+                      {"measured_by", doc.value("measured_by", json())},
+                      {"device", m["device"]},
+                      {"points", m["faults"].size()}});
+  }
+  return out;
+}
+
 json measure(LiveDevice& device, const CalibrationSettings& settings) {
   return Bench(device, settings).run();
 }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace faultline::live {
 
@@ -39,6 +41,17 @@ nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 // to every instance calibrated with the earlier one. Throws Error naming the JSON path where a
 // point is missing, or for measurements that are neither.
 nlohmann::json per_machine_measurements(const nlohmann::json& full, const std::string& from);
+
+// Contract: a full calibration's measurements with the fault benchmarks of other full
+// calibrations of the same GPU model joined to its own ($.faults, each joined point tagged with
+// "instance": its calibration's name), and "pooled_from" listing them (name, measured_by,
+// device, points), so the fault path is fitted to several instances and a refit of the result
+// needs none of the other files. Everything but $.faults stays `measurements`'. `others` are
+// (path, calibration document) pairs. Throws Error naming the file for measurements that are a
+// per-machine calibration's or have no $.faults array, or for another GPU model's device.
+nlohmann::json
+pooled_measurements(const nlohmann::json& measurements,
+                    const std::vector<std::pair<std::string, nlohmann::json>>& others);
 
 struct FittedProfile {
   nlohmann::json gpu;       // configs/gpus/NAME.json

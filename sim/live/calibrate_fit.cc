@@ -250,6 +250,12 @@ std::vector<double> fault_path(const Measurements& m, const config::RunConfig& c
     source = "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit "
              "of the simulated one-kernel fault benchmarks to the measured ones (the live "
              "replay's touch kernel: 16 threads per 64 KB page)";
+    if (m.has("pooled_from")) {
+      std::string names;
+      for (const json& p : m.at("pooled_from"))
+        names += (names.empty() ? "" : ", ") + p.value("name", std::string("?"));
+      source += ", this instance's and those of " + names + " together";
+    }
     return x;
   }
   const json& from = m.at("fault_path_from");

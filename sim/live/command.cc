@@ -86,9 +86,17 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     doc["measured_by"] = command_line;
   } else {
     const nlohmann::json old = load_calibration(c.refit, c);
+    nlohmann::json measurements = old["measurements"];
+    if (!c.pool.empty()) {
+      std::vector<std::pair<std::string, nlohmann::json>> others;
+      CalibrateRequest ignored = c; // another file's name and base do not apply
+      for (const std::string& path : c.pool)
+        others.emplace_back(path, load_calibration(path, ignored));
+      measurements = pooled_measurements(measurements, others);
+    }
     doc["measurements"] = c.settings.from.empty()
-                              ? old["measurements"]
-                              : per_machine_measurements(old["measurements"], c.settings.from);
+                              ? measurements
+                              : per_machine_measurements(measurements, c.settings.from);
     doc["measured_by"] = old["measured_by"];
     doc["refit_by"] = command_line;
   }

@@ -270,6 +270,51 @@ TEST_CASE("calibrate: a fault benchmark's touches come block by block or in roun
   CHECK(live::fault_touches(1, 32, FaultOrder::kStrided).size() == 32);
 }
 
+TEST_CASE("calibrate --pool: other instances' fault benchmarks join the fit", "[calibrate]") {
+  const json mine = measurements();
+  json other = measurements();
+  for (json& f : other["faults"]) f["ns"] = f["ns"].get<int64_t>() * 2;
+  const json doc = {{"name", "gpu-b"},
+                    {"measured_by", "faultline calibrate --name gpu-b"},
+                    {"measurements", other}};
+  const json pooled = live::pooled_measurements(mine, {{"b.json", doc}});
+  REQUIRE(pooled["faults"].size() == 2 * mine["faults"].size());
+  CHECK(pooled["faults"][0] == mine["faults"][0]); // its own first, untouched
+  const json& joined = pooled["faults"][mine["faults"].size()];
+  CHECK(joined["instance"] == "gpu-b");
+  CHECK(joined["ns"] == 2 * mine["faults"][0]["ns"].get<int64_t>());
+  CHECK(pooled["pooled_from"] == json::array({{{"name", "gpu-b"},
+                                               {"measured_by", doc["measured_by"]},
+                                               {"device", "made-up GPU"},
+                                               {"points", mine["faults"].size()}}}));
+  json rest = pooled;
+  rest.erase("pooled_from");
+  rest["faults"] = mine["faults"];
+  CHECK(rest == mine); // nothing else changes
+  // The fit takes them all: halfway between the two instances' fault costs.
+  const live::FittedProfile alone = live::fit(mine, settings());
+  const live::FittedProfile both = live::fit(pooled, settings());
+  CHECK(both.report["faults"].size() == pooled["faults"].size());
+  CHECK(both.gpu["per_fault_ns"] != alone.gpu["per_fault_ns"]);
+  bool named = false;
+  for (const json& line : both.gpu["sources"])
+    named |= line.get<std::string>().find("gpu-b") != std::string::npos;
+  CHECK(named);
+  // Bad input: a per-machine calibration, another GPU model, no fault points.
+  json per_machine = doc;
+  per_machine["measurements"]["fault_path_from"] = {{"profile", "h200"}};
+  CHECK_THROWS_WITH(live::pooled_measurements(mine, {{"pm.json", per_machine}}),
+                    Catch::Contains("pm.json") && Catch::Contains("full calibration"));
+  json model = doc;
+  model["measurements"]["device"] = "another GPU";
+  CHECK_THROWS_WITH(live::pooled_measurements(mine, {{"m.json", model}}),
+                    Catch::Contains("m.json") && Catch::Contains("one GPU model"));
+  json empty = doc;
+  empty["measurements"].erase("faults");
+  CHECK_THROWS_WITH(live::pooled_measurements(mine, {{"e.json", empty}}),
+                    Catch::Contains("e.json"));
+}
+
 TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
   json m = measurements();
   m.erase("faults");
