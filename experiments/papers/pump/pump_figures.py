@@ -125,7 +125,10 @@ def live_table(data_dir):
         med = {(r["trace"], r["policy"], r["budget"]): r for r in common.median_of_repeats(runs)}
         manifest = common.load_manifest(folder)
         machine = manifest.get("machine", [{}])
-        machine = machine[0].get("text", ["?"])[0] if isinstance(machine, list) else str(machine)
+        if isinstance(machine, list):  # a campaign without machine.txt has an empty list
+            machine = machine[0].get("text", ["?"])[0] if machine else "?"
+        else:
+            machine = str(machine)
         for (trace, policy, budget), um in sorted(med.items()):
             if policy != "ondemand" or (trace, "pump", budget) not in med:
                 continue
