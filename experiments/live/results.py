@@ -44,8 +44,8 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                    "h100-7e692ff5-holdout",
                                    "h100-a069ff39-holdout", "h100-c1cb0b94-holdout",
                                    "h100-d84f7d54-holdout"],
-                      # no drained runs of the second set on an H100: its bytes are lower bounds
                       "holdout2": "h100-5d0a844e-holdout2",
+                      "holdout2_bytes": "h100-8ae867ee-holdout2-drained",
                       "holdouts2": ["h100-5d0a844e-holdout2", "h100-d45e9c4d-holdout2"],
                       "instances": ["h100-5d0a844e", "h100-ee8e9a35", "h100-a069ff39", "h100-e125e874", "h100-c0983819",
                                     "h100-aaf0ecf1", "h100-c1cb0b94", "h100-61c1b2ea",
