@@ -2,6 +2,7 @@
 
 #include "sim/core/error.h"
 #include "sim/live/calibrate_faults.h"
+#include "sim/live/calibrate_grid.h"
 #include "sim/run/results.h"
 
 #include <algorithm>
@@ -22,46 +23,6 @@ Time wall_ns() {
 Time median(std::vector<Time> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// The grid: fault benchmarks (blocks x touched 64 KB big pages per block) and transfer sizes.
-// `strided_points` repeat fault points with the touches in rounds (FaultOrder::kStrided).
-struct Grid {
-  std::vector<std::pair<uint64_t, uint64_t>> fault_points, strided_points;
-  std::vector<uint64_t> sizes, peer_sizes;
-  uint64_t eviction_chunks, host_fault_blocks, prefetch_blocks, discard_blocks;
-  uint64_t warm_up_chunks;
-};
-
-std::vector<std::pair<uint64_t, uint64_t>> cross(const std::vector<uint64_t>& blocks,
-                                                 const std::vector<uint64_t>& pages_per_block) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (uint64_t b : blocks)
-    for (uint64_t k : pages_per_block) out.emplace_back(b, k);
-  return out;
-}
-
-Grid grid(const CalibrationSettings& settings) {
-  if (settings.quick)
-    return {
-        cross({1, 4}, {1, 32}), {{4, 32}}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
-  // Per machine: the fault path at four points (one page; 16 blocks of 4 pages; 256 whole
-  // blocks; one page in each of 1024 blocks), one large transfer each way; the rest as below.
-  if (!settings.from.empty())
-    return {
-        {{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
-  // Strided: a traced kernel's threads spread over its whole range touch the pages of many blocks
-  // in turn (radix sort's histogram: 513 blocks, a page of each every 512 touches), which the
-  // simulator's fault batches see as one or two faults a block.
-  return {cross({1, 4, 16, 64, 256, 1024}, {1, 4, 32}),
-          {{64, 32}, {256, 32}, {1024, 32}, {1024, 4}},
-          {64 << 10, 256 << 10, 1 << 20, 2 << 20, 32 << 20, 256 << 20, 1 << 30},
-          {2 << 20, 32 << 20, 256 << 20},
-          128,
-          64,
-          64,
-          64,
-          4096};
 }
 
 class Bench {
@@ -487,80 +448,6 @@ private:
 };
 
 } // namespace
-
-json per_machine_measurements(const json& full, const std::string& from) {
-  if (full.is_object() && full.contains("fault_path_from")) { // per machine already
-    json out = full;
-    out["fault_path_from"] = fault_path_of(from);
-    out["fault_path_replaced"] = full["fault_path_from"];
-    return out;
-  }
-  if (!full.is_object() || !full.contains("faults") || !full["faults"].is_array())
-    throw Error("calibration measurements: expected a calibration's (with $.faults, or a "
-                "per-machine one's $.fault_path_from) to derive a per-machine calibration from");
-  CalibrationSettings settings;
-  settings.from = from;
-  const Grid g = grid(settings);
-  json out = full;
-  out["fault_path_from"] = fault_path_of(from);
-  out["derived_from_full_calibration"] = true;
-  out.erase("peer");
-  out.erase("peer_uvm");
-  out["faults"] = json::array();
-  for (const char* kind : {"populate", "migrate"})
-    for (const auto& point : g.fault_points) { // no structured binding: clang 14's lambdas
-      const uint64_t blocks = point.first, k = point.second;
-      const auto it =
-          std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
-            return f.is_object() && f.value("kind", json()) == kind &&
-                   f.value("blocks", json()) == blocks && f.value("pages_per_block", json()) == k &&
-                   f.value("order", json("block")) == "block";
-          });
-      if (it == full["faults"].end())
-        throw Error("calibration measurements: $.faults: no " + std::string(kind) + " point of " +
-                    std::to_string(blocks) + " blocks x " + std::to_string(k) +
-                    " pages, which a per-machine calibration measures");
-      out["faults"].push_back(*it);
-    }
-  for (const char* direction : {"host_to_gpu", "gpu_to_host"}) {
-    if (!full.contains(direction) || !full[direction].is_array() || full[direction].empty())
-      throw Error(std::string("calibration measurements: $.") + direction +
-                  ": expected a non-empty array of [bytes, ns]");
-    out[direction] = json::array({full[direction].back()}); // the fit takes the largest
-  }
-  return out;
-}
-
-json pooled_measurements(const json& measurements,
-                         const std::vector<std::pair<std::string, json>>& others) {
-  const auto full = [](const json& m, const std::string& what) {
-    if (!m.is_object() || m.contains("fault_path_from") || !m.contains("faults") ||
-        !m["faults"].is_array())
-      throw Error(what + ": expected a full calibration's measurements (with $.faults and "
-                         "without $.fault_path_from) to pool fault benchmarks");
-  };
-  full(measurements, "the calibration refitted");
-  json out = measurements;
-  json& pooled = out["pooled_from"] = json::array();
-  for (const auto& [path, doc] : others) {
-    const json& m = doc.value("measurements", json());
-    full(m, path);
-    if (m.value("device", json()) != measurements.value("device", json()))
-      throw Error(path + ": measured on " + m.value("device", json()).dump() + ", not on " +
-                  measurements.value("device", json()).dump() +
-                  ": pool the fault benchmarks of one GPU model");
-    const std::string name = doc.value("name", path);
-    for (json point : m["faults"]) {
-      point["instance"] = name;
-      out["faults"].push_back(point);
-    }
-    pooled.push_back({{"name", name},
-                      {"measured_by", doc.value("measured_by", json())},
-                      {"device", m["device"]},
-                      {"points", m["faults"].size()}});
-  }
-  return out;
-}
 
 json measure(LiveDevice& device, const CalibrationSettings& settings) {
   return Bench(device, settings).run();

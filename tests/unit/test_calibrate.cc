@@ -287,6 +287,13 @@ TEST_CASE("calibrate --pool: other instances' fault benchmarks join the fit", "[
                                                {"measured_by", doc["measured_by"]},
                                                {"device", "made-up GPU"},
                                                {"points", mine["faults"].size()}}}));
+  // Pooling again keeps the first list.
+  json third = doc;
+  third["name"] = "gpu-c";
+  const json twice = live::pooled_measurements(pooled, {{"c.json", third}});
+  REQUIRE(twice["pooled_from"].size() == 2);
+  CHECK(twice["pooled_from"][1]["name"] == "gpu-c");
+  CHECK(twice["faults"].size() == 3 * mine["faults"].size());
   json rest = pooled;
   rest.erase("pooled_from");
   rest["faults"] = mine["faults"];
