@@ -430,11 +430,12 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
   json reordered = measured;
   for (size_t i = 0; i < reordered["faults"].size(); ++i)
     if (reordered["faults"][i].value("order", "block") == "strided") {
-      reordered["faults"].insert(reordered["faults"].begin(), reordered["faults"][i]);
+      const json point = reordered["faults"][i]; // a copy: the insert may move the array
+      reordered["faults"].insert(reordered["faults"].begin(), point);
       reordered["faults"].erase(reordered["faults"].begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
-  for (const json& f : live::per_machine_measurements(reordered, "h200")["faults"])
-    CHECK_FALSE(f.contains("order"));
+  const json from_reordered = live::per_machine_measurements(reordered, "h200");
+  for (const json& f : from_reordered["faults"]) CHECK_FALSE(f.contains("order"));
   // A per-machine calibration's own measurements: the fault path kept is swapped, nothing else.
   json swapped = live::per_machine_measurements(direct, "h100");
   CHECK(swapped["fault_path_from"]["profile"] == "h100");
