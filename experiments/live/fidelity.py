@@ -97,12 +97,6 @@ def filled_profile(gpu, shipped, out_dir):
     return path, missing
 
 
-# The fault path a per-machine calibration keeps from its GPU model's shipped profile
-# (`faultline calibrate --from`; sim/live/calibrate_faults.h, kFaultParams).
-FAULT_PATH = ["batch_fixed_ns", "per_fault_ns", "per_vablock_ns", "page_table_update_ns",
-              "populate_ns", "fault_migrate_ns", "fault_parallelism"]
-
-
 def with_shipped_fault_path(gpu, shipped, out_dir, faultline):
     """The campaign's own profile at path `gpu`, or, when it is a per-machine calibration
     (its measurements keep a fault path: `fault_path_from`) whose fault path the shipped profile
@@ -121,8 +115,8 @@ def with_shipped_fault_path(gpu, shipped, out_dir, faultline):
     with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
         now = json.load(f)
     with open(os.path.join(common.REPO, "configs", "links", now["host_link"] + ".json")) as f:
-        overhead = json.load(f)["forward"]["overhead_ns"]
-    if all(kept.get(k) == now[k] for k in FAULT_PATH) and kept.get("copy_overhead_ns") == overhead:
+        now["copy_overhead_ns"] = json.load(f)["forward"]["overhead_ns"]  # the link's, kept too
+    if all(now.get(k) == v for k, v in kept.items() if k != "profile"):
         return gpu, False
     out = subprocess.run([faultline, "calibrate", "--refit", calibration, "--from", shipped,
                           "--name", name, "--out-dir", os.path.join(out_dir, "profile")],

@@ -64,15 +64,13 @@ void write_json(const fs::path& path, const nlohmann::json& doc) {
   std::cout << "wrote " << path.string() << "\n";
 }
 
-// A calibration document written earlier; its name and base stand unless given again.
-nlohmann::json load_calibration(const std::string& path, CalibrateRequest& c) {
+// A calibration document written earlier.
+nlohmann::json load_calibration(const std::string& path) {
   if (!fs::exists(path)) throw Error(path + ": no such calibration file");
   nlohmann::json doc = config::load_json_file(path); // a syntax error names line, column
   if (!doc.is_object() || !doc.contains("measurements") || !doc.contains("measured_by"))
     throw Error(path + ": expected a calibration document with \"measurements\" and "
                        "\"measured_by\" (written by faultline calibrate)");
-  if (!c.named) c.settings.name = doc.value("name", c.settings.name);
-  if (!c.based) c.settings.base = doc.value("base", c.settings.base);
   return doc;
 }
 
@@ -85,13 +83,14 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     doc["measurements"] = measure(*device, c.settings);
     doc["measured_by"] = command_line;
   } else {
-    const nlohmann::json old = load_calibration(c.refit, c);
+    const nlohmann::json old = load_calibration(c.refit);
+    // The refitted document's name and base stand unless given again.
+    if (!c.named) c.settings.name = old.value("name", c.settings.name);
+    if (!c.based) c.settings.base = old.value("base", c.settings.base);
     nlohmann::json measurements = old["measurements"];
     if (!c.pool.empty()) {
       std::vector<std::pair<std::string, nlohmann::json>> others;
-      CalibrateRequest ignored = c; // another file's name and base do not apply
-      for (const std::string& path : c.pool)
-        others.emplace_back(path, load_calibration(path, ignored));
+      for (const std::string& path : c.pool) others.emplace_back(path, load_calibration(path));
       measurements = pooled_measurements(measurements, others);
     }
     doc["measurements"] = c.settings.from.empty()

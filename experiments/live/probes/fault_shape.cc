@@ -19,11 +19,11 @@
 #include <vector>
 
 using namespace faultline::live;
+using faultline::kBigPagesPerBlock;
+using faultline::kBlockSize;
 using probe::now_ns;
 
 namespace {
-constexpr uint64_t kBlock = 2 << 20;
-constexpr uint32_t kPages = 32;
 
 enum class Origin { kHost, kEvicted };
 
@@ -34,30 +34,30 @@ public:
   // The kernel's time, in ns, touching every page of `blocks` blocks in `order`, the pages
   // starting on the host as `origin` says.
   int64_t run(uint64_t blocks, FaultOrder order, Origin origin) {
-    const uint64_t bytes = blocks * kBlock;
-    if (bytes + kBlock + (2ull << 30) > d_.free_bytes())
+    const uint64_t bytes = blocks * kBlockSize;
+    if (bytes + kBlockSize + (2ull << 30) > d_.free_bytes())
       std::exit((std::printf("refusing: %llu blocks do not fit the GPU's free memory\n",
                              static_cast<unsigned long long>(blocks)),
                  1));
     std::vector<Touch> touches;
-    for (uint64_t page : fault_touches(blocks, kPages, order))
+    for (uint64_t page : fault_touches(blocks, kBigPagesPerBlock, order))
       touches.push_back({0, static_cast<uint32_t>(page)});
     const uint64_t timed = touches.size();
-    for (uint64_t page = 0; page < blocks * kPages; ++page) // the eviction's writes
+    for (uint64_t page = 0; page < blocks * kBigPagesPerBlock; ++page) // the eviction's writes
       touches.push_back({1u, static_cast<uint32_t>(page)});
     touches.push_back({1u << 2, 0}); // the scratch page: the fault path warmed up just before
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
-    void* scratch = d_.alloc_managed(kBlock);
+    void* scratch = d_.alloc_managed(kBlockSize);
     void* p = d_.alloc_managed(bytes);
     if (!scratch || !p) fail("allocating");
     d_.set_slot(0, p, bytes);
-    d_.set_slot(1, scratch, kBlock);
+    d_.set_slot(1, scratch, kBlockSize);
     if (origin == Origin::kHost) {
       d_.host_write(p, bytes);
     } else {
-      kernel(timed, blocks * kPages); // written on the GPU
+      kernel(timed, blocks * kBigPagesPerBlock); // written on the GPU
       for (uint64_t b = 0; b < blocks; ++b)
-        d_.evict_to_host(static_cast<char*>(p) + b * kBlock, kBlock);
+        d_.evict_to_host(static_cast<char*>(p) + b * kBlockSize, kBlockSize);
     }
     d_.synchronize();
     kernel(touches.size() - 1, 1);
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
         std::sort(t.begin(), t.end());
         std::printf("blocks %5llu  pages/block %u  origin %-7s  order %-7s  %9.2f ms  %7.1f us a "
                     "block  (runs %.2f %.2f %.2f ms)\n",
-                    static_cast<unsigned long long>(blocks), kPages,
+                    static_cast<unsigned long long>(blocks), kBigPagesPerBlock,
                     origin == Origin::kHost ? "host" : "evicted", fault_order_name(order),
                     t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
         std::fflush(stdout);
