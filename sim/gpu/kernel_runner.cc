@@ -77,7 +77,10 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
   // Resident when every allocated page of the big page is on this GPU.
   const uint64_t missing =
       block->allocated.big_bits(big) & ~block->resident[gpu_processor(gpu_)].big_bits(big);
-  if (!missing && block->ready_at[gpu_] <= t) {
+  const bool write = a.type == AccessType::kWrite || a.type == AccessType::kAtomic;
+  // A write to a page read since its discard faults though the page is resident.
+  const bool rewrite = write && block->read_since_discard.any_in_big_page(big);
+  if (!missing && !rewrite && block->ready_at[gpu_] <= t) {
     ++stats_.hits;
     if (config_.driver.eviction == config::EvictionOrder::kLru) memory_.touch(*block, gpu_);
     PageMask& unused = block->prefetched_unused[gpu_];
@@ -95,8 +98,7 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
     shift_ += end - t;
     return true;
   }
-  servicer_.raise(a.big_page + block_offset_ * kBigPagesPerBlock, t,
-                  a.type == AccessType::kWrite || a.type == AccessType::kAtomic);
+  servicer_.raise(a.big_page + block_offset_ * kBigPagesPerBlock, t, write);
   ++faults_;
   if (++outstanding_ >= profile_.fault_parallelism) stalled_since_ = t;
   return false;

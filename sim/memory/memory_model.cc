@@ -69,6 +69,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
   const PageMask wanted = pages & block.allocated;
   block.host_backup = block.host_backup.minus(wanted);
   block.discarded = block.discarded.minus(wanted);
+  block.read_since_discard = block.read_since_discard.minus(wanted); // a prefetch undoes it too
   for (ProcessorId p = 0; p <= gpus_; ++p) {
     if (p == to) continue;
     moved.from[p] = block.resident[p] & wanted;
@@ -90,6 +91,7 @@ MemoryModel::Moved MemoryModel::move(VaBlock& block, ProcessorId to, const PageM
 
 void MemoryModel::drop(VaBlock& block, const PageMask& pages) {
   block.host_backup = block.host_backup.minus(pages);
+  block.read_since_discard = block.read_since_discard.minus(pages);
   for (ProcessorId p = 0; p <= gpus_; ++p) block.resident[p] = block.resident[p].minus(pages);
   for (unsigned g = 0; g < gpus_; ++g) {
     block.remote[g] = block.remote[g].minus(pages);
@@ -113,6 +115,7 @@ void MemoryModel::take_chunk(VaBlock& block, unsigned gpu, Time now) {
   }
   block.chunk[gpu] = true;
   block.first_resident[gpu] = now;
+  ++block.arrivals[gpu];
   ++chunks_used_[gpu];
   foreign_chunks_[gpu] += block.home != gpu;
   append(block, gpu);
@@ -171,6 +174,10 @@ void MemoryModel::check_invariants() const {
       if (g != b.home) away |= b.resident[gpu_processor(g)];
     if (b.host_backup.minus(away).any()) fail(b, "a host backup of pages not away from home");
     if (b.discarded.minus(b.allocated).any()) fail(b, "an unallocated page is discarded");
+    PageMask on_gpus;
+    for (unsigned g = 0; g < gpus_; ++g) on_gpus |= b.resident[gpu_processor(g)];
+    if (b.read_since_discard.minus(on_gpus).any())
+      fail(b, "a page read since its discard is on no GPU");
     PageMask seen;
     for (ProcessorId p = 0; p <= gpus_; ++p) {
       if ((seen & b.resident[p]).any()) fail(b, "a page is resident in two places");

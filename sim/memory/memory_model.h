@@ -24,6 +24,10 @@ struct VaBlock {
   // since: the driver's next fault on one costs far more than a first touch
   // (experiments/live/data/h200-migration-mix/).
   PageMask discarded;
+  // Discarded pages a read fault brought to a GPU since: a read does not undo a discard, so the
+  // driver still charges the page's first write as a discarded page's fault, though the page is
+  // resident (experiments/live/data/h200-discard-history/). Always resident on a GPU.
+  PageMask read_since_discard;
   // Pages on a GPU other than home whose host copy is current from backup_ready_at on (a
   // victim cache written back in the background): that GPU may drop them without a copy.
   PageMask host_backup;
@@ -31,6 +35,7 @@ struct VaBlock {
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)
   Time first_resident[kMaxGpus] = {};
+  uint32_t arrivals[kMaxGpus] = {}; // times GPU i took a chunk for the block (tells stays apart)
   // Thrashing detection: returns to a GPU within the current lapse window; -1 until the block
   // has first been evicted from a GPU.
   Time thrash_window_start = -1;

@@ -3,6 +3,7 @@
 #include "sim/host/budget.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace faultline {
 namespace {
@@ -10,6 +11,12 @@ namespace {
 // Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
 template <class F> void for_each_block(JobMemory& m, const policies::Range& range, F&& f) {
   m.memory.for_each_block(range.start + m.offset, range.bytes, f);
+}
+
+// A prefetch undoes a discard on the pages it names, those already on the GPU included (a read
+// does not: VaBlock::read_since_discard).
+void undo_discard(VaBlock& block, const PageMask& pages) {
+  block.read_since_discard = block.read_since_discard.minus(pages);
 }
 
 // The driver evicts when a fault finds the GPU full; the policy hears every batch as serviced;
@@ -29,6 +36,7 @@ public:
   void prefetch(const policies::Range& range, Time now) override {
     const unsigned gpu = m_.gpu;
     for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
+      undo_discard(block, pages_in_range);
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
       if (pages.none()) return;
@@ -92,6 +100,7 @@ public:
   explicit BudgetEvicts(JobMemory m) : m_(m), books_(m.memory, m.gpu) {}
 
   Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
+    admit_ran(); // the previous part's pages
     const std::vector<host::ChunkPages> touched = chunks_of(k);
     Time t = std::max(now, done_);
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
@@ -99,13 +108,14 @@ public:
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
     done_ = t; // faults_ gathers over a kernel's parts; kernel_done() hands them over
-    // Pages the driver brought in beside earlier faults count as on the GPU here, where the
-    // replay's books miss them.
-    if (m_.host.observes_faults())
-      for (const host::ChunkPages& c : host::budget::absent(touched, books_))
-        for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
-          if (c.pages >> p & 1)
-            faults_.push_back((c.chunk * kBigPagesPerBlock + p) * kBigPageSize - m_.offset);
+    if (m_.host.observes_faults()) {
+      for (const host::ChunkPages& c : touched)
+        if (const uint32_t pages = c.pages & ~known_pages(c.chunk))
+          for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+            if (pages >> p & 1)
+              faults_.push_back((c.chunk * kBigPagesPerBlock + p) * kBigPageSize - m_.offset);
+      ran_ = touched;
+    }
     return done_ + m_.profile.launch_ns; // the replay launches once the host is done
   }
 
@@ -124,6 +134,7 @@ public:
   }
 
   void kernel_done(Time now) override {
+    admit_ran();
     m_.host.kernel_faults(m_.gpu, faults_, now);
     faults_.clear();
   }
@@ -137,6 +148,7 @@ public:
     const config::GpuProfile& profile = m_.profile;
     for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
       Time t = std::max(now, done_) + profile.prefetch_call_ns;
+      undo_discard(block, pages_in_range);
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
       if (pages.none()) {
@@ -156,6 +168,7 @@ public:
       const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
       block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
       done_ = end;
+      if (m_.host.observes_faults()) admit(block, pages_in_range);
     });
   }
 
@@ -167,6 +180,43 @@ public:
   void migration_end(Time end) override { done_ = std::max(done_, end); }
 
 private:
+  // The policy hears of a kernel's faults as the replay's books tell them: the pages the kernel
+  // touched that the books do not hold. The books hold what kernels touched and prefetches
+  // brought since the chunk arrived, and cannot see the pages the driver's density prefetch
+  // brought beside faults; so neither side counts those, and their first touch is reported.
+  struct Known {
+    uint32_t arrival = 0; // the block's VaBlock::arrivals when these pages were admitted
+    uint32_t pages = 0;   // 64 KB pages, one bit each
+  };
+
+  uint32_t known_pages(uint64_t chunk) const {
+    const VaBlock* block = m_.memory.find(chunk);
+    if (!block || !block->chunk[m_.gpu]) return 0;
+    auto it = known_.find(chunk);
+    if (it == known_.end() || it->second.arrival != block->arrivals[m_.gpu]) return 0;
+    return it->second.pages & books_.resident_pages(chunk); // less what left (host, discard)
+  }
+
+  void admit(const VaBlock& block, const PageMask& pages) {
+    uint32_t bits = 0;
+    for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+      if (pages.any_in_big_page(p)) bits |= 1u << p;
+    admit(block.index, bits);
+  }
+
+  void admit(uint64_t chunk, uint32_t pages) {
+    const VaBlock* block = m_.memory.find(chunk);
+    if (!block || !block->chunk[m_.gpu]) return;
+    Known& k = known_[chunk];
+    if (k.arrival != block->arrivals[m_.gpu]) k = {block->arrivals[m_.gpu], 0};
+    k.pages |= pages;
+  }
+
+  void admit_ran() {
+    for (const host::ChunkPages& c : ran_) admit(c.chunk, c.pages);
+    ran_.clear();
+  }
+
   // The kernel's managed chunks (model indices) and pages, in order of first touch.
   std::vector<host::ChunkPages> chunks_of(const trace::KernelRecord& k) const {
     std::vector<uint64_t> pages;
@@ -183,6 +233,8 @@ private:
   Time done_ = 0;             // when the migrations issued so far end
   bool evicted_last_ = false; // the stream's last migration was an eviction
   std::vector<Addr> faults_;  // the running kernel's absent pages, handed over at its end
+  std::unordered_map<uint64_t, Known> known_; // the replay's books, by chunk
+  std::vector<host::ChunkPages> ran_;         // the running part's pages, admitted once it ran
 };
 
 } // namespace

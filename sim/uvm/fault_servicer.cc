@@ -95,12 +95,19 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
                 .minus(block->access_remotely);
   }
   const PageMask pages = grown.minus(resident) | extra;
+  const Time discarded_ns =
+      block->chunk[gpu_] ? profile_.discarded_resident_fault_ns : profile_.discarded_fault_ns;
+  // Resident pages read since their discard: the first write pays the discard's cost.
+  const PageMask rewritten = grown & resident & block->read_since_discard & faults.written;
+  if (rewritten.any()) {
+    block->read_since_discard = block->read_since_discard.minus(rewritten);
+    stats_.discarded_refaults += rewritten.big_page_count();
+    cpu += discarded_ns * rewritten.big_page_count();
+  }
   if (pages.none()) { // already resident: wait for copies in flight, if any
     copies_done = std::max(copies_done, block->ready_at[gpu_]);
     return cpu + profile_.page_table_update_ns;
   }
-  const Time discarded_ns =
-      block->chunk[gpu_] ? profile_.discarded_resident_fault_ns : profile_.discarded_fault_ns;
   if (!block->chunk[gpu_]) cpu = migrator_.make_room(gpu_, cpu, block);
   // Demand paging runs far below the link's rate (h200-probe.md: ~7 GB/s): the per-page work
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.
@@ -108,6 +115,7 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
   // Only a write to a discarded page pays for it: live DeepUM replays' kernels that read pages
   // it had discarded (GEMMs whose operands the capture records as reads) paid about a first
   // touch, those writing them the discarded cost (experiments/live/data/h200-eviction-regimes/).
+  // A read leaves the page discarded to the driver until a write (read_since_discard).
   const PageMask discarded = fresh & block->discarded & faults.written;
   stats_.discarded_refaults += discarded.big_page_count();
   stats_.discarded_read_refaults += (fresh & block->discarded).minus(discarded).big_page_count();
@@ -117,7 +125,9 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
          profile_.fault_migrate_ns * from_host.big_page_count() +
          profile_.peer_fault_migrate_ns *
              pages.minus(fresh).minus(resident).minus(from_host).big_page_count();
+  const PageMask read_discarded = (fresh & block->discarded).minus(discarded);
   copies_done = std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault"));
+  block->read_since_discard |= read_discarded & block->resident[dest];
   serviced_.push_back(block);
   return cpu + profile_.page_table_update_ns;
 }

@@ -149,10 +149,13 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   const Outcome cheap = run(500), dear = run(100'500);
   // The same decisions: costs change times, not which pages are discarded and faulted again.
   CHECK(dear.stats.discarded_pages == cheap.stats.discarded_pages);
+  // A discarded page read first pays again at its first write, unless read and written in one
+  // batch; times move the batches' edges, so the count may move by a little.
   const uint64_t refaults[2] = {cheap.stats.discarded_refaults +
                                     cheap.stats.discarded_read_refaults,
                                 dear.stats.discarded_refaults + dear.stats.discarded_read_refaults};
-  REQUIRE(refaults[0] == refaults[1]);
+  CHECK(std::max(refaults[0], refaults[1]) - std::min(refaults[0], refaults[1]) <
+        std::min(refaults[0], refaults[1]) / 100);
   // Only writes pay it: the trace's GEMMs read pages DeepUM discarded (their operands, recorded
   // as reads), and those faults cost a first touch however dear the discarded cost. A page read
   // and written in one fault batch counts as written, and times move the batches' edges: the

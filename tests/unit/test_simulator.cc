@@ -357,3 +357,63 @@ TEST_CASE("the simulator owns its config: the caller's may change or go before t
   const Stats& stats = sim.run();
   CHECK(stats.kernel_rows.size() == 2);
 }
+
+namespace {
+
+// Discards big pages 0-3 once kernel 0 ends; with params {"prefetch": true} prefetches them
+// once kernel 1 ends.
+class DiscardFirstPages : public policies::IPolicy {
+public:
+  DiscardFirstPages(const nlohmann::json& params, const std::string&)
+      : prefetch_(params.value("prefetch", false)) {}
+  void on_kernel_end(const policies::KernelEndEvent& e, policies::Actions& out) override {
+    const policies::Range pages{kBase, 4 * kBigPageSize};
+    if (e.kernel == 0) out.push_back({policies::ActionKind::kDiscard, pages, kHost});
+    if (e.kernel == 1 && prefetch_)
+      out.push_back({policies::ActionKind::kPrefetch, pages, gpu_processor(0)});
+  }
+
+private:
+  bool prefetch_;
+};
+FAULTLINE_REGISTER_POLICY(DiscardFirstPages, "test-discard-first-pages");
+
+} // namespace
+
+TEST_CASE("a discarded page read since stays discarded to the driver until its first write",
+          "[sim][discard]") {
+  // As the GPU does (experiments/live/data/h200-discard-history/): kernel 0 writes big pages
+  // 0-7, the policy discards 0-3, kernel 1 reads them (a first touch's cost), kernel 2 writes
+  // them: resident, yet each faults and pays the discarded cost. A prefetch in between undoes
+  // the discard, as a write does: kernel 3's second write is free.
+  Scratch s;
+  const auto touching = [](Time start, unsigned pages, AccessType type) {
+    std::vector<std::pair<uint64_t, Time>> at;
+    for (unsigned p = 0; p < pages; ++p) at.push_back({p, 0});
+    trace::KernelRecord k = kernel(start, 1000, at);
+    for (trace::Access& a : k.accesses) a.type = type;
+    return k;
+  };
+  const std::string path = write_trace(
+      s, 1,
+      {touching(0, 8, AccessType::kWrite), touching(100000, 4, AccessType::kRead),
+       touching(200000, 4, AccessType::kWrite), touching(300000, 4, AccessType::kWrite)});
+  const auto run = [&](Time discarded_ns, bool prefetch) {
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"populate_ns", 500},
+                                                      {"discarded_resident_fault_ns", discarded_ns},
+                                                      {"discarded_fault_ns", discarded_ns}}));
+    nlohmann::json cfg = Scratch::run_config({{"prefetch", false}}, "test-discard-first-pages");
+    cfg["policy"]["params"] = {{"prefetch", prefetch}};
+    return simulate(cfg, path, 4);
+  };
+  const Outcome cheap = run(500, false), dear = run(100'500, false);
+  CHECK(dear.stats.discarded_read_refaults == 4);
+  CHECK(dear.stats.discarded_refaults == 4);
+  CHECK(dear.stats.faults == cheap.stats.faults);
+  CHECK(dear.stats.faults == 8 + 4 + 4); // kernel 2 faults on resident pages; kernel 3 does not
+  CHECK(dear.end - cheap.end == 4 * 100'000);
+  const Outcome prefetched = run(100'500, true);
+  CHECK(prefetched.stats.discarded_read_refaults == 4);
+  CHECK(prefetched.stats.discarded_refaults == 0);
+  CHECK(prefetched.stats.faults == 8 + 4);
+}
