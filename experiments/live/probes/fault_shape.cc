@@ -70,13 +70,8 @@ public:
   }
 
 private:
-  void kernel(uint64_t first, uint64_t count) {
-    if (!d_.run_kernel(first, count, 0)) fail("running the touch kernel");
-  }
-  [[noreturn]] void fail(const char* what) {
-    std::printf("%s: %s\n", what, d_.error());
-    std::exit(1);
-  }
+  void kernel(uint64_t first, uint64_t count) { probe::touch_kernel(d_, first, count); }
+  [[noreturn]] void fail(const char* what) { probe::fail(d_, what); }
   LiveDevice& d_;
 };
 

@@ -30,4 +30,15 @@ inline faultline::live::LiveDevice* open_device(const char* path) {
   return d;
 }
 
+// Prints what failed with the device's reason and exits.
+[[noreturn]] inline void fail(faultline::live::LiveDevice& d, const char* what) {
+  std::printf("%s: %s\n", what, d.error());
+  std::exit(1);
+}
+
+// The replay's touch kernel over touches [first, first + count), no compute time.
+inline void touch_kernel(faultline::live::LiveDevice& d, uint64_t first, uint64_t count) {
+  if (!d.run_kernel(first, count, 0)) fail(d, "running the touch kernel");
+}
+
 } // namespace probe
