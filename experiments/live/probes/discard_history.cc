@@ -29,7 +29,9 @@ constexpr uint64_t kHalf = kBigPagesPerBlock / 2;
 
 // A history: steps on the A pages, in order. R/W: a kernel reading or writing them; D: one
 // discard call per block for them; E: one eviction call per block, whole blocks (DeepUM's
-// victims); P: one prefetch call per block for them.
+// victims); H: one eviction call per block for the other half (the calibration's "evicted"
+// case); P: one prefetch call per block for them. Lower case: the whole block, A and B
+// (w: a kernel writing all its pages, d: one discard call for all of it).
 struct History {
   const char* name;
   const char* steps;
@@ -46,6 +48,10 @@ const History kHistories[] = {
     {"evict-read-write", "WERW"},
     {"discard-write-evict-read-write", "WDWERW"},
     {"discard-prefetch-read-write", "WDPRW"},
+    {"discard-evict-write", "WDEW"},
+    {"discard-evict-other-half-write", "WDHW"},
+    {"whole: write, discard, write", "wdw"},
+    {"whole: write, discard, evict, write", "wdEw"},
 };
 
 class Probe {
@@ -86,10 +92,13 @@ public:
         char* block = p_ + b * kBlockSize;
         if (*s == 'D') d_.discard(block, kBlockSize / 2);
         if (*s == 'E') d_.evict_to_host(block, kBlockSize);
+        if (*s == 'H') d_.evict_to_host(block + kBlockSize / 2, kBlockSize / 2);
+        if (*s == 'd') d_.discard(block, kBlockSize);
         if (*s == 'P') d_.prefetch_to_gpu(block, kBlockSize / 2);
       }
       if (*s == 'R') kernel(0, n);
       if (*s == 'W') kernel(n, n);
+      if (*s == 'w') kernel(n, 2 * n); // the A then the B pages
       d_.synchronize();
       out.push_back(now_ns() - t0);
     }
@@ -125,8 +134,9 @@ int main(int argc, char** argv) {
     const std::vector<int64_t>& m = runs[1];
     std::printf("%-32s %-7s", h.name, h.steps);
     for (size_t i = 0; i < m.size(); ++i) std::printf("  %c %8.2f ms", h.steps[i], m[i] / 1e6);
+    const uint64_t last_pages = blocks * kHalf * (h.steps[m.size() - 1] == 'w' ? 2 : 1);
     std::printf("  | last: %6.1f us a page (runs %.2f %.2f %.2f ms)\n",
-                m.back() / 1e3 / static_cast<double>(blocks * kHalf), runs[0].back() / 1e6,
+                m.back() / 1e3 / static_cast<double>(last_pages), runs[0].back() / 1e6,
                 runs[1].back() / 1e6, runs[2].back() / 1e6);
     std::fflush(stdout);
   }
