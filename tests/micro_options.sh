@@ -24,5 +24,7 @@ expect hash_join "hash_join: --mib expects a whole number from 8 to 1048576, not
 expect transpose2d "transpose2d: --steps expects a whole number from 1 to 1000000, not ''" --steps ""
 expect host_stencil "host_stencil: --sweeps expects a whole number from 1 to 1000000, not '0'" --odd --sweeps 0
 expect host_stencil "host_stencil: unknown option --even (expected --mib, --steps, --sweeps, --odd)" --even
+expect bfs "bfs: --degree expects a whole number from 1 to 1024, not '0'" --degree 0
+expect bfs "bfs: unknown option --depth (expected --mib, --steps, --degree)" --depth 3
 [ $failed = 0 ] && echo "micro_options: all refusals as expected"
 exit $failed

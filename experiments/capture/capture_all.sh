@@ -31,16 +31,18 @@ cmd[hash-join]="$bin/hash_join --mib 3072 --steps $steps"
 cmd[transpose2d]="$bin/transpose2d --mib 2048 --steps $steps"
 cmd[radix-sort]="$bin/radix_sort --mib 2048 --steps $steps"
 cmd[cg]="$bin/cg --mib 2048 --steps $steps --iterations 3"
+cmd[bfs]="$bin/bfs --mib 2048 --steps $steps"
 opts[stream]=""; opts[strided]=""; opts[stencil]="--range profiler"
 opts[hash-join]="--range profiler"; opts[transpose2d]="--range profiler"
-opts[radix-sort]="--range profiler"; opts[cg]="--range profiler"
+opts[radix-sort]="--range profiler"; opts[cg]="--range profiler"; opts[bfs]="--range profiler"
 meta[stream]="--meta workload=stream"
 meta[strided]="--meta workload=strided --meta stride_bytes=196608"
 meta[stencil]="--meta workload=host-stencil --meta sweeps=6"
 meta[hash-join]="--meta workload=hash-join"; meta[transpose2d]="--meta workload=transpose2d"
 meta[radix-sort]="--meta workload=radix-sort"; meta[cg]="--meta workload=cg --meta iterations=3"
+meta[bfs]="--meta workload=bfs --meta degree=16"
 declare -A batch=([pagerank]=16 [resnet50]=64 [gpt2-small]=8 [gpt2-medium]=4 [bert-large]=8
-                  [t5-base]=8 [moe]=16 [graphsage]=10 [llama]=4 [unet]=8)
+                  [t5-base]=8 [moe]=16 [graphsage]=10 [llama]=4 [unet]=8 [vit]=32 [lstm]=64)
 for w in "${!batch[@]}"; do
   cmd[$w]="python3 $here/workloads.py $w --warmup 1 --steps $steps --batch ${batch[$w]}"
   opts[$w]="--torch --range profiler"
@@ -54,6 +56,8 @@ meta[t5-base]+=" --meta source=512 --meta target=128"
 meta[moe]+=" --meta sequence=512 --meta experts=8 --meta top_k=2"
 meta[llama]+=" --meta sequence=1024 --meta layers=16"
 meta[unet]+=" --meta image=256 --meta width=64 --meta depth=4"
+meta[vit]+=" --meta image=224 --meta patch=16 --meta width=768 --meta depth=12"
+meta[lstm]+=" --meta sequence=256 --meta hidden=2048 --meta layers=2"
 meta[graphsage]+=" --meta vertices=1000000 --meta edges=16000000"
 
 run() { # NAME MODE COMMAND...: runs it, appends {mode, seconds, output} to NAME.runs.jsonl

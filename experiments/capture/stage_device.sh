@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .dev && mkdir -p .dev/lib
 cp build/faultline build/libfaultline_inject.so build/faultline_pages.fatbin build/um_micro \
-   build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/libfaultline_live.so build/libfaultline_alloc.so .dev/
+   build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/bfs build/libfaultline_live.so build/libfaultline_alloc.so .dev/
 cp -r build/torch_hook .dev/
 for lib in libzstd.so.1 libnlopt_cxx.so.0; do
   cp -L "$(ldconfig -p | awk -v l=$lib '$1 == l {print $NF; exit}')" .dev/lib/

@@ -4,8 +4,9 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank, llama (a Llama-style decoder) and unet (a U-Net segmenting
-images), hold-out programs never used to tune the model, or mlp (a tiny smoke test). The warm-up
+synthetic graph), pagerank, llama (a Llama-style decoder), unet (a U-Net segmenting images), vit
+(a Vision Transformer) and lstm (an LSTM language model), hold-out programs never used to tune
+the model, or mlp (a tiny smoke test). The warm-up
 steps run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
@@ -269,6 +270,62 @@ def unet(batch, size=256, width=64, depth=4, classes=8):
                          lambda: nn.functional.cross_entropy(model(images), labels))
 
 
+def vit(batch, size=224, patch=16, width=768, depth=12, heads=12, classes=1000):
+    """A Vision Transformer (ViT-B/16 shape: patch embedding, pre-norm encoder layers, class
+    token) classifying `batch` random images: attention over image patches, which no other
+    workload has. A hold-out program of the third set."""
+    nn = torch.nn
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            tokens = (size // patch) ** 2 + 1
+            self.embed = nn.Conv2d(3, width, patch, stride=patch)
+            self.cls = nn.Parameter(torch.zeros(1, 1, width))
+            self.position = nn.Parameter(torch.randn(1, tokens, width) * 0.02)
+            layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0,
+                                               activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(width)
+            self.head = nn.Linear(width, classes)
+
+        def forward(self, x):
+            x = self.embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.position
+            return self.head(self.norm(self.encoder(x))[:, 0])
+
+    model = ViT().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    images = torch.randn(batch, 3, size, size, device="cuda")
+    labels = torch.randint(0, classes, (batch,), device="cuda")
+    return training_step(model, optimizer,
+                         lambda: nn.functional.cross_entropy(model(images), labels))
+
+
+def lstm(batch, seq=256, vocab=16384, width=1024, hidden=2048, layers=2):
+    """A word-level LSTM language model (cuDNN's recurrent kernels, which step through the
+    sequence inside the library) over `batch` random sequences. A hold-out program of the third
+    set."""
+    nn = torch.nn
+
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.rnn = nn.LSTM(width, hidden, layers, batch_first=True)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, tokens):
+            return self.out(self.rnn(self.embed(tokens))[0])
+
+    model = LanguageModel().cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, vocab, (batch, seq + 1), device="cuda")
+    return training_step(model, optimizer, lambda: nn.functional.cross_entropy(
+        model(tokens[:, :-1]).reshape(-1, vocab), tokens[:, 1:].reshape(-1)))
+
+
 def mlp(batch):
     model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
                                 torch.nn.Linear(4096, 1024)).cuda()
@@ -280,7 +337,7 @@ def mlp(batch):
 WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
              "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
              "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10),
-             "llama": (llama, 4), "unet": (unet, 8)}
+             "llama": (llama, 4), "unet": (unet, 8), "vit": (vit, 32), "lstm": (lstm, 64)}
 
 
 def main():
