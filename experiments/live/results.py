@@ -9,6 +9,7 @@ fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
                         (bytes_campaign): the timed campaign's bytes are lower bounds, kept as
                         undrained_median_abs_*
   holdout/summary.json  the same for the hold-out programs (holdout/README.md), never tuned on
+  holdout3/summary.json the same for the third hold-out set (bfs, vit, lstm; H200)
   holdout2/summary.json the same for the second hold-out set (radix-sort, cg, unet), captured
                         after the first set had led to a model change (holdout/README.md)
   holdout*/instances.json  each set on each instance that ran it, with its own and the shipped
@@ -36,7 +37,8 @@ import common  # noqa: E402
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs (the first set: holdout, on each instance: holdouts; the second set, kept
-# apart because the first set is no longer unseen: holdout2, holdouts2), and every campaign of
+# apart because the first set is no longer unseen: holdout2, holdouts2; the third: holdout3,
+# holdouts3), and every campaign of
 # an instance that calibrated itself.
 CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-holdout",
                       "holdouts": ["h100-d45e9c4d-holdout", "h100-3b6d3eb5-holdout",
@@ -61,6 +63,9 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       "holdout2": "h200-f398f79a-holdout2",
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
                       "holdouts2": ["h200-f398f79a-holdout2"],
+                      # the third set (bfs, vit, lstm), captured after read_since_discard
+                      "holdout3": "h200-80d0d4ec-holdout3",
+                      "holdouts3": ["h200-80d0d4ec-holdout3"],
                       "instances": ["h200-7fd75295", "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
@@ -257,7 +262,8 @@ def holdout_bytes(label, s):
             "own, lower bounds (in parentheses)."]
 
 
-def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held2=()):
+def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held2=(),
+           holdout3=None):
     lines = [f"# Live fidelity on the {gpu.upper()}: results", "",
              "Made by `experiments/live/results.py --write` from the campaigns' reports; each "
              "campaign's runs simulated with the profile of the instance they ran on (calibrated "
@@ -267,6 +273,7 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held
              "|---|---|---|---|---|---|---|" + "---|" * len(POLICIES)]
     for label, s in (("shipped traces", shipped), ("hold-out programs, first set", holdout),
                      ("hold-out programs, second set", holdout2),
+                     ("hold-out programs, third set", holdout3),
                      ("shipped traces, policy schedule", schedule)):
         if s is None:
             continue
@@ -288,7 +295,8 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held
             lines[-1] += (" Against this campaign's own undrained bytes the simulator's median "
                           f"|error| would read {pct(shipped['undrained_median_abs_htod_error'])} "
                           f"HtoD and {pct(shipped['undrained_median_abs_dtoh_error'])} DtoH.")
-    for label, s in (("the first hold-out set", holdout), ("the second hold-out set", holdout2)):
+    for label, s in (("the first hold-out set", holdout), ("the second hold-out set", holdout2),
+                     ("the third hold-out set", holdout3)):
         if s:
             lines += ["", *holdout_bytes(label, s)]
     # Named: the second hold-out set's campaigns were calibrated with these benchmarks, so
@@ -388,6 +396,8 @@ def main():
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
         held2 = holdouts(c.get("holdouts2", []))
+        holdout3 = fidelity(c["holdout3"]) if c.get("holdout3") else None
+        held3 = holdouts(c.get("holdouts3", []))
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
         common.write_json(os.path.join(root, gpu, "instances.json"), inst)
@@ -397,12 +407,14 @@ def main():
         write_holdout(os.path.join(root, gpu, "holdout"), holdout, held)
         if holdout2 or held2:
             write_holdout(os.path.join(root, gpu, "holdout2"), holdout2, held2)
+        if holdout3 or held3:
+            write_holdout(os.path.join(root, gpu, "holdout3"), holdout3, held3)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
-            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2))
+            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3))
         print(f"{gpu}: " + ", ".join(
             f"{label} {pct(s['median_abs_time_error'])} / {pct(s['max_abs_time_error'])}"
             for label, s in (("shipped", shipped), ("hold-out", holdout),
-                             ("hold-out 2", holdout2)) if s))
+                             ("hold-out 2", holdout2), ("hold-out 3", holdout3)) if s))
 
 
 if __name__ == "__main__":
