@@ -75,7 +75,9 @@ std::vector<ResultField> declare() {
        "first touched on the GPU, populated in place with no copy"},
       {"results.evictions", "2 MB chunks", "both",
        "chunks evicted on the fault path (driver mode) or to keep the budget"},
-      {"results.policy_evicted_bytes", "bytes", "both", "evicted by the policy's own actions"},
+      {"results.policy_evicted_bytes", "bytes", "both",
+       "evicted by the policy's own actions (sim: the bytes that were on the GPU; live: the bytes "
+       "the eviction calls name, pages the books hold discarded left out)"},
       {"results.discarded_bytes", "bytes", "both", "dropped by the policy without a copy"},
       {"results.prefetch.issued_bytes", "bytes", "both",
        "brought to the GPU ahead of a fault (density prefetch or policy)"},
