@@ -13,6 +13,14 @@ template <class F> void for_each_block(JobMemory& m, const policies::Range& rang
   m.memory.for_each_block(range.start + m.offset, range.bytes, f);
 }
 
+// The 64 KB pages of a block with any page in `pages`, one bit each (the budget books' form).
+uint32_t big_page_bits(const PageMask& pages) {
+  uint32_t out = 0;
+  for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
+    if (pages.any_in_big_page(p)) out |= 1u << p;
+  return out;
+}
+
 // A prefetch undoes a discard on the pages it names, those already on the GPU included (a read
 // does not: VaBlock::read_since_discard).
 void undo_discard(VaBlock& block, const PageMask& pages) {
@@ -62,10 +70,7 @@ public:
   uint32_t resident_pages(uint64_t chunk) const override {
     const VaBlock* block = memory_.find(chunk);
     if (!block) return 0;
-    uint32_t out = 0;
-    for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
-      if (block->resident[gpu_processor(gpu_)].any_in_big_page(p)) out |= 1u << p;
-    return out;
+    return big_page_bits(block->resident[gpu_processor(gpu_)]);
   }
   bool holds(uint64_t chunk) const override {
     const VaBlock* block = memory_.find(chunk);
@@ -168,7 +173,7 @@ public:
       const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
       block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
       done_ = end;
-      if (m_.host.observes_faults()) admit(block, pages_in_range);
+      if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
     });
   }
 
@@ -195,13 +200,6 @@ private:
     auto it = known_.find(chunk);
     if (it == known_.end() || it->second.arrival != block->arrivals[m_.gpu]) return 0;
     return it->second.pages & books_.resident_pages(chunk); // less what left (host, discard)
-  }
-
-  void admit(const VaBlock& block, const PageMask& pages) {
-    uint32_t bits = 0;
-    for (unsigned p = 0; p < kBigPagesPerBlock; ++p)
-      if (pages.any_in_big_page(p)) bits |= 1u << p;
-    admit(block.index, bits);
   }
 
   void admit(uint64_t chunk, uint32_t pages) {
