@@ -44,7 +44,7 @@ public:
     json samples = json::array();
     const auto sample = [&] { samples.push_back(eviction_once(g.eviction_chunks)); };
     out["prefetch_call_ns"] = prefetch_call();
-    out["replay"] = replay_pattern();
+    out["replay"] = replay_pattern(std::min<uint64_t>(2048, g.warm_up_chunks));
     sample();
     out["host_to_gpu"] = json::array();
     out["gpu_to_host"] = json::array();
@@ -161,7 +161,7 @@ private:
   // drain of CUPTI's records (what `replay --faults cupti` costs each kernel; measured, not
   // fitted), and a kernel after 8, 32 and 128 2 MB prefetch calls of resident blocks (the call's
   // cost between kernels, which differs from calls in a row; pump makes tens a kernel).
-  json replay_pattern() {
+  json replay_pattern(uint64_t spread_blocks) {
     constexpr uint64_t kBlocks = 64, kCalls = 8, kRounds = 51;
     void* p = alloc(kBlocks * kBlockSize);
     d_.prefetch_to_gpu(p, kBlocks * kBlockSize);
@@ -185,6 +185,34 @@ private:
     out["calls_per_kernel"] = json::array({{kCalls, out["with_prefetches_ns"]}});
     for (uint64_t calls : {4 * kCalls, 16 * kCalls})
       out["calls_per_kernel"].push_back({calls, round(false, calls)});
+    d_.free_managed(p);
+    out["spread"] = spread_calls(spread_blocks);
+    return out;
+  }
+
+  // The same calls over `blocks` blocks in turn, 128 and 1024 before each kernel, as a replay's
+  // calls visit gigabytes: PUMP's live LSTM made 930 a kernel over 3,600 blocks at 4.1-4.8 us
+  // each, where calls over 64 blocks cost 2.4-3.9 (issue 21; probes/held_prefetch.cc).
+  json spread_calls(uint64_t blocks) {
+    constexpr uint64_t kRounds = 21;
+    char* p = static_cast<char*>(alloc(blocks * kBlockSize));
+    d_.prefetch_to_gpu(p, blocks * kBlockSize);
+    d_.quiesce();
+    uint64_t next = 0;
+    const auto round = [&](uint64_t calls) {
+      std::vector<Time> times;
+      for (uint64_t r = 0; r < kRounds; ++r) {
+        const Time start = wall_ns();
+        for (uint64_t c = 0; c < calls; ++c, next = (next + 1) % blocks)
+          d_.prefetch_to_gpu(p + next * kBlockSize, kBlockSize);
+        run_kernel(0);
+        times.push_back(wall_ns() - start);
+      }
+      return median(times);
+    };
+    json out = {{"blocks", blocks}, {"kernel_ns", round(0)}};
+    out["calls_per_kernel"] = json::array();
+    for (uint64_t calls : {128, 1024}) out["calls_per_kernel"].push_back({calls, round(calls)});
     d_.free_managed(p);
     return out;
   }

@@ -157,6 +157,8 @@ public:
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
       if (pages.none()) {
+        // The replay's books take a prefetch's pages in whether or not they were there.
+        if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
         done_ = t;
         return;
       }
