@@ -44,7 +44,7 @@ public:
     json samples = json::array();
     const auto sample = [&] { samples.push_back(eviction_once(g.eviction_chunks)); };
     out["prefetch_call_ns"] = prefetch_call();
-    out["replay"] = replay_pattern(std::min<uint64_t>(2048, g.warm_up_chunks));
+    out["replay"] = replay_pattern();
     sample();
     out["host_to_gpu"] = json::array();
     out["gpu_to_host"] = json::array();
@@ -58,7 +58,7 @@ public:
     out["eviction"] = {{"chunks", g.eviction_chunks}, {"ns", eviction(g.eviction_chunks)}};
     out["prefetch_blocks"] = prefetch_blocks(g.prefetch_blocks);
     sample();
-    out["swap"] = {{"pairs", g.eviction_chunks}, {"ns", swap(g.eviction_chunks)}};
+    out["swap"] = swap(g.eviction_chunks);
     sample();
     const uint64_t host_bytes = g.host_fault_blocks * kBlockSize;
     out["host_fault"] = {{"bytes", host_bytes}, {"ns", host_fault(host_bytes)}};
@@ -161,7 +161,7 @@ private:
   // drain of CUPTI's records (what `replay --faults cupti` costs each kernel; measured, not
   // fitted), and a kernel after 8, 32 and 128 2 MB prefetch calls of resident blocks (the call's
   // cost between kernels, which differs from calls in a row; pump makes tens a kernel).
-  json replay_pattern(uint64_t spread_blocks) {
+  json replay_pattern() {
     constexpr uint64_t kBlocks = 64, kCalls = 8, kRounds = 51;
     void* p = alloc(kBlocks * kBlockSize);
     d_.prefetch_to_gpu(p, kBlocks * kBlockSize);
@@ -185,34 +185,6 @@ private:
     out["calls_per_kernel"] = json::array({{kCalls, out["with_prefetches_ns"]}});
     for (uint64_t calls : {4 * kCalls, 16 * kCalls})
       out["calls_per_kernel"].push_back({calls, round(false, calls)});
-    d_.free_managed(p);
-    out["spread"] = spread_calls(spread_blocks);
-    return out;
-  }
-
-  // The same calls over `blocks` blocks in turn, 128 and 1024 before each kernel, as a replay's
-  // calls visit gigabytes: PUMP's live LSTM made 930 a kernel over 3,600 blocks at 4.1-4.8 us
-  // each, where calls over 64 blocks cost 2.4-3.9 (issue 21; probes/held_prefetch.cc).
-  json spread_calls(uint64_t blocks) {
-    constexpr uint64_t kRounds = 21;
-    char* p = static_cast<char*>(alloc(blocks * kBlockSize));
-    d_.prefetch_to_gpu(p, blocks * kBlockSize);
-    d_.quiesce();
-    uint64_t next = 0;
-    const auto round = [&](uint64_t calls) {
-      std::vector<Time> times;
-      for (uint64_t r = 0; r < kRounds; ++r) {
-        const Time start = wall_ns();
-        for (uint64_t c = 0; c < calls; ++c, next = (next + 1) % blocks)
-          d_.prefetch_to_gpu(p + next * kBlockSize, kBlockSize);
-        run_kernel(0);
-        times.push_back(wall_ns() - start);
-      }
-      return median(times);
-    };
-    json out = {{"blocks", blocks}, {"kernel_ns", round(0)}};
-    out["calls_per_kernel"] = json::array();
-    for (uint64_t calls : {128, 1024}) out["calls_per_kernel"].push_back({calls, round(calls)});
     d_.free_managed(p);
     return out;
   }
@@ -284,24 +256,31 @@ private:
 
   // Pump and the oracle at a budget make room for each block they prefetch: one GPU-resident
   // chunk evicted, one block of host data prefetched, in turn, one 2 MB call each. The fit takes
-  // what a pair costs beyond an eviction and a prefetch measured apart (swap_extra_ns): on two
-  // instances the probe's swap cost 32 and 38 us more than its parts
-  // (experiments/live/data/h200-migration-mix/, h100-ba63a39e/).
-  Time swap(uint64_t pairs) {
-    return repeated([&] {
-      char* a = static_cast<char*>(alloc(2 * pairs * kBlockSize));
-      char* b = a + pairs * kBlockSize;
-      d_.prefetch_to_gpu(a, pairs * kBlockSize);
-      d_.host_write(b, pairs * kBlockSize);
-      const Time t = timed([&] {
-        for (uint64_t i = 0; i < pairs; ++i) {
-          d_.evict_to_host(a + i * kBlockSize, kBlockSize);
-          d_.prefetch_to_gpu(b + i * kBlockSize, kBlockSize);
-        }
-      });
-      d_.free_managed(a);
-      return t;
-    });
+  // what a pair costs beyond the same calls made apart (all the evictions, then all the
+  // prefetches; swap_extra_ns). The two are timed in alternation: an eviction's cost switches
+  // between two levels within seconds, and against parts measured by the other benchmarks the
+  // extra came out at 0, 66 and 7 us in three calibrations of one H100 (h100-ee8e9a35) and at
+  // 78 us on an H200 whose pump runs showed none (h200-632ef450).
+  json swap(uint64_t pairs) {
+    std::vector<Time> in_turn, apart;
+    for (uint32_t i = 0; i < std::max(3u, settings_.repeats); ++i)
+      for (const bool turn : {true, false}) {
+        char* a = static_cast<char*>(alloc(2 * pairs * kBlockSize));
+        char* b = a + pairs * kBlockSize;
+        d_.prefetch_to_gpu(a, pairs * kBlockSize);
+        d_.host_write(b, pairs * kBlockSize);
+        const Time t = timed([&] {
+          for (uint64_t k = 0; k < pairs; ++k) {
+            d_.evict_to_host(a + k * kBlockSize, kBlockSize);
+            if (turn) d_.prefetch_to_gpu(b + k * kBlockSize, kBlockSize);
+          }
+          if (!turn)
+            for (uint64_t k = 0; k < pairs; ++k) d_.prefetch_to_gpu(b + k * kBlockSize, kBlockSize);
+        });
+        d_.free_managed(a);
+        (turn ? in_turn : apart).push_back(t);
+      }
+    return {{"pairs", pairs}, {"ns", median(in_turn)}, {"apart_ns", median(apart)}};
   }
 
   // Prefetches one 2 MB call per block, as the replay issues them, of blocks already on the GPU,

@@ -76,6 +76,7 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(m["host_populate"]["bytes"] == 8 << 20);
   CHECK(m["host_populate"]["ns"].get<int64_t>() >= 2'000'000);
   CHECK(m["swap"]["pairs"] == 4); // as many pairs as the eviction benchmark's chunks
+  CHECK(m["swap"]["apart_ns"].get<int64_t>() >= 0); // the same calls apart, timed beside them
   // Eight more evictions of the benchmark's size, spread through the calibration.
   REQUIRE(m["eviction"]["samples_ns"].size() == 8);
   for (const json& ns : m["eviction"]["samples_ns"]) CHECK(ns.get<int64_t>() >= 0);
@@ -240,6 +241,14 @@ TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyo
   CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 0);
   m["swap"]["ns"] = "slow";
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.ns"));
+  // Since the same calls apart are timed beside the pairs, against them, whatever the other
+  // benchmarks found minutes before.
+  m["swap"] = {{"pairs", 4}, {"ns", 4 * 300'000}, {"apart_ns", 4 * 280'000}};
+  CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 20'000);
+  m["swap"]["apart_ns"] = 4 * 310'000;
+  CHECK(live::fit(m, settings()).gpu["swap_extra_ns"] == 0);
+  m["swap"]["apart_ns"] = nullptr;
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.apart_ns"));
 }
 
 TEST_CASE("calibrate: eviction samples through the calibration show its spread, not its price",
