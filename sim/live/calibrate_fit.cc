@@ -111,6 +111,30 @@ std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
                              *most / chunks};
 }
 
+// An eviction's cost switches between two levels within seconds (on H200s about 185 and 280-310
+// us a chunk), and a calibration that met the upper one in its eviction benchmark measured its
+// large copies back to the host there too: H200 8369fa7f's benchmark cost 256 us a chunk and
+// its 1 GB copy back 109 ms where other instances took 61-71, while two of its samples cost
+// 176; priced so, hold-out 2 there was simulated 14% slow (median), at the lower level 6%. The
+// replays minutes later pay a mix, mostly the lower level. So in a per-machine calibration (made
+// before the replays on the same instance) whose lowest sample is below kUpperLevel of the
+// benchmark (the benchmark met the upper level; within one level they stay within 10%), the
+// benchmark and the copies back are scaled down to that sample. Full calibrations, from which
+// the shipped profiles are fitted for every instance, keep the benchmark's level: instances
+// differ in which level their replays meet (the shipped H100 profile at the lower level: H100
+// 5d0a844e 5.5% -> 10.7% median, d45e9c4d's hold-out 10.4% -> 5.9%). Returns the factor, 1 where
+// nothing is scaled.
+constexpr double kUpperLevel = 0.85;
+double upper_level_factor(const Measurements& m) {
+  const auto spread = eviction_spread(m);
+  if (!spread || !m.has("fault_path_from")) return 1;
+  const json& ev = m.at("eviction");
+  const auto chunks = static_cast<double>(m.count(ev, "chunks", "$.eviction", 1 << 20));
+  const double benchmark = static_cast<double>(m.ns(ev, "ns", "$.eviction")) / chunks;
+  const double ratio = static_cast<double>((*spread)[0]) / benchmark;
+  return ratio < kUpperLevel ? ratio : 1;
+}
+
 std::string spread_text(const Measurements& m) {
   const auto spread = eviction_spread(m);
   if (!spread) return "";
@@ -118,7 +142,13 @@ std::string spread_text(const Measurements& m) {
   return "; the benchmark and " + std::to_string(m.at("eviction").at("samples_ns").size()) +
          " samples spread through the calibration cost " + us((*spread)[0]) + " to " +
          us((*spread)[2]) + " us a chunk with its copy, " + us((*spread)[1]) +
-         " on average (eviction.samples_ns)";
+         " on average (eviction.samples_ns)" +
+         (upper_level_factor(m) < 1
+              ? "; the benchmark met the upper of an eviction's two levels, so it and the copies "
+                "back to the host are scaled by " +
+                    std::to_string(std::llround(upper_level_factor(m) * 100)) +
+                    "% to the lowest sample"
+              : "");
 }
 
 // The costs read straight off their benchmarks, after the fit: they take the fitted copy
@@ -127,7 +157,9 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
   const json& ev = m.at("eviction");
   const Time chunks = static_cast<Time>(m.count(ev, "chunks", "$.eviction", 1 << 20));
   const Time chunk_copy = config.host_link.reverse.transfer_ns(kBlockSize);
-  config.gpu.eviction_ns = std::max<Time>(0, m.ns(ev, "ns", "$.eviction") / chunks - chunk_copy);
+  const auto benchmark = static_cast<Time>(
+      std::llround(static_cast<double>(m.ns(ev, "ns", "$.eviction")) * upper_level_factor(m)));
+  config.gpu.eviction_ns = std::max<Time>(0, benchmark / chunks - chunk_copy);
 
   const json& pb = m.at("prefetch_blocks");
   const Time blocks = static_cast<Time>(m.count(pb, "blocks", "$.prefetch_blocks", 1 << 20));
@@ -288,8 +320,10 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
   config.host_link.name = settings.name + "-host";
   config.host_link.forward =
       link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns, "$.host_to_gpu");
-  config.host_link.reverse =
-      link_curve(m.series(measurements, "gpu_to_host", "$"), call_ns, "$.gpu_to_host");
+  std::vector<std::pair<Bytes, Time>> to_host = m.series(measurements, "gpu_to_host", "$");
+  for (auto& [bytes, ns] : to_host)
+    ns = static_cast<Time>(std::llround(static_cast<double>(ns) * upper_level_factor(m)));
+  config.host_link.reverse = link_curve(to_host, call_ns, "$.gpu_to_host");
 
   FittedProfile out;
   std::string fault_source;

@@ -397,6 +397,25 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   CHECK(p.gpu["sources"].dump().find("kept from profile h100") != std::string::npos);
   CHECK(live::fit(measured, refit).gpu == p.gpu); // deterministic
 
+  // A benchmark that met the upper of an eviction's two levels, its lowest sample at 70% of it:
+  // the per-machine fit takes the benchmark and the copies back down to that sample. A full
+  // calibration's keeps them (the shipped profiles price every instance).
+  measured["eviction"]["samples_ns"] = {560'000, 800'000, 790'000};
+  const live::FittedProfile lower = live::fit(measured, refit);
+  const auto back_gbps = [](const live::FittedProfile& f) {
+    return f.host_link["reverse"]["bandwidth_gbps"].back()[1].get<double>();
+  };
+  CHECK(back_gbps(lower) == Approx(back_gbps(p) / 0.7).epsilon(0.02));
+  CHECK(lower.gpu["eviction_ns"].get<int64_t>() < p.gpu["eviction_ns"].get<int64_t>());
+  CHECK(lower.gpu["sources"].dump().find("scaled by 70% to the lowest sample") !=
+        std::string::npos);
+  measured["eviction"]["samples_ns"] = {720'000, 800'000}; // within one level: as measured
+  CHECK(live::fit(measured, refit).gpu["eviction_ns"] == p.gpu["eviction_ns"]);
+  json full = measurements();
+  full["eviction"]["samples_ns"] = {560'000, 800'000};
+  CHECK(live::fit(full, refit).gpu["eviction_ns"] ==
+        live::fit(measurements(), refit).gpu["eviction_ns"]);
+
   // Bad input: a value missing from the kept fault path, an unknown profile before anything is
   // measured.
   measured["fault_path_from"].erase("per_fault_ns");

@@ -449,15 +449,14 @@ FAULTLINE_REGISTER_POLICY(LoggedDeepUM, "test-logged-deepum");
 class NextPages : public faultline::policies::IPolicy {
 public:
   NextPages(const nlohmann::json&, const std::string&) {}
-  void on_start(const faultline::policies::StartEvent& e,
-                faultline::policies::Actions&) override {
+  void on_start(const faultline::policies::StartEvent& e, faultline::policies::Actions&) override {
     gpu_ = faultline::gpu_processor(e.gpu);
   }
   void on_fault_batch(const faultline::policies::FaultBatchEvent& e,
                       faultline::policies::Actions& o) override {
     for (const faultline::Addr a : e.faults)
-      o.push_back({faultline::policies::ActionKind::kPrefetch, {a + kBigPageSize, kBigPageSize},
-                   gpu_});
+      o.push_back(
+          {faultline::policies::ActionKind::kPrefetch, {a + kBigPageSize, kBigPageSize}, gpu_});
   }
   bool observes_faults() const override { return true; }
 
@@ -484,8 +483,8 @@ std::string first_difference(const std::vector<std::string>& a, const std::vecto
 
 // The policy's log on ResNet-50 at 75%, from the replay (on a FakeDevice) and from the
 // simulator's budget mode with the driver's density prefetch on.
-std::pair<std::vector<std::string>, std::vector<std::string>> logs_live_and_sim(
-    const std::string& policy) {
+std::pair<std::vector<std::string>, std::vector<std::string>>
+logs_live_and_sim(const std::string& policy) {
   simtest::Scratch scratch;
   const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
   std::vector<std::string> live_log, sim_log;

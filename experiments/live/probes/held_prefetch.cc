@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
   LiveDevice& d = *probe::open_device(argv[1]);
   Probe probe(d);
   std::printf("device: %s, empty kernel %.1f us\n", d.name(), probe.kernel_ns() / 1e3);
-  std::printf("%-16s %7s %6s %12s %12s\n", "layout", "blocks", "calls", "cpu ns/call",
-              "ns/call");
+  std::printf("%-16s %7s %6s %12s %12s\n", "layout", "blocks", "calls", "cpu ns/call", "ns/call");
   for (const bool one : {true, false})
     for (uint64_t blocks : {64ull, 512ull, 2048ull, 8192ull}) {
       if (blocks > max_blocks) continue;
@@ -118,9 +117,8 @@ int main(int argc, char** argv) {
       for (uint64_t calls : {8ull, 128ull, 1024ull}) {
         const auto [cpu, all] = probe.round(calls);
         std::printf("%-16s %7llu %6llu %12lld %12lld\n", one ? "one allocation" : "one per block",
-                    static_cast<unsigned long long>(blocks),
-                    static_cast<unsigned long long>(calls), static_cast<long long>(cpu),
-                    static_cast<long long>(all));
+                    static_cast<unsigned long long>(blocks), static_cast<unsigned long long>(calls),
+                    static_cast<long long>(cpu), static_cast<long long>(all));
         std::fflush(stdout);
       }
       probe.release();
