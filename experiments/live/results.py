@@ -55,19 +55,21 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h100-ea349c50", "h100-8128e920", "h100-3b6d3eb5"],
                       # bytes with CUPTI's records drained (fidelity.drained)
                       "bytes": "h100-bd830cd8-drained"},
-             "h200": {"shipped": "h200-7fd75295", "holdout": "h200-33f97d66-holdout",
+             "h200": {"shipped": "h200-8369fa7f", "holdout": "h200-8369fa7f-holdout",
                       "holdout_bytes": "h200-33f97d66-holdout-drained",
-                      "holdouts": ["h200-33f97d66-holdout", "h200-d4fa298c-holdout",
-                                   "h200-b10745b3-holdout",
+                      "holdouts": ["h200-8369fa7f-holdout", "h200-33f97d66-holdout",
+                                   "h200-d4fa298c-holdout", "h200-b10745b3-holdout",
                                    "h200-99f28b56-holdout"],
-                      "holdout2": "h200-f398f79a-holdout2",
+                      "holdout2": "h200-8369fa7f-holdout2",
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
-                      "holdouts2": ["h200-f398f79a-holdout2"],
-                      # the third set (bfs, vit, lstm), captured after read_since_discard;
-                      # its 24 runs made on two instances (results.joined)
-                      "holdout3": ["h200-80d0d4ec-holdout3", "h200-632ef450-holdout3"],
-                      "holdouts3": ["h200-80d0d4ec-holdout3", "h200-632ef450-holdout3"],
-                      "instances": ["h200-7fd75295", "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
+                      "holdouts2": ["h200-8369fa7f-holdout2", "h200-f398f79a-holdout2"],
+                      # the third set (bfs, vit, lstm), captured after read_since_discard; on
+                      # 80d0d4ec and 632ef450 its runs were split between the two
+                      "holdout3": "h200-8369fa7f-holdout3",
+                      "holdouts3": ["h200-8369fa7f-holdout3", "h200-80d0d4ec-holdout3",
+                                    "h200-632ef450-holdout3"],
+                      "instances": ["h200-8369fa7f", "h200-7fd75295", "h200-d4fa298c",
+                                    "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained"}}
@@ -152,34 +154,6 @@ def fidelity(campaign, bytes_campaign=None):
                    bytes_report=f"experiments/live/reports/{bytes_campaign}/")
     if "filled_from_shipped_profile" in summary:
         out["filled_from_shipped_profile"] = summary["filled_from_shipped_profile"]
-    return out
-
-
-def joined(names):
-    """A set whose runs were made on several instances, each simulated with its own instance's
-    profile (the third hold-out set: bfs and lstm on one, vit and lstm's oracle runs on the next,
-    when the first call's time ran out): the errors over all their runs. Its runs are timed, not
-    drained, so its bytes are the undrained ones (lower bounds)."""
-    parts = [fidelity(n) for n in names]
-    rows = [r for n in names for r in report(n)[1]]
-    errors = [abs(float(r["time_error"])) for r in rows]
-
-    def undrained(way):
-        e = [abs(float(r[f"sim_{way}_gb"]) / float(r[f"live_{way}_gb"]) - 1) for r in rows
-             if float(r[f"live_{way}_gb"]) >= 0.064 and r["counters_drained"] == "False"]
-        return statistics.median(e) if e else None
-
-    out = {"campaign": " + ".join(names), "campaigns": names,
-           "report": [p["report"] for p in parts], "gpu_profile": [p["gpu_profile"] for p in parts],
-           "sim_revision": sorted({p["sim_revision"] for p in parts}),
-           "runs": len(rows), "median_abs_time_error": statistics.median(errors),
-           "max_abs_time_error": max(errors),
-           "runs_within_10_percent": sum(e <= 0.10 for e in errors),
-           **{k: None for k in BYTE_KEYS if k.startswith(("median", "max"))},
-           "undrained_median_abs_htod_error": undrained("htod"),
-           "undrained_median_abs_dtoh_error": undrained("dtoh"),
-           "rankings_same": sum(p["rankings_same"] for p in parts),
-           "rankings": sum(p["rankings"] for p in parts), "by_policy": by_policy(rows)}
     return out
 
 
@@ -286,7 +260,7 @@ def holdout_bytes(label, s):
     timed runs' own, which are lower bounds (the cells in parentheses)."""
     if s.get("bytes_campaign"):
         return [f"Bytes of {label}: from `{s['bytes_campaign']}` ({s['bytes_runs']} drained runs "
-                "of them on the same instance)." + not_conserved(s)]
+                "of them, on that campaign's instance)." + not_conserved(s)]
     return [f"Bytes of {label}: no drained runs of them on this GPU, so only the timed runs' "
             "own, lower bounds (in parentheses)."]
 
@@ -425,8 +399,7 @@ def main():
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
         held2 = holdouts(c.get("holdouts2", []))
-        holdout3 = c.get("holdout3") and (joined(c["holdout3"]) if isinstance(c["holdout3"], list)
-                                          else fidelity(c["holdout3"]))
+        holdout3 = fidelity(c["holdout3"]) if c.get("holdout3") else None
         held3 = holdouts(c.get("holdouts3", []))
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
