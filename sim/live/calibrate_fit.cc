@@ -139,16 +139,15 @@ std::string spread_text(const Measurements& m) {
   const auto spread = eviction_spread(m);
   if (!spread) return "";
   const auto us = [](Time ns) { return std::to_string((ns + 500) / 1000); };
+  const double scaled = upper_level_factor(m);
   return "; the benchmark and " + std::to_string(m.at("eviction").at("samples_ns").size()) +
          " samples spread through the calibration cost " + us((*spread)[0]) + " to " +
          us((*spread)[2]) + " us a chunk with its copy, " + us((*spread)[1]) +
          " on average (eviction.samples_ns)" +
-         (upper_level_factor(m) < 1
-              ? "; the benchmark met the upper of an eviction's two levels, so it and the copies "
-                "back to the host are scaled by " +
-                    std::to_string(std::llround(upper_level_factor(m) * 100)) +
-                    "% to the lowest sample"
-              : "");
+         (scaled < 1 ? "; the benchmark met the upper of an eviction's two levels, so it and the "
+                       "copies back to the host are scaled by " +
+                           std::to_string(std::llround(scaled * 100)) + "% to the lowest sample"
+                     : "");
 }
 
 // The costs read straight off their benchmarks, after the fit: they take the fitted copy
@@ -321,8 +320,9 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
   config.host_link.forward =
       link_curve(m.series(measurements, "host_to_gpu", "$"), call_ns, "$.host_to_gpu");
   std::vector<std::pair<Bytes, Time>> to_host = m.series(measurements, "gpu_to_host", "$");
-  for (auto& [bytes, ns] : to_host)
-    ns = static_cast<Time>(std::llround(static_cast<double>(ns) * upper_level_factor(m)));
+  const double scaled = upper_level_factor(m);
+  for (auto& point : to_host)
+    point.second = static_cast<Time>(std::llround(static_cast<double>(point.second) * scaled));
   config.host_link.reverse = link_curve(to_host, call_ns, "$.gpu_to_host");
 
   FittedProfile out;

@@ -152,29 +152,12 @@ public:
     const unsigned gpu = m_.gpu;
     const config::GpuProfile& profile = m_.profile;
     for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
-      Time t = std::max(now, done_) + profile.prefetch_call_ns;
+      const Time t = std::max(now, done_) + profile.prefetch_call_ns;
       undo_discard(block, pages_in_range);
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
-      if (pages.none()) {
-        // The replay's books take a prefetch's pages in whether or not they were there.
-        if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
-        done_ = t;
-        return;
-      }
-      if (!block.chunk[gpu]) {
-        evicted_last_ |= m_.memory.chunks_free(gpu) == 0;
-        t = m_.migrator.make_room(gpu, t, &block);
-      }
-      // Evicting and prefetching in turn costs more than the two apart (calibrate's swap).
-      if (evicted_last_) t += profile.swap_extra_ns;
-      evicted_last_ = false;
-      const PageMask fresh = block.unpopulated() & pages;
-      t += profile.prefetch_populate_ns * fresh.big_page_count();
-      if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
-      const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
-      block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
-      done_ = end;
+      done_ = pages.none() ? t : copy_in(block, pages, t);
+      // The replay's books take a prefetch's pages in, whether or not they were on the GPU.
       if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
     });
   }
@@ -187,6 +170,26 @@ public:
   void migration_end(Time end) override { done_ = std::max(done_, end); }
 
 private:
+  // One prefetch call's copy of `pages` (absent from the GPU) from `t`: room made, the driver's
+  // extra costs, then the copy. Returns its end.
+  Time copy_in(VaBlock& block, const PageMask& pages, Time t) {
+    const unsigned gpu = m_.gpu;
+    const config::GpuProfile& profile = m_.profile;
+    if (!block.chunk[gpu]) {
+      evicted_last_ |= m_.memory.chunks_free(gpu) == 0;
+      t = m_.migrator.make_room(gpu, t, &block);
+    }
+    // Evicting and prefetching in turn costs more than the two apart (calibrate's swap).
+    if (evicted_last_) t += profile.swap_extra_ns;
+    evicted_last_ = false;
+    const PageMask fresh = block.unpopulated() & pages;
+    t += profile.prefetch_populate_ns * fresh.big_page_count();
+    if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
+    const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
+    block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
+    return end;
+  }
+
   // The policy hears of a kernel's faults as the replay's books tell them: the pages the kernel
   // touched that the books do not hold. The books hold what kernels touched and prefetches
   // brought since the chunk arrived, and cannot see the pages the driver's density prefetch
