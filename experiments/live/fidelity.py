@@ -63,7 +63,9 @@ LATER_KEYS = {
     "discarded_resident_fault_ns": "faults on pages a policy discarded, `experiments/live/data/"
                                    "h200-migration-mix/`",
     "discarded_fault_ns": "the same in a block with no page on the GPU",
-    "host_populate_ns": "the host's first touch of never-touched memory, `configs/README.md`"}
+    "host_populate_ns": "the host's first touch of never-touched memory, `configs/README.md`",
+    "eviction_run_ns": "evicted chunks holding spread pages against one run, `experiments/live/"
+                       "data/h200-2f4aa42a/`"}
 
 
 def filled_profile(gpu, shipped, out_dir):

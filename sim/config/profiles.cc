@@ -125,6 +125,11 @@ const Fields<GpuProfile>& gpu_fields() {
            "per 2 MB VA block serviced: PTE writes and TLB invalidate")
           .required(),
       cost(&G::eviction_ns, "eviction_ns", "per evicted 2 MB chunk, copy extra").required(),
+      cost(&G::eviction_run_ns, "eviction_run_ns",
+           "per run of pages beyond the first in an evicted chunk (its pages go back in one "
+           "copy)"),
+      cost(&G::eviction_page_ns, "eviction_page_ns",
+           "per 64 KB an eviction copies, beyond the link's time (0: eviction_ns holds it)"),
       cost(&G::host_fault_ns, "host_fault_ns",
            "per 64 KB of GPU-resident data the CPU touches, copy extra")
           .required(),

@@ -53,8 +53,8 @@ const Fields<DriverConfig>& driver_fields() {
             "50-chunk reserve)")
           .unit("bytes"),
       field(&D::block_eviction, "block_eviction",
-            "evictions copy a chunk in one transfer instead of one per run of pages (HUVM's "
-            "large-page eviction)"),
+            "evictions copy a chunk whole, its runs of pages costing nothing more "
+            "(eviction_run_ns; HUVM's large-page eviction)"),
       field(&D::peer_write_back, "peer_write_back",
             "blocks evicted to a neighbour are written back to the host in the background, so "
             "the neighbour drops them without a copy (false: as the live replay, one copy)"),

@@ -37,7 +37,12 @@ struct GpuProfile {
   Time per_fault_ns = 0;         // per fault entry fetched (duplicates included)
   Time page_table_update_ns = 0; // PTE writes and TLB invalidate, per VA block serviced
   Time eviction_ns = 0;          // fixed driver cost per evicted 2 MB chunk (copy extra)
-  Time host_fault_ns = 0;        // CPU fault on a GPU-resident page, per 64 KB serviced
+  // An evicted chunk's pages go back in one copy; each run of pages beyond the first costs this,
+  // and each 64 KB it copies eviction_page_ns beyond the link's time (faultline calibrate's
+  // eviction_runs benchmark; 0 where a profile predates it: eviction_ns then holds it all).
+  Time eviction_run_ns = 0;
+  Time eviction_page_ns = 0;
+  Time host_fault_ns = 0; // CPU fault on a GPU-resident page, per 64 KB serviced
   // The CPU's touch of managed memory no processor holds (never touched, freed and allocated
   // again, or discarded): a CPU fault that populates it on the host, per 64 KB (1.3-1.7 us a
   // 4 KB page on the H200 and H100 instances measured; charged per 4 KB page touched).
@@ -125,8 +130,8 @@ struct DriverConfig {
   // Memory a GPU keeps free for its own job: another job's data is placed on it only while
   // more than this stays free (HUVM's reserve of 50 chunks, huvm-uvm-driver.md A.2).
   Bytes peer_reserve_bytes = 100ull << 20;
-  // Evictions copy a chunk's pages as one 2 MB transfer instead of one per run of pages
-  // (HUVM's large-page eviction; the stock driver copies runs).
+  // Evictions copy a chunk whole, its runs of pages costing nothing more (HUVM's large-page
+  // eviction; the stock driver charges eviction_run_ns a run beyond the first).
   bool block_eviction = false;
   // Blocks evicted to a neighbour are written back to the host in the background, so the
   // neighbour drops them without a copy (HUVM). Off: the neighbour evicts them with a copy, as

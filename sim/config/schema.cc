@@ -124,8 +124,8 @@ void print_schema(std::ostream& out, const std::string& format, const std::strin
   } else {
     for (size_t i = 0; i < sections.size(); ++i) {
       out << (i ? "\n" : "") << "## " << sections[i].name << "\n\n"
-                << sections[i].where << "\n\n"
-                << schema_markdown(sections[i]);
+          << sections[i].where << "\n\n"
+          << schema_markdown(sections[i]);
     }
   }
 }

@@ -14,9 +14,16 @@ Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const ch
   return end;
 }
 
+// The driver copies an evicted chunk's runs of pages in one push and waits once: one transfer of
+// all its bytes, and each run beyond the first costs eviction_run_ns (2-7 us on an H200, where a
+// copy of its own had cost the link's overhead, 18.5 us: experiments/live/data/h200-c9770d01/).
+// HUVM's large-page eviction copies the chunk whole: no run costs more.
 Time Migrator::copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause) {
-  if (!driver_.block_eviction || pages.none()) return copy_runs(route, pages, now, cause);
-  return route.transfer(now, pages.count() * kPageSize, cause).end;
+  if (pages.none()) return now;
+  Time runs = 0;
+  if (!driver_.block_eviction) pages.for_each_run([&](unsigned, unsigned) { ++runs; });
+  const Time extra = runs > 1 ? (runs - 1) * gpu_.eviction_run_ns : 0;
+  return route.transfer(now, pages.count() * kPageSize, cause).end + extra;
 }
 
 Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
@@ -49,11 +56,19 @@ Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause)
         best = static_cast<int>(peer);
     if (best >= 0) return to_peer(victim, gpu, static_cast<unsigned>(best), pages, now, cause);
   }
-  return to_host(victim, gpu, pages, now, cause, true) + gpu_.eviction_ns;
+  return to_host(victim, gpu, pages, now, cause, true) + eviction_cost(pages);
 }
 
 Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now) {
-  return to_host(block, gpu, pages, now, "policy eviction", true) + gpu_.eviction_ns;
+  const PageMask held = pages & block.resident[gpu_processor(gpu)];
+  return to_host(block, gpu, pages, now, "policy eviction", true) + eviction_cost(held);
+}
+
+// The driver's work beside an eviction's copy: per chunk, and per 64 KB it copies (a chunk
+// holding a few pages costs much less than a full one: experiments/live/data/h200-2f4aa42a/).
+Time Migrator::eviction_cost(const PageMask& pages) const {
+  return gpu_.eviction_ns + static_cast<Time>(pages.count()) * gpu_.eviction_page_ns /
+                                static_cast<Time>(kPagesPerBigPage);
 }
 
 Time Migrator::reclaim(VaBlock& foreign, unsigned gpu, Time now) {

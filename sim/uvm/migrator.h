@@ -61,6 +61,7 @@ private:
   void note_thrashing(VaBlock& block, Time now);
   Time copy_runs(Route& route, const PageMask& pages, Time now, const char* cause);
   Time copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause);
+  Time eviction_cost(const PageMask& pages) const;
   Route& route(ProcessorId from, ProcessorId to) { return topology_.route(from, to); }
 
   MemoryModel& memory_;

@@ -251,6 +251,46 @@ TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyo
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.apart_ns"));
 }
 
+TEST_CASE("calibrate: chunks holding spread pages give eviction_run_ns against one run",
+          "[calibrate]") {
+  json m = measurements();
+  json base;
+  std::ifstream(std::string(FAULTLINE_SOURCE_DIR) + "/configs/gpus/h200.json") >> base;
+  // Older measurements keep the base profile's value and its source line.
+  const live::FittedProfile kept = live::fit(m, settings());
+  CHECK(kept.gpu["eviction_run_ns"] == base["eviction_run_ns"]);
+  CHECK(kept.gpu["sources"].dump().find("eviction_run_ns:") != std::string::npos);
+  // 4 chunks of 8 runs: 4 x 7 runs beyond the first cost 28 x 2 us.
+  m["eviction_runs"] = {{"chunks", 4}, {"runs", 8}, {"first_ns", 280'000}, {"spread_ns", 336'000}};
+  const live::FittedProfile p = live::fit(m, settings());
+  CHECK(p.gpu["eviction_run_ns"] == 2'000);
+  CHECK(p.gpu["sources"].dump().find("8 spread 64 KB pages") != std::string::npos);
+  m["eviction_runs"]["spread_ns"] = 270'000; // faster spread: nothing, never negative
+  CHECK(live::fit(m, settings()).gpu["eviction_run_ns"] == 0);
+
+  // The full chunks (200 us each) and the 8-page ones (70 us) give eviction_ns and
+  // eviction_page_ns: the full chunk costs what it cost before, less and more split.
+  const int64_t plain = kept.gpu["eviction_ns"].get<int64_t>();
+  CHECK_FALSE(kept.gpu.contains("eviction_page_ns"));
+  const int64_t page = p.gpu["eviction_page_ns"].get<int64_t>();
+  CHECK(page > 0);
+  CHECK(p.gpu["eviction_ns"].get<int64_t>() < plain);
+  CHECK(std::abs(p.gpu["eviction_ns"].get<int64_t>() + 32 * page - plain) <= 32);
+  // 8 pages costing as much a chunk as 32 (another eviction level): all stays in eviction_ns.
+  json level = m;
+  level["eviction_runs"]["first_ns"] = 4 * 200'000;
+  const live::FittedProfile flat = live::fit(level, settings());
+  CHECK(flat.gpu["eviction_ns"] == plain);
+  CHECK_FALSE(flat.gpu.contains("eviction_page_ns"));
+  m["eviction_runs"]["runs"] = 1;
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction_runs.runs"));
+  m["eviction_runs"]["runs"] = 32;
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("expected 2 to 31"));
+  m["eviction_runs"]["runs"] = 8;
+  m["eviction_runs"].erase("first_ns");
+  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction_runs"));
+}
+
 TEST_CASE("calibrate: eviction samples through the calibration show its spread, not its price",
           "[calibrate]") {
   json m = measurements();
@@ -370,8 +410,8 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   CHECK(m["faults"].size() == 8);
   CHECK(m["host_to_gpu"].size() == 2);
   CHECK_FALSE(m.contains("peer")); // the base's peer link stays
-  for (const char* key : {"warm_up", "eviction", "swap", "prefetch_blocks", "replay", "host_fault",
-                          "discarded_touch"})
+  for (const char* key : {"warm_up", "eviction", "swap", "eviction_runs", "prefetch_blocks",
+                          "replay", "host_fault", "discarded_touch"})
     CHECK(m.contains(key));
   const json& from = m["fault_path_from"];
   CHECK(from["profile"] == "h100");
@@ -400,7 +440,7 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   // A benchmark that met the upper of an eviction's two levels, its lowest sample at 70% of it:
   // the per-machine fit takes the benchmark and the copies back down to that sample. A full
   // calibration's keeps them (the shipped profiles price every instance).
-  measured["eviction"]["samples_ns"] = {560'000, 800'000, 790'000};
+  measured["eviction"]["samples_ns"] = {560'000, 600'000, 790'000};
   const live::FittedProfile lower = live::fit(measured, refit);
   const auto back_gbps = [](const live::FittedProfile& f) {
     return f.host_link["reverse"]["bandwidth_gbps"].back()[1].get<double>();
@@ -411,8 +451,11 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
         std::string::npos);
   measured["eviction"]["samples_ns"] = {720'000, 800'000}; // within one level: as measured
   CHECK(live::fit(measured, refit).gpu["eviction_ns"] == p.gpu["eviction_ns"]);
+  // One low sample is not the lower level (H200 2f4aa42a): as measured.
+  measured["eviction"]["samples_ns"] = {560'000, 790'000, 800'000};
+  CHECK(live::fit(measured, refit).gpu["eviction_ns"] == p.gpu["eviction_ns"]);
   json full = measurements();
-  full["eviction"]["samples_ns"] = {560'000, 800'000};
+  full["eviction"]["samples_ns"] = {560'000, 580'000, 800'000};
   CHECK(live::fit(full, refit).gpu["eviction_ns"] ==
         live::fit(measurements(), refit).gpu["eviction_ns"]);
 

@@ -97,6 +97,42 @@ TEST_CASE("make_room evicts in first-residency order and skips the block being s
   CHECK(!third.chunk[0]);
 }
 
+TEST_CASE("an eviction copies its chunk's pages in one transfer; each run beyond the first "
+          "costs eviction_run_ns",
+          "[memory]") {
+  Rig rig(1);
+  rig.gpu.eviction_ns = 1000;
+  rig.gpu.eviction_run_ns = 300;
+  rig.memory.add_managed(0, 2 * kBlockSize);
+  VaBlock& b = *rig.memory.find(0);
+  const PageMask three_runs =
+      PageMask::range(0, 16) | PageMask::range(64, 16) | PageMask::range(200, 16);
+  const Time arrived = rig.migrator.to_gpu(b, 0, three_runs, {}, 0, "test");
+  // The next block needs the only chunk: block 0 goes, 48 pages in one copy (one overhead),
+  // then the driver's fixed cost and two runs more.
+  const Time end = rig.migrator.make_room(0, arrived, rig.memory.find(1));
+  CHECK(rig.stats.evictions == 1);
+  CHECK(rig.down.bytes() == 48 * kPageSize);
+  CHECK(end == arrived + 100 + 48 * 4096 / 2 + 1000 + 2 * 300);
+  // HUVM's large-page eviction: the runs cost nothing more.
+  Rig huvm(1);
+  huvm.gpu.eviction_ns = 1000;
+  huvm.gpu.eviction_run_ns = 300;
+  huvm.driver.block_eviction = true;
+  huvm.memory.add_managed(0, 2 * kBlockSize);
+  const Time in = huvm.migrator.to_gpu(*huvm.memory.find(0), 0, three_runs, {}, 0, "test");
+  CHECK(huvm.migrator.make_room(0, in, huvm.memory.find(1)) == in + 100 + 48 * 4096 / 2 + 1000);
+  // Each 64 KB copied costs eviction_page_ns beside the copy: 48 pages of 4 KB are 3 of 64 KB.
+  Rig paged(1);
+  paged.gpu.eviction_ns = 1000;
+  paged.gpu.eviction_page_ns = 160;
+  paged.memory.add_managed(0, 2 * kBlockSize);
+  const Time back =
+      paged.migrator.to_gpu(*paged.memory.find(0), 0, PageMask::range(0, 48), {}, 0, "test");
+  CHECK(paged.migrator.make_room(0, back, paged.memory.find(1)) ==
+        back + 100 + 48 * 4096 / 2 + 1000 + 3 * 160);
+}
+
 TEST_CASE("LRU order moves a touched block to the back", "[memory]") {
   Rig rig(2);
   rig.memory.add_managed(0, 3 * kBlockSize);

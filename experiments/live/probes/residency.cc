@@ -4,6 +4,12 @@
 //     order, on fresh memory and on host data; then each block evicted alone, its bytes back
 //     (CUPTI's counters) the pages it held. One line per (blocks, k, order, memory): the mean
 //     and how many blocks held k, more than k but not all, or all 32 pages.
+//   build/probes/residency_probe LIB partial [BLOCKS]
+//     What evicting a partly held chunk costs (bfs at a budget evicts chunks holding 7 of 32
+//     pages on average): k pages of each block written by one kernel (fresh memory) or read
+//     (host data), the first k or k spread over the block; then all blocks evicted in a row,
+//     one 2 MB call each, and the stream waited for. Microseconds a chunk and pages back a
+//     chunk, median of 3.
 //   build/probes/residency_probe LIB threshold [BLOCKS]
 //     k = 17..24 pages of each block touched at once, and [0, j) by one kernel then [j, k) by
 //     the next: where the driver's choice to fill the block lies.
@@ -136,6 +142,56 @@ void threshold(LiveDevice& d, uint64_t n) {
   }
 }
 
+// Pages of a block touched by the partial case: the first k, or k spread evenly over 32.
+std::vector<uint32_t> partial_pages(uint32_t k, bool spread) {
+  std::vector<uint32_t> pages;
+  for (uint32_t i = 0; i < k; ++i) pages.push_back(spread ? i * kPages / k : i);
+  return pages;
+}
+
+struct Evicted {
+  double us = 0, pages = 0;
+};
+
+Evicted evict_partial_once(LiveDevice& d, uint64_t n, uint32_t k, bool spread, bool host) {
+  char* a = alloc(d, n);
+  if (host) d.host_write(a, n * kBlock);
+  std::vector<Touch> t;
+  for (uint64_t b = 0; b < n; ++b)
+    for (const uint32_t p : partial_pages(k, spread))
+      t.push_back({host ? 0u : 1u, static_cast<uint32_t>(b * kPages + p)});
+  if (!d.upload_touches(t.data(), t.size())) die("uploading touches failed", d);
+  run(d, 0, t.size());
+  d.synchronize();
+  const Counters c0 = d.counters();
+  const int64_t t0 = now_ns();
+  for (uint64_t b = 0; b < n; ++b) d.evict_to_host(a + b * kBlock, kBlock);
+  d.synchronize();
+  const int64_t t1 = now_ns();
+  const Counters c1 = d.counters();
+  d.free_managed(a);
+  const double chunks = static_cast<double>(n);
+  return {(t1 - t0) / 1e3 / chunks,
+          static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
+}
+
+void partial(LiveDevice& d, uint64_t n) {
+  std::printf("memory  k  layout   us/chunk  pages back/chunk   (%llu chunks evicted in a row)\n",
+              static_cast<unsigned long long>(n));
+  for (const bool host : {false, true})
+    for (const uint32_t k : {1u, 2u, 4u, 8u, 16u, 32u})
+      for (const bool spread : {false, true}) {
+        if (k == 32 && spread) continue;
+        std::vector<Evicted> runs;
+        for (int i = 0; i < 3; ++i) runs.push_back(evict_partial_once(d, n, k, spread, host));
+        std::sort(runs.begin(), runs.end(),
+                  [](const Evicted& x, const Evicted& y) { return x.us < y.us; });
+        std::printf("%-6s %2u  %-7s %9.1f %17.1f\n", host ? "host" : "fresh", k,
+                    spread ? "spread" : "first", runs[1].us, runs[1].pages);
+        std::fflush(stdout);
+      }
+}
+
 struct Revived {
   double prefetch_us = 0, touch_us = 0, bytes_in = 0;
 };
@@ -193,7 +249,7 @@ void revive(LiveDevice& d, uint64_t n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::printf("usage: residency_probe LIB density|threshold|revive [BLOCKS]\n");
+    std::printf("usage: residency_probe LIB density|threshold|revive|partial [BLOCKS]\n");
     return 2;
   }
   LiveDevice* d = probe::open_device(argv[1]);
@@ -203,6 +259,7 @@ int main(int argc, char** argv) {
   if (mode == "density") return density(*d, blocks), 0;
   if (mode == "revive") return revive(*d, blocks), 0;
   if (mode == "threshold") return threshold(*d, blocks), 0;
-  std::printf("unknown mode %s: expected density, threshold or revive\n", mode.c_str());
+  if (mode == "partial") return partial(*d, blocks), 0;
+  std::printf("unknown mode %s: expected density, threshold, revive or partial\n", mode.c_str());
   return 2;
 }
