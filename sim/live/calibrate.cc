@@ -287,7 +287,7 @@ private:
   // Evicting chunks that hold several runs of pages (eviction_run_ns): `chunks` blocks of host
   // data, a kernel reading 8 of each block's 64 KB pages, the first 8 (one run) or every fourth
   // (8 runs), then the chunks evicted one 2 MB call each. The stock driver copies the runs in one
-  // push: on an H200 the spread pages cost 2-7 us a run more than one run
+  // push: on an H200 the spread pages cost 1-7 us a run more than one run
   // (experiments/live/data/h200-c9770d01/partial-evict.txt), not a copy's overhead each. The
   // two cases alternate, as the swap's, against the eviction's two levels.
   json eviction_runs(uint64_t chunks) {

@@ -15,7 +15,7 @@ Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const ch
 }
 
 // The driver copies an evicted chunk's runs of pages in one push and waits once: one transfer of
-// all its bytes, and each run beyond the first costs eviction_run_ns (2-7 us on an H200, where a
+// all its bytes, and each run beyond the first costs eviction_run_ns (1.7-7 us on H200s, where a
 // copy of its own had cost the link's overhead, 18.5 us: experiments/live/data/h200-c9770d01/).
 // HUVM's large-page eviction copies the chunk whole: no run costs more.
 Time Migrator::copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause) {
