@@ -158,9 +158,11 @@ std::string spread_text(const Measurements& m) {
                      : "");
 }
 
-// An eviction of a chunk holding p 64 KB pages in one run costs eviction_ns + the link's copy +
+// The eviction_runs benchmark's costs. Each run of pages beyond the first in an evicted chunk:
+// chunks holding 8 runs against the same pages in one run, per extra run (eviction_run_ns). An
+// eviction of a chunk holding p 64 KB pages in one run costs eviction_ns + the link's copy +
 // p x eviction_page_ns: the full chunk (the eviction benchmark, `full` ns a chunk) and 8 pages
-// (eviction_runs' first case) give the two. On H200 2f4aa42a 8 pages cost 85 us against 275 for
+// (the one-run case) give the two. On H200 2f4aa42a 8 pages cost 85 us against 275 for
 // 32, where the copy and a fixed cost priced them at 118: the probe's 1-16 pages there
 // (experiments/live/data/h200-2f4aa42a/partial-evict.txt) lie on the two-point line within 4 us.
 // Where the two points say a page costs less than its copy (the benchmarks met different
@@ -172,10 +174,12 @@ void split_eviction(const Measurements& m, Time full, config::RunConfig& config)
   if (runs < 2 || runs >= static_cast<Time>(kBigPagesPerBlock))
     throw Error("calibration measurements: $.eviction_runs.runs: expected 2 to " +
                 std::to_string(kBigPagesPerBlock - 1) + ", got " + std::to_string(runs));
+  const Time first = m.ns(er, "first_ns", "$.eviction_runs");
+  config.gpu.eviction_run_ns =
+      std::max<Time>(0, (m.ns(er, "spread_ns", "$.eviction_runs") - first) / (chunks * (runs - 1)));
   const config::LinkCurve& back = config.host_link.reverse;
   const Time rest_full = full - back.transfer_ns(kBlockSize);
-  const Time rest_part =
-      m.ns(er, "first_ns", "$.eviction_runs") / chunks - back.transfer_ns(runs * kBigPageSize);
+  const Time rest_part = first / chunks - back.transfer_ns(runs * kBigPageSize);
   const Time page = (rest_full - rest_part) / (static_cast<Time>(kBigPagesPerBlock) - runs);
   if (page <= 0) return;
   config.gpu.eviction_page_ns = page;
@@ -313,21 +317,16 @@ void host_populate_cost(const Measurements& m, const json& base, const std::stri
       " KB of never-touched managed memory (the live replay's host access), per 64 KB");
 }
 
-// Each run of pages beyond the first in an evicted chunk: chunks holding 8 runs against chunks
-// holding the same pages in one run, per extra run (measurements before the benchmark keep the
-// base's).
+// The eviction_runs benchmark's costs as split_eviction fitted them, with their sources
+// (measurements before the benchmark keep the base's eviction_run_ns and no eviction_page_ns).
 void eviction_run_cost(const Measurements& m, const config::RunConfig& config, const json& base,
                        const std::string& base_name, FittedProfile& out) {
-  out.gpu.erase("eviction_page_ns"); // eviction_ns holds it unless measured with it
+  out.gpu.erase("eviction_page_ns");
   if (!m.has("eviction_runs")) return keep_from_base("eviction_run_ns", base, base_name, out);
-  const json& er = m.at("eviction_runs");
-  const auto chunks = static_cast<Time>(m.count(er, "chunks", "$.eviction_runs", 1 << 20));
-  const auto runs = static_cast<Time>(m.count(er, "runs", "$.eviction_runs", kBigPagesPerBlock));
-  const Time extra =
-      m.ns(er, "spread_ns", "$.eviction_runs") - m.ns(er, "first_ns", "$.eviction_runs");
-  out.gpu["eviction_run_ns"] = std::max<Time>(0, extra / (chunks * (runs - 1)));
+  const std::string runs = m.at("eviction_runs").at("runs").dump();
+  out.gpu["eviction_run_ns"] = config.gpu.eviction_run_ns;
   out.gpu["sources"].push_back(
-      "eviction_run_ns: chunks of host data read by a kernel at " + std::to_string(runs) +
+      "eviction_run_ns: chunks of host data read by a kernel at " + runs +
       " spread 64 KB pages, evicted one 2 MB call each, against the same with the pages in one "
       "run, per run beyond the first, timed in alternation");
   if (config.gpu.eviction_page_ns > 0) {
@@ -335,7 +334,7 @@ void eviction_run_cost(const Measurements& m, const config::RunConfig& config, c
     out.gpu["sources"].push_back(
         "eviction_page_ns, eviction_ns: the line through the eviction benchmark's full chunks "
         "and the chunks of " +
-        std::to_string(runs) + " pages in one run, less the link's copy of each");
+        runs + " pages in one run, less the link's copy of each");
   }
 }
 
