@@ -10,6 +10,12 @@
 //     (host data), the first k or k spread over the block; then all blocks evicted in a row,
 //     one 2 MB call each, and the stream waited for. Microseconds a chunk and pages back a
 //     chunk, median of 3.
+//   build/probes/residency_probe LIB refill [BLOCKS]
+//     Whether evicting a chunk the GPU populated in part (fresh memory) populates its other pages
+//     on the host: k pages of each block written, all evicted (2 MB calls), then k more pages
+//     written (never touched before, or the same k again), then all evicted again. Per chunk:
+//     each eviction's microseconds and pages back, and the pages the second kernel brought in
+//     (pages the host populated migrate in; pages nobody populated are made on the GPU).
 //   build/probes/residency_probe LIB threshold [BLOCKS]
 //     k = 17..24 pages of each block touched at once, and [0, j) by one kernel then [j, k) by
 //     the next: where the driver's choice to fill the block lies.
@@ -192,6 +198,78 @@ void partial(LiveDevice& d, uint64_t n) {
       }
 }
 
+struct Refilled {
+  double evict1_us = 0, back1 = 0, touch_us = 0, in = 0, evict2_us = 0, back2 = 0;
+};
+
+// Evicts n blocks at `a` in a row, one 2 MB call each: microseconds and pages back a chunk.
+Evicted evict_all(LiveDevice& d, char* a, uint64_t n) {
+  d.quiesce();
+  const Counters c0 = d.counters();
+  const int64_t t0 = now_ns();
+  for (uint64_t b = 0; b < n; ++b) d.evict_to_host(a + b * kBlock, kBlock);
+  d.synchronize();
+  const int64_t t1 = now_ns();
+  d.quiesce();
+  const Counters c1 = d.counters();
+  const double chunks = static_cast<double>(n);
+  return {(t1 - t0) / 1e3 / chunks,
+          static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
+}
+
+// Pages [lo, hi) of n blocks written by one kernel, with or without evicting them all after
+// the first kernel; `again` writes [0, k) twice instead of [0, k) then [k, 2k).
+Refilled refill_once(LiveDevice& d, uint64_t n, uint32_t k, bool evict_first, bool again) {
+  char* a = alloc(d, n);
+  run(d, 0, upload(d, n, 0, k, true, false));
+  d.synchronize();
+  Refilled r;
+  if (evict_first) {
+    const Evicted e = evict_all(d, a, n);
+    r.evict1_us = e.us;
+    r.back1 = e.pages;
+  }
+  const uint32_t lo = again ? 0 : k;
+  const uint64_t count = upload(d, n, lo, lo + k, true, false);
+  d.quiesce();
+  const Counters c0 = d.counters();
+  const int64_t t0 = now_ns();
+  run(d, 0, count);
+  d.synchronize();
+  const int64_t t1 = now_ns();
+  d.quiesce();
+  const Counters c1 = d.counters();
+  const Evicted e = evict_all(d, a, n);
+  d.free_managed(a);
+  const double chunks = static_cast<double>(n);
+  r.touch_us = (t1 - t0) / 1e3 / static_cast<double>(count);
+  r.in = static_cast<double>(c1.bytes_host_to_gpu - c0.bytes_host_to_gpu) / kPage / chunks;
+  r.evict2_us = e.us;
+  r.back2 = e.pages;
+  return r;
+}
+
+void refill(LiveDevice& d, uint64_t n) {
+  std::printf("k  first-eviction  second-kernel   evict1 us  back1  touch us/page  in/chunk  "
+              "evict2 us  back2   (%llu chunks, median of 3 by evict2)\n",
+              static_cast<unsigned long long>(n));
+  for (const uint32_t k : {1u, 8u, 16u})
+    for (const bool evict_first : {true, false})
+      for (const bool again : {false, true}) {
+        if (again && !evict_first) continue;
+        std::vector<Refilled> runs;
+        for (int i = 0; i < 3; ++i) runs.push_back(refill_once(d, n, k, evict_first, again));
+        std::sort(runs.begin(), runs.end(), [](const Refilled& x, const Refilled& y) {
+          return x.evict2_us < y.evict2_us;
+        });
+        const Refilled& m = runs[1];
+        std::printf("%2u %-15s %-14s %9.1f %6.1f %14.2f %9.1f %10.1f %6.1f\n", k,
+                    evict_first ? "evicted" : "none", again ? "same pages" : "new pages",
+                    m.evict1_us, m.back1, m.touch_us, m.in, m.evict2_us, m.back2);
+        std::fflush(stdout);
+      }
+}
+
 struct Revived {
   double prefetch_us = 0, touch_us = 0, bytes_in = 0;
 };
@@ -249,7 +327,7 @@ void revive(LiveDevice& d, uint64_t n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::printf("usage: residency_probe LIB density|threshold|revive|partial [BLOCKS]\n");
+    std::printf("usage: residency_probe LIB density|threshold|revive|partial|refill [BLOCKS]\n");
     return 2;
   }
   LiveDevice* d = probe::open_device(argv[1]);
@@ -260,6 +338,8 @@ int main(int argc, char** argv) {
   if (mode == "revive") return revive(*d, blocks), 0;
   if (mode == "threshold") return threshold(*d, blocks), 0;
   if (mode == "partial") return partial(*d, blocks), 0;
-  std::printf("unknown mode %s: expected density, threshold, revive or partial\n", mode.c_str());
+  if (mode == "refill") return refill(*d, blocks), 0;
+  std::printf("unknown mode %s: expected density, threshold, revive, partial or refill\n",
+              mode.c_str());
   return 2;
 }
