@@ -65,7 +65,9 @@ LATER_KEYS = {
     "discarded_fault_ns": "the same in a block with no page on the GPU",
     "host_populate_ns": "the host's first touch of never-touched memory, `configs/README.md`",
     "eviction_run_ns": "evicted chunks holding spread pages against one run, `experiments/live/"
-                       "data/h200-2f4aa42a/`"}
+                       "data/h200-2f4aa42a/`",
+    "eviction_populate_ns": "evicting a chunk the GPU populated in part, `experiments/live/data/"
+                            "h200-d5a16a75/`"}
 
 
 def filled_profile(gpu, shipped, out_dir):

@@ -130,6 +130,9 @@ const Fields<GpuProfile>& gpu_fields() {
            "copy)"),
       cost(&G::eviction_page_ns, "eviction_page_ns",
            "per 64 KB an eviction copies, beyond the link's time (0: eviction_ns holds it)"),
+      cost(&G::eviction_populate_ns, "eviction_populate_ns",
+           "per eviction call over a chunk with pages nobody holds, which it populates on the "
+           "host"),
       cost(&G::host_fault_ns, "host_fault_ns",
            "per 64 KB of GPU-resident data the CPU touches, copy extra")
           .required(),

@@ -42,6 +42,9 @@ struct GpuProfile {
   // eviction_runs benchmark; 0 where a profile predates it: eviction_ns then holds it all).
   Time eviction_run_ns = 0;
   Time eviction_page_ns = 0;
+  // A 2 MB call to the host (the replay's budget eviction, a policy's eviction) over a chunk
+  // with pages nobody holds populates them on the host: it costs this much more, once.
+  Time eviction_populate_ns = 0;
   Time host_fault_ns = 0; // CPU fault on a GPU-resident page, per 64 KB serviced
   // The CPU's touch of managed memory no processor holds (never touched, freed and allocated
   // again, or discarded): a CPU fault that populates it on the host, per 64 KB (1.3-1.7 us a

@@ -289,32 +289,40 @@ private:
   // (8 runs), then the chunks evicted one 2 MB call each. The stock driver copies the runs in one
   // push: on an H200 the spread pages cost 1-7 us a run more than one run
   // (experiments/live/data/h200-c9770d01/partial-evict.txt), not a copy's overhead each. The
-  // two cases alternate, as the swap's, against the eviction's two levels.
+  // two cases alternate, as the swap's, against the eviction's two levels. A third case, the
+  // same 8 pages written by the kernel in never-touched memory, prices an eviction that
+  // populates the chunk's other pages on the host (eviction_populate_ns: 520-550 us a chunk more
+  // on H200s, experiments/live/data/h200-d5a16a75/refill.txt).
   json eviction_runs(uint64_t chunks) {
     constexpr uint32_t kRuns = 8;
+    enum Case { kFirst, kSpread, kFresh };
     std::vector<Touch> touches;
-    for (const uint32_t step : {1u, kBigPagesPerBlock / kRuns})
+    for (const Case c : {kFirst, kSpread, kFresh})
       for (uint64_t b = 0; b < chunks; ++b)
         for (uint32_t i = 0; i < kRuns; ++i)
-          touches.push_back({0, static_cast<uint32_t>(b * kBigPagesPerBlock + i * step)});
+          touches.push_back({c == kFresh ? 1u : 0u, // written: populated on the GPU
+                             static_cast<uint32_t>(b * kBigPagesPerBlock +
+                                                   i * (c == kSpread ? kBigPagesPerBlock / kRuns
+                                                                     : 1u))});
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
     const uint64_t each = chunks * kRuns;
-    std::vector<Time> first, spread;
+    std::vector<Time> times[3];
     for (uint32_t i = 0; i < std::max(3u, settings_.repeats); ++i)
-      for (const bool spread_pages : {false, true}) {
+      for (const Case c : {kFirst, kSpread, kFresh}) {
         auto* p = static_cast<char*>(alloc(chunks * kBlockSize));
-        d_.host_write(p, chunks * kBlockSize);
-        if (!d_.run_kernel(spread_pages ? each : 0, each, 0)) fail("running the touch kernel");
+        if (c != kFresh) d_.host_write(p, chunks * kBlockSize);
+        if (!d_.run_kernel(c * each, each, 0)) fail("running the touch kernel");
         const Time t = timed([&] {
-          for (uint64_t c = 0; c < chunks; ++c) d_.evict_to_host(p + c * kBlockSize, kBlockSize);
+          for (uint64_t b = 0; b < chunks; ++b) d_.evict_to_host(p + b * kBlockSize, kBlockSize);
         });
         d_.free_managed(p);
-        (spread_pages ? spread : first).push_back(t);
+        times[c].push_back(t);
       }
     return {{"chunks", chunks},
             {"runs", kRuns},
-            {"first_ns", median(first)},
-            {"spread_ns", median(spread)}};
+            {"first_ns", median(times[kFirst])},
+            {"spread_ns", median(times[kSpread])},
+            {"fresh_ns", median(times[kFresh])}};
   }
 
   // Prefetches one 2 MB call per block, as the replay issues them, of blocks already on the GPU,

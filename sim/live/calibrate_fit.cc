@@ -166,7 +166,8 @@ std::string spread_text(const Measurements& m) {
 // 32, where the copy and a fixed cost priced them at 118: the probe's 1-16 pages there
 // (experiments/live/data/h200-2f4aa42a/partial-evict.txt) lie on the two-point line within 4 us.
 // Where the two points say a page costs less than its copy (the benchmarks met different
-// eviction levels), all stays in eviction_ns.
+// eviction levels), all stays in eviction_ns. The same 8 pages written in never-touched memory
+// (fresh_ns, since the benchmark's third case) cost eviction_populate_ns more a chunk.
 void split_eviction(const Measurements& m, Time full, config::RunConfig& config) {
   const json& er = m.at("eviction_runs");
   const auto chunks = static_cast<Time>(m.count(er, "chunks", "$.eviction_runs", 1 << 20));
@@ -177,6 +178,9 @@ void split_eviction(const Measurements& m, Time full, config::RunConfig& config)
   const Time first = m.ns(er, "first_ns", "$.eviction_runs");
   config.gpu.eviction_run_ns =
       std::max<Time>(0, (m.ns(er, "spread_ns", "$.eviction_runs") - first) / (chunks * (runs - 1)));
+  if (er.contains("fresh_ns"))
+    config.gpu.eviction_populate_ns =
+        std::max<Time>(0, (m.ns(er, "fresh_ns", "$.eviction_runs") - first) / chunks);
   const config::LinkCurve& back = config.host_link.reverse;
   const Time rest_full = full - back.transfer_ns(kBlockSize);
   const Time rest_part = first / chunks - back.transfer_ns(runs * kBigPageSize);
@@ -318,10 +322,20 @@ void host_populate_cost(const Measurements& m, const json& base, const std::stri
 }
 
 // The eviction_runs benchmark's costs as split_eviction fitted them, with their sources
-// (measurements before the benchmark keep the base's eviction_run_ns and no eviction_page_ns).
+// (measurements before the benchmark keep the base's eviction_run_ns and no eviction_page_ns;
+// those before its fresh case, the base's eviction_populate_ns).
 void eviction_run_cost(const Measurements& m, const config::RunConfig& config, const json& base,
                        const std::string& base_name, FittedProfile& out) {
   out.gpu.erase("eviction_page_ns");
+  if (!m.has("eviction_runs") || !m.at("eviction_runs").contains("fresh_ns")) {
+    keep_from_base("eviction_populate_ns", base, base_name, out);
+  } else {
+    out.gpu["eviction_populate_ns"] = config.gpu.eviction_populate_ns;
+    out.gpu["sources"].push_back(
+        "eviction_populate_ns: the eviction_runs benchmark's chunks of 8 pages written by a "
+        "kernel in never-touched memory against the 8 pages of host data, per chunk (the call "
+        "populates the chunk's other pages on the host)");
+  }
   if (!m.has("eviction_runs")) return keep_from_base("eviction_run_ns", base, base_name, out);
   const std::string runs = m.at("eviction_runs").at("runs").dump();
   out.gpu["eviction_run_ns"] = config.gpu.eviction_run_ns;

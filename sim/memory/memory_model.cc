@@ -42,6 +42,7 @@ void MemoryModel::remove_managed(Addr address, Bytes size) {
     drop(block, pages);
     block.allocated = block.allocated.minus(pages);
     block.discarded = block.discarded.minus(pages); // a new allocation here starts fresh
+    block.left_out = block.left_out.minus(pages);
     if (block.allocated.none()) empty.push_back(block.index);
   });
   for (uint64_t index : empty) blocks_.erase(index);
@@ -104,6 +105,7 @@ void MemoryModel::discard(VaBlock& block, const PageMask& pages) {
   PageMask held;
   for (ProcessorId p = 0; p <= gpus_; ++p) held |= block.resident[p];
   block.discarded |= pages & held;
+  block.left_out |= pages & block.allocated;
   drop(block, pages);
 }
 
@@ -174,6 +176,7 @@ void MemoryModel::check_invariants() const {
       if (g != b.home) away |= b.resident[gpu_processor(g)];
     if (b.host_backup.minus(away).any()) fail(b, "a host backup of pages not away from home");
     if (b.discarded.minus(b.allocated).any()) fail(b, "an unallocated page is discarded");
+    if (b.left_out.minus(b.allocated).any()) fail(b, "an unallocated page is left out");
     PageMask on_gpus;
     for (unsigned g = 0; g < gpus_; ++g) on_gpus |= b.resident[gpu_processor(g)];
     if (b.read_since_discard.minus(on_gpus).any())

@@ -28,6 +28,9 @@ struct VaBlock {
   // driver still charges the page's first write as a discarded page's fault, though the page is
   // resident (experiments/live/data/h200-discard-history/). Always resident on a GPU.
   PageMask read_since_discard;
+  // Pages a policy discarded since their allocation, whatever they held: the replay's eviction
+  // calls leave them out (sim/live/books.cc), so an eviction never populates them on the host.
+  PageMask left_out;
   // Pages on a GPU other than home whose host copy is current from backup_ready_at on (a
   // victim cache written back in the background): that GPU may drop them without a copy.
   PageMask host_backup;

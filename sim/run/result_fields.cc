@@ -73,6 +73,9 @@ std::vector<ResultField> declare() {
       {"results.bytes_gpu_to_host", "bytes", "both", "migrated back to the host"},
       {"results.bytes_populated_on_gpu", "bytes", "sim",
        "first touched on the GPU, populated in place with no copy"},
+      {"results.bytes_populated_on_host", "bytes", "sim",
+       "never touched, populated on the host by an eviction call over their chunk (the GPU's "
+       "next touch migrates them)"},
       {"results.evictions", "2 MB chunks", "both",
        "chunks evicted on the fault path (driver mode) or to keep the budget"},
       {"results.policy_evicted_bytes", "bytes", "both",

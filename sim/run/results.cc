@@ -87,6 +87,7 @@ const FieldTable<RunTotals>& run_fields() {
       {"bytes_host_to_gpu", &R::bytes_host_to_gpu},
       {"bytes_gpu_to_host", &R::bytes_gpu_to_host},
       {"bytes_populated_on_gpu", &R::bytes_populated_on_gpu},
+      {"bytes_populated_on_host", &R::bytes_populated_on_host},
       {"evictions", &R::evictions},
       {"policy_evicted_bytes", &R::policy_evicted_bytes},
       {"discarded_bytes", &R::discarded_bytes},
@@ -185,6 +186,7 @@ RunTotals totals_of(const Stats& s, Time total_ns) {
   t.bytes_host_to_gpu = bytes(s.pages_h2d);
   t.bytes_gpu_to_host = bytes(s.pages_d2h);
   t.bytes_populated_on_gpu = bytes(s.pages_populated);
+  t.bytes_populated_on_host = bytes(s.pages_populated_on_host);
   t.evictions = n(s.evictions);
   t.policy_evicted_bytes = bytes(s.policy_evicted_pages);
   t.discarded_bytes = bytes(s.discarded_pages);

@@ -58,6 +58,7 @@ struct Stats {
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
   uint64_t pages_populated = 0; // first touches on the GPU: no copy needed
+  uint64_t pages_populated_on_host = 0; // by eviction calls over chunks holding them
   uint64_t evictions = 0;       // 2 MB chunks evicted on the fault path (or, in budget mode,
                                 // before a kernel)
   uint64_t policy_evicted_pages = 0;

@@ -38,6 +38,10 @@ public:
   // A policy's eviction of `pages` of a block to the host: the live replay makes it with the
   // same 2 MB call as the budget's, so it costs the driver's fixed eviction work too.
   Time policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now);
+  // A 2 MB call to the host over `range` of `block` (the replay's budget and policy evictions)
+  // populates there the pages nobody holds, those a policy discarded left out: the GPU's next
+  // touch migrates them. Returns the call's extra cost, eviction_populate_ns if it populated any.
+  Time populate_on_host(VaBlock& block, const PageMask& range, Time now);
   // Whether GPU `peer` can take another job's chunk and keep its reserve free.
   bool peer_has_room(unsigned peer) const;
   // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a
@@ -55,7 +59,8 @@ public:
 
 private:
   // The whole chunk back to the host, plus the driver's fixed cost of an eviction.
-  Time evict(VaBlock& victim, unsigned gpu, Time now, const char* cause);
+  // `by_call`: the replay's 2 MB call to the host, not the driver's own eviction.
+  Time evict(VaBlock& victim, unsigned gpu, Time now, const char* cause, bool by_call);
   // GPU `gpu` takes back the chunk another job's block holds on it.
   Time reclaim(VaBlock& foreign, unsigned gpu, Time now);
   void note_thrashing(VaBlock& block, Time now);

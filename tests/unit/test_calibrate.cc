@@ -282,6 +282,19 @@ TEST_CASE("calibrate: chunks holding spread pages give eviction_run_ns against o
   const live::FittedProfile flat = live::fit(level, settings());
   CHECK(flat.gpu["eviction_ns"] == plain);
   CHECK_FALSE(flat.gpu.contains("eviction_page_ns"));
+  // Without the fresh case the base's eviction_populate_ns stays, with its source line; with
+  // it, the fresh chunks' extra over the same 8 pages of host data, per chunk, never negative.
+  CHECK(p.gpu["eviction_populate_ns"] == base["eviction_populate_ns"]);
+  CHECK(p.gpu["sources"].dump().find("eviction_populate_ns:") != std::string::npos);
+  json fresh = m;
+  fresh["eviction_runs"]["fresh_ns"] = 280'000 + 4 * 500'000;
+  const live::FittedProfile f = live::fit(fresh, settings());
+  CHECK(f.gpu["eviction_populate_ns"] == 500'000);
+  CHECK(f.gpu["sources"].dump().find("never-touched memory") != std::string::npos);
+  fresh["eviction_runs"]["fresh_ns"] = 200'000;
+  CHECK(live::fit(fresh, settings()).gpu["eviction_populate_ns"] == 0);
+  fresh["eviction_runs"]["fresh_ns"] = "slow";
+  CHECK_THROWS_WITH(live::fit(fresh, settings()), Catch::Contains("$.eviction_runs"));
   m["eviction_runs"]["runs"] = 1;
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction_runs.runs"));
   m["eviction_runs"]["runs"] = 32;

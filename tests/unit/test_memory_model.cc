@@ -133,6 +133,46 @@ TEST_CASE("an eviction copies its chunk's pages in one transfer; each run beyond
         back + 100 + 48 * 4096 / 2 + 1000 + 3 * 160);
 }
 
+TEST_CASE("an eviction call populates its chunk's untouched pages on the host, once, for "
+          "eviction_populate_ns; the driver's own eviction does not",
+          "[memory]") {
+  Rig rig(4);
+  rig.gpu.eviction_ns = 1000;
+  rig.gpu.eviction_populate_ns = 50000;
+  rig.memory.add_managed(0, 2 * kBlockSize);
+  VaBlock& b = *rig.memory.find(0);
+  rig.migrator.to_gpu(b, 0, PageMask::range(0, 32), {}, 0, "test"); // 2 of 32 big pages
+  rig.memory.discard(b, PageMask::range(480, 32));                    // left out of the call
+  const Time t = 1'000'000;
+  // The budget's 2 MB call: 32 pages back in one copy, the driver's cost, the populate cost.
+  CHECK(rig.migrator.free_chunk(b, 0, t, "test") == t + 100 + 32 * 4096 / 2 + 1000 + 50000);
+  CHECK(!b.chunk[0]);
+  CHECK(b.resident[kHost] == PageMask::range(0, 480));
+  CHECK(b.unpopulated() == PageMask::range(480, 32));
+  CHECK(rig.stats.pages_populated_on_host == 448);
+  CHECK(rig.stats.pages_d2h == 32);
+  rig.memory.check_invariants();
+  // The GPU's next touch of a page it never held migrates it; a later call has nothing to fill.
+  const Time in = rig.migrator.to_gpu(b, 0, PageMask::range(32, 16), {}, 2 * t, "test");
+  CHECK(rig.stats.pages_h2d == 16);
+  CHECK(rig.migrator.free_chunk(b, 0, in, "test") == in + 100 + 16 * 4096 / 2 + 1000);
+  // A policy's eviction fills only the range it names.
+  VaBlock& c = *rig.memory.find(1);
+  rig.migrator.to_gpu(c, 0, PageMask::range(0, 16), {}, 0, "test");
+  rig.migrator.policy_evict(c, 0, PageMask::range(0, 64), t);
+  CHECK(c.resident[kHost] == PageMask::range(0, 64));
+  CHECK(c.unpopulated() == PageMask::range(64, kPagesPerBlock - 64));
+  // The driver's eviction on a fault (no call over the range) copies back what the GPU holds.
+  Rig driver(1);
+  driver.gpu.eviction_populate_ns = 50000;
+  driver.memory.add_managed(0, 2 * kBlockSize);
+  VaBlock& d = *driver.memory.find(0);
+  driver.migrator.to_gpu(d, 0, PageMask::range(0, 16), {}, 0, "test");
+  CHECK(driver.migrator.make_room(0, t, driver.memory.find(1)) == t + 100 + 16 * 4096 / 2);
+  CHECK(d.resident[kHost] == PageMask::range(0, 16));
+  CHECK(driver.stats.pages_populated_on_host == 0);
+}
+
 TEST_CASE("LRU order moves a touched block to the back", "[memory]") {
   Rig rig(2);
   rig.memory.add_managed(0, 3 * kBlockSize);

@@ -12,8 +12,9 @@
 //     chunk, median of 3.
 //   build/probes/residency_probe LIB refill [BLOCKS]
 //     Whether evicting a chunk the GPU populated in part (fresh memory) populates its other pages
-//     on the host: k pages of each block written, all evicted (2 MB calls), then k more pages
-//     written (never touched before, or the same k again), then all evicted again. Per chunk:
+//     on the host: k pages of each block written, the rest never touched or written and then
+//     discarded; all evicted (2 MB calls), then k more pages written (the next k, or the same k
+//     again; k = 0: 8 pages of chunks nobody touched), then all evicted again. Per chunk:
 //     each eviction's microseconds and pages back, and the pages the second kernel brought in
 //     (pages the host populated migrate in; pages nobody populated are made on the GPU).
 //   build/probes/residency_probe LIB threshold [BLOCKS]
@@ -217,20 +218,31 @@ Evicted evict_all(LiveDevice& d, char* a, uint64_t n) {
           static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
 }
 
-// Pages [lo, hi) of n blocks written by one kernel, with or without evicting them all after
-// the first kernel; `again` writes [0, k) twice instead of [0, k) then [k, 2k).
-Refilled refill_once(LiveDevice& d, uint64_t n, uint32_t k, bool evict_first, bool again) {
+// One refill case: k pages of each block held by the GPU, the rest never touched (fresh) or
+// written and then discarded; evicted or not; then k more pages written (the next k, or the
+// same k again).
+struct RefillCase {
+  uint32_t k;
+  bool discarded, evict_first, again;
+};
+
+Refilled refill_once(LiveDevice& d, uint64_t n, const RefillCase& c) {
   char* a = alloc(d, n);
-  run(d, 0, upload(d, n, 0, k, true, false));
+  if (c.discarded || c.k > 0) run(d, 0, upload(d, n, 0, c.discarded ? kPages : c.k, true, false));
+  d.synchronize();
+  if (c.discarded)
+    for (uint64_t b = 0; b < n; ++b)
+      d.discard(a + b * kBlock + c.k * kPage, (kPages - c.k) * kPage);
   d.synchronize();
   Refilled r;
-  if (evict_first) {
+  if (c.evict_first) {
     const Evicted e = evict_all(d, a, n);
     r.evict1_us = e.us;
     r.back1 = e.pages;
   }
-  const uint32_t lo = again ? 0 : k;
-  const uint64_t count = upload(d, n, lo, lo + k, true, false);
+  const uint32_t lo = c.again ? 0 : c.k;
+  const uint32_t hi = std::min(kPages, lo + std::max(c.k, 8u)); // k = 0: 8 pages
+  const uint64_t count = upload(d, n, lo, hi, true, false);
   d.quiesce();
   const Counters c0 = d.counters();
   const int64_t t0 = now_ns();
@@ -250,24 +262,31 @@ Refilled refill_once(LiveDevice& d, uint64_t n, uint32_t k, bool evict_first, bo
 }
 
 void refill(LiveDevice& d, uint64_t n) {
-  std::printf("k  first-eviction  second-kernel   evict1 us  back1  touch us/page  in/chunk  "
-              "evict2 us  back2   (%llu chunks, median of 3 by evict2)\n",
+  std::printf("k  rest       first-eviction  second-kernel   evict1 us  back1  touch us/page  "
+              "in/chunk  evict2 us  back2   (%llu chunks, median of 3 by evict2)\n",
               static_cast<unsigned long long>(n));
-  for (const uint32_t k : {1u, 8u, 16u})
-    for (const bool evict_first : {true, false})
-      for (const bool again : {false, true}) {
-        if (again && !evict_first) continue;
-        std::vector<Refilled> runs;
-        for (int i = 0; i < 3; ++i) runs.push_back(refill_once(d, n, k, evict_first, again));
-        std::sort(runs.begin(), runs.end(), [](const Refilled& x, const Refilled& y) {
-          return x.evict2_us < y.evict2_us;
-        });
-        const Refilled& m = runs[1];
-        std::printf("%2u %-15s %-14s %9.1f %6.1f %14.2f %9.1f %10.1f %6.1f\n", k,
-                    evict_first ? "evicted" : "none", again ? "same pages" : "new pages",
-                    m.evict1_us, m.back1, m.touch_us, m.in, m.evict2_us, m.back2);
-        std::fflush(stdout);
-      }
+  std::vector<RefillCase> cases;
+  cases.push_back({0, false, true, false}); // never touched: what evicting them does
+  for (const uint32_t k : {1u, 8u, 16u, 31u})
+    for (const bool discarded : {false, true}) {
+      if (k == 1 && discarded) continue;
+      cases.push_back({k, discarded, true, false});
+      cases.push_back({k, discarded, true, true});
+      cases.push_back({k, discarded, false, false});
+    }
+  for (const RefillCase& c : cases) {
+    std::vector<Refilled> runs;
+    for (int i = 0; i < 3; ++i) runs.push_back(refill_once(d, n, c));
+    std::sort(runs.begin(), runs.end(), [](const Refilled& x, const Refilled& y) {
+      return x.evict2_us < y.evict2_us;
+    });
+    const Refilled& m = runs[1];
+    std::printf("%2u %-10s %-15s %-14s %9.1f %6.1f %14.2f %9.1f %10.1f %6.1f\n", c.k,
+                c.discarded ? "discarded" : "fresh", c.evict_first ? "evicted" : "none",
+                c.again ? "same pages" : "new pages", m.evict1_us, m.back1, m.touch_us, m.in,
+                m.evict2_us, m.back2);
+    std::fflush(stdout);
+  }
 }
 
 struct Revived {
