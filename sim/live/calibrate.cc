@@ -291,7 +291,7 @@ private:
   // (experiments/live/data/h200-c9770d01/partial-evict.txt), not a copy's overhead each. The
   // two cases alternate, as the swap's, against the eviction's two levels. A third case, the
   // same 8 pages written by the kernel in never-touched memory, prices an eviction that
-  // populates the chunk's other pages on the host (eviction_populate_ns: 520-550 us a chunk more
+  // populates the chunk's other pages on the host (eviction_populate_ns: 350-530 us a chunk more
   // on H200s, experiments/live/data/h200-d5a16a75/refill.txt).
   json eviction_runs(uint64_t chunks) {
     constexpr uint32_t kRuns = 8;
@@ -300,10 +300,10 @@ private:
     for (const Case c : {kFirst, kSpread, kFresh})
       for (uint64_t b = 0; b < chunks; ++b)
         for (uint32_t i = 0; i < kRuns; ++i)
-          touches.push_back({c == kFresh ? 1u : 0u, // written: populated on the GPU
-                             static_cast<uint32_t>(b * kBigPagesPerBlock +
-                                                   i * (c == kSpread ? kBigPagesPerBlock / kRuns
-                                                                     : 1u))});
+          touches.push_back(
+              {c == kFresh ? 1u : 0u, // written: populated on the GPU
+               static_cast<uint32_t>(b * kBigPagesPerBlock +
+                                     i * (c == kSpread ? kBigPagesPerBlock / kRuns : 1u))});
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
     const uint64_t each = chunks * kRuns;
     std::vector<Time> times[3];

@@ -296,7 +296,11 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
   const unsigned gpu = setup_.gpu;
   for_each_block(range.start, range.bytes, [&](VaBlock& block, const PageMask& pages) {
     const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
-    if (on_gpu.none()) return;
+    if (on_gpu.none()) { // the replay's call still populates the untouched pages on the host
+      const Time start = capacity_->migration_start(now);
+      capacity_->migration_end(start + migrator_.populate_on_host(block, pages, start));
+      return;
+    }
     const Time start = capacity_->migration_start(now);
     Time end;
     if (target != kHost && migrator_.peer_has_room(target - 1)) {

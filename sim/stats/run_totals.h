@@ -17,7 +17,8 @@ struct RunTotals {
   Measure total_time_ns, compute_ns, fault_stall_ns, host_fault_ns;
   Measure kernels, accesses, accesses_outside_managed_memory, hits;
   Measure faults, duplicate_faults, faults_reported_to_policy, faults_outside_trace_memory;
-  Measure policy_decision_ns, fault_actions_ns, copy_wait_ns, batches, batch_time_ns, va_blocks_serviced;
+  Measure policy_decision_ns, fault_actions_ns, copy_wait_ns, batches, batch_time_ns,
+      va_blocks_serviced;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, bytes_populated_on_gpu, bytes_populated_on_host;
   Measure evictions, policy_evicted_bytes, discarded_bytes;
   Measure prefetch_issued_bytes, prefetch_used_bytes, prefetch_wasted_bytes;

@@ -57,10 +57,10 @@ struct Stats {
   Time host_ns = 0;             // time the host spent in CPU faults
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
-  uint64_t pages_populated = 0; // first touches on the GPU: no copy needed
+  uint64_t pages_populated = 0;         // first touches on the GPU: no copy needed
   uint64_t pages_populated_on_host = 0; // by eviction calls over chunks holding them
-  uint64_t evictions = 0;       // 2 MB chunks evicted on the fault path (or, in budget mode,
-                                // before a kernel)
+  uint64_t evictions = 0; // 2 MB chunks evicted on the fault path (or, in budget mode,
+                          // before a kernel)
   uint64_t policy_evicted_pages = 0;
   uint64_t discarded_pages = 0;
   uint64_t discarded_refaults = 0;      // 64 KB big pages written by a fault after a discard

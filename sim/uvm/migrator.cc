@@ -67,10 +67,11 @@ Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages,
 }
 
 // A prefetch to the host of a chunk the GPU populated in part (never-touched pages beside its
-// own) costs 520-550 us on H200s, whatever the GPU holds, against 180-270 for a full chunk, and
-// the chunk's other pages are then on the host: the GPU's next touch of one migrates 64 KB in
-// and a later eviction of the chunk costs as host data's does (residency_probe refill,
-// experiments/live/data/h200-d5a16a75/refill.txt).
+// own) costs 350-530 us more on H200s than the same pages of host data, whatever the GPU holds
+// (a full chunk: 180-270 us in all), and the chunk's other pages are then on the host: the GPU's
+// next touch of one migrates 64 KB in and a later eviction of the chunk costs as host data's
+// does (residency_probe refill, experiments/live/data/h200-d5a16a75/refill.txt). A call over a
+// chunk nobody touched costs as much (536 us on b6da2e9e, data/h200-b6da2e9e/refill.txt).
 Time Migrator::populate_on_host(VaBlock& block, const PageMask& range, Time now) {
   const PageMask fill = (range & block.unpopulated()).minus(block.left_out);
   if (fill.none()) return 0;

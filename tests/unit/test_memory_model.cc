@@ -142,7 +142,7 @@ TEST_CASE("an eviction call populates its chunk's untouched pages on the host, o
   rig.memory.add_managed(0, 2 * kBlockSize);
   VaBlock& b = *rig.memory.find(0);
   rig.migrator.to_gpu(b, 0, PageMask::range(0, 32), {}, 0, "test"); // 2 of 32 big pages
-  rig.memory.discard(b, PageMask::range(480, 32));                    // left out of the call
+  rig.memory.discard(b, PageMask::range(480, 32));                  // left out of the call
   const Time t = 1'000'000;
   // The budget's 2 MB call: 32 pages back in one copy, the driver's cost, the populate cost.
   CHECK(rig.migrator.free_chunk(b, 0, t, "test") == t + 100 + 32 * 4096 / 2 + 1000 + 50000);
@@ -162,6 +162,12 @@ TEST_CASE("an eviction call populates its chunk's untouched pages on the host, o
   rig.migrator.policy_evict(c, 0, PageMask::range(0, 64), t);
   CHECK(c.resident[kHost] == PageMask::range(0, 64));
   CHECK(c.unpopulated() == PageMask::range(64, kPagesPerBlock - 64));
+  // A call over a chunk nobody touched (a policy's eviction) populates it on the host too.
+  rig.memory.add_managed(2 * kBlockSize, kBlockSize);
+  VaBlock& never = *rig.memory.find(2);
+  CHECK(rig.migrator.populate_on_host(never, PageMask::range(0, 64), t) == 50000);
+  CHECK(never.resident[kHost] == PageMask::range(0, 64));
+  CHECK(rig.migrator.populate_on_host(never, PageMask::range(0, 64), t) == 0);
   // The driver's eviction on a fault (no call over the range) copies back what the GPU holds.
   Rig driver(1);
   driver.gpu.eviction_populate_ns = 50000;
