@@ -277,9 +277,8 @@ void refill(LiveDevice& d, uint64_t n) {
   for (const RefillCase& c : cases) {
     std::vector<Refilled> runs;
     for (int i = 0; i < 3; ++i) runs.push_back(refill_once(d, n, c));
-    std::sort(runs.begin(), runs.end(), [](const Refilled& x, const Refilled& y) {
-      return x.evict2_us < y.evict2_us;
-    });
+    std::sort(runs.begin(), runs.end(),
+              [](const Refilled& x, const Refilled& y) { return x.evict2_us < y.evict2_us; });
     const Refilled& m = runs[1];
     std::printf("%2u %-10s %-15s %-14s %9.1f %6.1f %14.2f %9.1f %10.1f %6.1f\n", c.k,
                 c.discarded ? "discarded" : "fresh", c.evict_first ? "evicted" : "none",
