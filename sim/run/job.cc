@@ -298,7 +298,8 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
     const PageMask on_gpu = pages & block.resident[gpu_processor(gpu)];
     if (on_gpu.none()) { // the replay's call still populates the untouched pages on the host
       const Time start = capacity_->migration_start(now);
-      capacity_->migration_end(start + migrator_.populate_on_host(block, pages, start));
+      if (const Time cost = migrator_.populate_on_host(block, pages, start))
+        capacity_->migration_end(start + cost);
       return;
     }
     const Time start = capacity_->migration_start(now);

@@ -160,6 +160,21 @@ struct Evicted {
   double us = 0, pages = 0;
 };
 
+// Evicts n blocks at `a` in a row, one 2 MB call each: microseconds and pages back a chunk.
+Evicted evict_all(LiveDevice& d, char* a, uint64_t n) {
+  d.quiesce();
+  const Counters c0 = d.counters();
+  const int64_t t0 = now_ns();
+  for (uint64_t b = 0; b < n; ++b) d.evict_to_host(a + b * kBlock, kBlock);
+  d.synchronize();
+  const int64_t t1 = now_ns();
+  d.quiesce();
+  const Counters c1 = d.counters();
+  const double chunks = static_cast<double>(n);
+  return {(t1 - t0) / 1e3 / chunks,
+          static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
+}
+
 Evicted evict_partial_once(LiveDevice& d, uint64_t n, uint32_t k, bool spread, bool host) {
   char* a = alloc(d, n);
   if (host) d.host_write(a, n * kBlock);
@@ -170,16 +185,9 @@ Evicted evict_partial_once(LiveDevice& d, uint64_t n, uint32_t k, bool spread, b
   if (!d.upload_touches(t.data(), t.size())) die("uploading touches failed", d);
   run(d, 0, t.size());
   d.synchronize();
-  const Counters c0 = d.counters();
-  const int64_t t0 = now_ns();
-  for (uint64_t b = 0; b < n; ++b) d.evict_to_host(a + b * kBlock, kBlock);
-  d.synchronize();
-  const int64_t t1 = now_ns();
-  const Counters c1 = d.counters();
+  const Evicted e = evict_all(d, a, n);
   d.free_managed(a);
-  const double chunks = static_cast<double>(n);
-  return {(t1 - t0) / 1e3 / chunks,
-          static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
+  return e;
 }
 
 void partial(LiveDevice& d, uint64_t n) {
@@ -202,21 +210,6 @@ void partial(LiveDevice& d, uint64_t n) {
 struct Refilled {
   double evict1_us = 0, back1 = 0, touch_us = 0, in = 0, evict2_us = 0, back2 = 0;
 };
-
-// Evicts n blocks at `a` in a row, one 2 MB call each: microseconds and pages back a chunk.
-Evicted evict_all(LiveDevice& d, char* a, uint64_t n) {
-  d.quiesce();
-  const Counters c0 = d.counters();
-  const int64_t t0 = now_ns();
-  for (uint64_t b = 0; b < n; ++b) d.evict_to_host(a + b * kBlock, kBlock);
-  d.synchronize();
-  const int64_t t1 = now_ns();
-  d.quiesce();
-  const Counters c1 = d.counters();
-  const double chunks = static_cast<double>(n);
-  return {(t1 - t0) / 1e3 / chunks,
-          static_cast<double>(c1.bytes_gpu_to_host - c0.bytes_gpu_to_host) / kPage / chunks};
-}
 
 // One refill case: k pages of each block held by the GPU, the rest never touched (fresh) or
 // written and then discarded; evicted or not; then k more pages written (the next k, or the
