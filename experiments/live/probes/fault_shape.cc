@@ -11,6 +11,10 @@
 //   build/probes/fault_shape LIB [BLOCKS...]   (default 512 2048)
 // LIB: .dev/lib/libfaultline_live.so, the replay's device. One line per case: the kernel's time
 // and microseconds per block, medians of 3. Every allocation is checked against free memory.
+//   build/probes/fault_shape LIB steps [BLOCKS]   (default 1024)
+// The same over every `step`-th 64 KB page of each block (32: one page; 8, 4, 3, 2: 4, 8, 11,
+// 16 pages apart from each other; 1: the whole block): whether scattered runs of pages cost
+// the fault path a copy each (the strided trace's later kernels migrate 11 runs a block).
 #include "experiments/live/probes/probe_device.h"
 #include "sim/live/calibrate_faults.h"
 
@@ -31,9 +35,9 @@ class Shape {
 public:
   explicit Shape(LiveDevice& d) : d_(d) {}
 
-  // The kernel's time, in ns, touching every page of `blocks` blocks in `order`, the pages
-  // starting on the host as `origin` says.
-  int64_t run(uint64_t blocks, FaultOrder order, Origin origin) {
+  // The kernel's time, in ns, touching every `step`-th page of `blocks` blocks in `order`, the
+  // pages starting on the host as `origin` says.
+  int64_t run(uint64_t blocks, FaultOrder order, Origin origin, uint32_t step = 1) {
     const uint64_t bytes = blocks * kBlockSize;
     if (bytes + kBlockSize + (2ull << 30) > d_.free_bytes())
       std::exit((std::printf("refusing: %llu blocks do not fit the GPU's free memory\n",
@@ -41,7 +45,7 @@ public:
                  1));
     std::vector<Touch> touches;
     for (uint64_t page : fault_touches(blocks, kBigPagesPerBlock, order))
-      touches.push_back({0, static_cast<uint32_t>(page)});
+      if (page % kBigPagesPerBlock % step == 0) touches.push_back({0, static_cast<uint32_t>(page)});
     const uint64_t timed = touches.size();
     for (uint64_t page = 0; page < blocks * kBigPagesPerBlock; ++page) // the eviction's writes
       touches.push_back({1u, static_cast<uint32_t>(page)});
@@ -77,14 +81,41 @@ private:
 
 } // namespace
 
+int64_t median_of_3(Shape& shape, uint64_t blocks, FaultOrder order, Origin origin, uint32_t step,
+                    std::vector<int64_t>& t) {
+  t.clear();
+  for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin, step));
+  std::sort(t.begin(), t.end());
+  return t[1];
+}
+
+int scattered(Shape& shape, uint64_t blocks) {
+  std::vector<int64_t> t;
+  for (const uint32_t step : {32u, 8u, 4u, 3u, 2u, 1u})
+    for (const Origin origin : {Origin::kHost, Origin::kEvicted})
+      for (const FaultOrder order : {FaultOrder::kBlock, FaultOrder::kStrided}) {
+        const int64_t m = median_of_3(shape, blocks, order, origin, step, t);
+        const uint32_t pages = (kBigPagesPerBlock + step - 1) / step;
+        std::printf("blocks %5llu  step %2u  pages/block %2u  origin %-7s  order %-7s  %9.2f ms  "
+                    "%7.1f us a block  %6.2f us a page  (runs %.2f %.2f %.2f ms)\n",
+                    static_cast<unsigned long long>(blocks), step, pages,
+                    origin == Origin::kHost ? "host" : "evicted", fault_order_name(order), m / 1e6,
+                    m / 1e3 / blocks, m / 1e3 / blocks / pages, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
+        std::fflush(stdout);
+      }
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2) return std::printf("usage: fault_shape LIB [BLOCKS...]\n"), 2;
+  if (argc < 2) return std::printf("usage: fault_shape LIB [steps] [BLOCKS...]\n"), 2;
+  const bool steps = argc > 2 && std::string(argv[2]) == "steps";
   std::vector<uint64_t> sizes;
-  for (int i = 2; i < argc; ++i) sizes.push_back(std::stoull(argv[i]));
-  if (sizes.empty()) sizes = {512, 2048};
+  for (int i = steps ? 3 : 2; i < argc; ++i) sizes.push_back(std::stoull(argv[i]));
   LiveDevice& d = *probe::open_device(argv[1]);
   Shape shape(d);
   std::printf("device: %s\n", d.name());
+  if (steps) return scattered(shape, sizes.empty() ? 1024 : sizes.front());
+  if (sizes.empty()) sizes = {512, 2048};
   for (const uint64_t blocks : sizes)
     for (const Origin origin : {Origin::kHost, Origin::kEvicted})
       for (const FaultOrder order : {FaultOrder::kBlock, FaultOrder::kStrided}) {
