@@ -11,10 +11,11 @@
 //   build/probes/fault_shape LIB [BLOCKS...]   (default 512 2048)
 // LIB: .dev/lib/libfaultline_live.so, the replay's device. One line per case: the kernel's time
 // and microseconds per block, medians of 3. Every allocation is checked against free memory.
-//   build/probes/fault_shape LIB steps [BLOCKS]   (default 1024)
+//   build/probes/fault_shape LIB steps|fill [BLOCKS]   (default 1024)
 // The same over every `step`-th 64 KB page of each block (32: one page; 8, 4, 3, 2: 4, 8, 11,
 // 16 pages apart from each other; 1: the whole block): whether scattered runs of pages cost
 // the fault path a copy each (the strided trace's later kernels migrate 11 runs a block).
+// fill: pages faulted beside pages the GPU holds, the density prefetcher copying the runs between.
 #include "experiments/live/probes/probe_device.h"
 #include "sim/live/calibrate_faults.h"
 
@@ -31,13 +32,21 @@ namespace {
 
 enum class Origin { kHost, kEvicted };
 
+// The 64 KB pages of a block a kernel touches: `first`, then every `step`-th (step 0: none).
+struct Pick {
+  uint32_t first = 0, step = 1;
+  bool has(uint64_t page) const { return step > 0 && page >= first && (page - first) % step == 0; }
+};
+
 class Shape {
 public:
   explicit Shape(LiveDevice& d) : d_(d) {}
 
-  // The kernel's time, in ns, touching every `step`-th page of `blocks` blocks in `order`, the
-  // pages starting on the host as `origin` says.
-  int64_t run(uint64_t blocks, FaultOrder order, Origin origin, uint32_t step = 1) {
+  // The kernel's time, in ns, touching the pages `timed` picks of each of `blocks` blocks in
+  // `order`, the pages starting on the host as `origin` says and those `prior` picks then
+  // brought to the GPU by a kernel of their own (not timed).
+  int64_t run(uint64_t blocks, FaultOrder order, Origin origin, Pick timed = {},
+              Pick prior = {0, 0}) {
     const uint64_t bytes = blocks * kBlockSize;
     if (bytes + kBlockSize + (2ull << 30) > d_.free_bytes())
       std::exit((std::printf("refusing: %llu blocks do not fit the GPU's free memory\n",
@@ -45,8 +54,11 @@ public:
                  1));
     std::vector<Touch> touches;
     for (uint64_t page : fault_touches(blocks, kBigPagesPerBlock, order))
-      if (page % kBigPagesPerBlock % step == 0) touches.push_back({0, static_cast<uint32_t>(page)});
-    const uint64_t timed = touches.size();
+      if (timed.has(page % kBigPagesPerBlock)) touches.push_back({0, static_cast<uint32_t>(page)});
+    const uint64_t count = touches.size(), first_prior = touches.size();
+    for (uint64_t page = 0; page < blocks * kBigPagesPerBlock; ++page)
+      if (prior.has(page % kBigPagesPerBlock)) touches.push_back({0, static_cast<uint32_t>(page)});
+    const uint64_t first_write = touches.size(), priors = first_write - first_prior;
     for (uint64_t page = 0; page < blocks * kBigPagesPerBlock; ++page) // the eviction's writes
       touches.push_back({1u, static_cast<uint32_t>(page)});
     touches.push_back({1u << 2, 0}); // the scratch page: the fault path warmed up just before
@@ -59,14 +71,15 @@ public:
     if (origin == Origin::kHost) {
       d_.host_write(p, bytes);
     } else {
-      kernel(timed, blocks * kBigPagesPerBlock); // written on the GPU
+      kernel(first_write, blocks * kBigPagesPerBlock); // written on the GPU
       for (uint64_t b = 0; b < blocks; ++b)
         d_.evict_to_host(static_cast<char*>(p) + b * kBlockSize, kBlockSize);
     }
+    if (priors > 0) kernel(first_prior, priors);
     d_.synchronize();
     kernel(touches.size() - 1, 1);
     const int64_t t0 = now_ns();
-    kernel(0, timed);
+    kernel(0, count);
     const int64_t t = now_ns() - t0;
     d_.free_managed(p);
     d_.free_managed(scratch);
@@ -84,7 +97,7 @@ private:
 int64_t median_of_3(Shape& shape, uint64_t blocks, FaultOrder order, Origin origin, uint32_t step,
                     std::vector<int64_t>& t) {
   t.clear();
-  for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin, step));
+  for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin, {0, step}));
   std::sort(t.begin(), t.end());
   return t[1];
 }
@@ -106,14 +119,48 @@ int scattered(Shape& shape, uint64_t blocks) {
   return 0;
 }
 
+// Pages the GPU faults beside pages it holds: the density prefetcher fills the block, copying
+// runs nobody faulted. Whether such a run costs what a faulted one does (the fault path's cost
+// per copy) or less (a cost per fault).
+int fill(Shape& shape, uint64_t blocks) {
+  struct Case {
+    Pick timed, prior;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{2, 3}, {0, 0}, "11 faults, 11 runs"},
+      {{2, 3}, {1, 3}, "11 faults beside 11 held: 11 runs of 2 (block filled)"},
+      {{1, 4}, {0, 0}, "8 faults, 8 runs"},
+      {{1, 4}, {0, 2}, "8 faults beside 16 held: 16 runs (block filled)"},
+      {{1, 2}, {0, 2}, "16 faults beside 16 held: 16 runs"},
+  };
+  for (const Origin origin : {Origin::kHost, Origin::kEvicted})
+    for (const Case& c : cases) {
+      std::vector<int64_t> t;
+      for (int r = 0; r < 3; ++r)
+        t.push_back(shape.run(blocks, FaultOrder::kBlock, origin, c.timed, c.prior));
+      std::sort(t.begin(), t.end());
+      std::printf("blocks %5llu  origin %-7s  touch %u+%u  held %u+%u  %9.2f ms  %7.1f us a block"
+                  "  (runs %.2f %.2f %.2f ms)  %s\n",
+                  static_cast<unsigned long long>(blocks),
+                  origin == Origin::kHost ? "host" : "evicted", c.timed.first, c.timed.step,
+                  c.prior.first, c.prior.step, t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6,
+                  t[1] / 1e6, t[2] / 1e6, c.what);
+      std::fflush(stdout);
+    }
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2) return std::printf("usage: fault_shape LIB [steps] [BLOCKS...]\n"), 2;
-  const bool steps = argc > 2 && std::string(argv[2]) == "steps";
+  if (argc < 2) return std::printf("usage: fault_shape LIB [steps|fill] [BLOCKS...]\n"), 2;
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool steps = mode == "steps" || mode == "fill";
   std::vector<uint64_t> sizes;
   for (int i = steps ? 3 : 2; i < argc; ++i) sizes.push_back(std::stoull(argv[i]));
   LiveDevice& d = *probe::open_device(argv[1]);
   Shape shape(d);
   std::printf("device: %s\n", d.name());
+  if (mode == "fill") return fill(shape, sizes.empty() ? 1024 : sizes.front());
   if (steps) return scattered(shape, sizes.empty() ? 1024 : sizes.front());
   if (sizes.empty()) sizes = {512, 2048};
   for (const uint64_t blocks : sizes)
