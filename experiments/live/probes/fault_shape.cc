@@ -32,10 +32,13 @@ namespace {
 
 enum class Origin { kHost, kEvicted };
 
-// The 64 KB pages of a block a kernel touches: `first`, then every `step`-th (step 0: none).
+// The 64 KB pages of a block a kernel touches: `width` pages from `first`, then as many from
+// every `step`-th page on (step 0: none).
 struct Pick {
-  uint32_t first = 0, step = 1;
-  bool has(uint64_t page) const { return step > 0 && page >= first && (page - first) % step == 0; }
+  uint32_t first = 0, step = 1, width = 1;
+  bool has(uint64_t page) const {
+    return step > 0 && page >= first && (page - first) % step < width;
+  }
 };
 
 class Shape {
@@ -133,6 +136,13 @@ int fill(Shape& shape, uint64_t blocks) {
       {{1, 4}, {0, 0}, "8 faults, 8 runs"},
       {{1, 4}, {0, 2}, "8 faults beside 16 held: 16 runs (block filled)"},
       {{1, 2}, {0, 2}, "16 faults beside 16 held: 16 runs"},
+      {{2, 4}, {0, 4}, "8 faults beside 8 held: 8 runs (block left in part)"},
+      {{1, 2}, {0, 4}, "16 faults beside 8 held: 8 runs of 3 (block filled)"},
+      {{4, 8}, {0, 8}, "4 faults beside 4 held: 4 runs (block left in part)"},
+      {{1, 2}, {0, 16}, "16 faults beside 2 held: 2 runs of 15 (block filled)"},
+      {{0, 2}, {0, 0}, "16 faults, 16 runs (block left in part)"},
+      {{0, 4, 2}, {0, 0}, "16 faults, 8 runs of 2 (block left in part)"},
+      {{0, 8, 4}, {0, 0}, "16 faults, 4 runs of 4 (block left in part)"},
   };
   for (const Origin origin : {Origin::kHost, Origin::kEvicted})
     for (const Case& c : cases) {
@@ -140,12 +150,12 @@ int fill(Shape& shape, uint64_t blocks) {
       for (int r = 0; r < 3; ++r)
         t.push_back(shape.run(blocks, FaultOrder::kBlock, origin, c.timed, c.prior));
       std::sort(t.begin(), t.end());
-      std::printf("blocks %5llu  origin %-7s  touch %u+%u  held %u+%u  %9.2f ms  %7.1f us a block"
-                  "  (runs %.2f %.2f %.2f ms)  %s\n",
-                  static_cast<unsigned long long>(blocks),
-                  origin == Origin::kHost ? "host" : "evicted", c.timed.first, c.timed.step,
-                  c.prior.first, c.prior.step, t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6,
-                  t[1] / 1e6, t[2] / 1e6, c.what);
+      std::printf(
+          "blocks %5llu  origin %-7s  touch %u+%ux%u  held %u+%u  %9.2f ms  %7.1f us a block"
+          "  (runs %.2f %.2f %.2f ms)  %s\n",
+          static_cast<unsigned long long>(blocks), origin == Origin::kHost ? "host" : "evicted",
+          c.timed.first, c.timed.step, c.prior.first, c.prior.step, t[1] / 1e6, t[1] / 1e3 / blocks,
+          t[0] / 1e6, t[1] / 1e6, t[2] / 1e6, c.what);
       std::fflush(stdout);
     }
   return 0;
