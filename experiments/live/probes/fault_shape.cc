@@ -154,8 +154,8 @@ int fill(Shape& shape, uint64_t blocks) {
           "blocks %5llu  origin %-7s  touch %u+%ux%u  held %u+%u  %9.2f ms  %7.1f us a block"
           "  (runs %.2f %.2f %.2f ms)  %s\n",
           static_cast<unsigned long long>(blocks), origin == Origin::kHost ? "host" : "evicted",
-          c.timed.first, c.timed.step, c.prior.first, c.prior.step, t[1] / 1e6, t[1] / 1e3 / blocks,
-          t[0] / 1e6, t[1] / 1e6, t[2] / 1e6, c.what);
+          c.timed.first, c.timed.step, c.timed.width, c.prior.first, c.prior.step, t[1] / 1e6,
+          t[1] / 1e3 / blocks, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6, c.what);
       std::fflush(stdout);
     }
   return 0;
