@@ -32,6 +32,13 @@ struct Counters {
   uint64_t dropped_records = 0;
 };
 
+// One GPU page-fault record of CUPTI: the faulted address, when the fault was raised and when
+// the driver resolved it (faults one batch resolved share `end`), and how many fault groups
+// of the same page it stands for.
+struct FaultRecord {
+  uint64_t address = 0, start_ns = 0, end_ns = 0, groups = 0;
+};
+
 class LiveDevice {
 public:
   virtual ~LiveDevice() = default;
@@ -71,6 +78,8 @@ public:
   // order the GPU reported them; at most `max` are written, the count is returned. Untaken
   // addresses are kept, so a caller that drains often must take them.
   virtual uint64_t take_faults(uint64_t* addresses, uint64_t max) = 0;
+  // take_faults() with each fault's record (the probes' view of the driver's batches).
+  virtual uint64_t take_fault_records(FaultRecord*, uint64_t) { return 0; }
   // Copies `bytes` between device buffers of this GPU and the next one and waits for it
   // (forward: this GPU to the next); false where there is no second GPU.
   virtual bool peer_copy(uint64_t bytes, bool forward) = 0;

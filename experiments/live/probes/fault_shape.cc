@@ -11,15 +11,18 @@
 //   build/probes/fault_shape LIB [BLOCKS...]   (default 512 2048)
 // LIB: .dev/lib/libfaultline_live.so, the replay's device. One line per case: the kernel's time
 // and microseconds per block, medians of 3. Every allocation is checked against free memory.
-//   build/probes/fault_shape LIB steps|fill [BLOCKS]   (default 1024)
+//   build/probes/fault_shape LIB steps|fill|groups [BLOCKS]   (default 1024)
 // The same over every `step`-th 64 KB page of each block (32: one page; 8, 4, 3, 2: 4, 8, 11,
 // 16 pages apart from each other; 1: the whole block): whether scattered runs of pages cost
 // the fault path a copy each (the strided trace's later kernels migrate 11 runs a block).
 // fill: pages faulted beside pages the GPU holds, the density prefetcher copying the runs between.
+// groups: some of those cases once more, with the batches the GPU's fault records show.
 #include "experiments/live/probes/probe_device.h"
 #include "sim/live/calibrate_faults.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,8 +51,10 @@ public:
   // The kernel's time, in ns, touching the pages `timed` picks of each of `blocks` blocks in
   // `order`, the pages starting on the host as `origin` says and those `prior` picks then
   // brought to the GPU by a kernel of their own (not timed).
+  // `faults`: where the timed kernel's fault records go (the run is then slower: it drains
+  // the counters before and after).
   int64_t run(uint64_t blocks, FaultOrder order, Origin origin, Pick timed = {},
-              Pick prior = {0, 0}) {
+              Pick prior = {0, 0}, std::vector<FaultRecord>* faults = nullptr) {
     const uint64_t bytes = blocks * kBlockSize;
     if (bytes + kBlockSize + (2ull << 30) > d_.free_bytes())
       std::exit((std::printf("refusing: %llu blocks do not fit the GPU's free memory\n",
@@ -81,9 +86,11 @@ public:
     if (priors > 0) kernel(first_prior, priors);
     d_.synchronize();
     kernel(touches.size() - 1, 1);
+    if (faults) drain(nullptr);
     const int64_t t0 = now_ns();
     kernel(0, count);
     const int64_t t = now_ns() - t0;
+    if (faults) drain(faults);
     d_.free_managed(p);
     d_.free_managed(scratch);
     return t;
@@ -91,6 +98,12 @@ public:
 
 private:
   void kernel(uint64_t first, uint64_t count) { probe::touch_kernel(d_, first, count); }
+  void drain(std::vector<FaultRecord>* out) {
+    d_.quiesce();
+    FaultRecord r[1024];
+    for (uint64_t n; (n = d_.take_fault_records(r, 1024)) > 0;)
+      if (out) out->insert(out->end(), r, r + n);
+  }
   [[noreturn]] void fail(const char* what) { probe::fail(d_, what); }
   LiveDevice& d_;
 };
@@ -161,16 +174,71 @@ int fill(Shape& shape, uint64_t blocks) {
   return 0;
 }
 
+// The driver's batches as the GPU's fault records show them (faults one batch resolved share
+// their end time): per case, the batches, faults and blocks a batch, and how many batches
+// visited each block, against the simulator's one batch per block of a block-order kernel.
+int groups(Shape& shape, uint64_t blocks) {
+  struct Case {
+    Pick timed, prior;
+    const char* what;
+  };
+  const Case cases[] = {
+      {{0, 32}, {0, 0}, "1 fault"},
+      {{0, 2}, {0, 0}, "16 faults (block left in part)"},
+      {{1, 2}, {0, 2}, "16 faults beside 16 held"},
+      {{2, 3}, {0, 0}, "11 faults"},
+      {{2, 3}, {1, 3}, "11 faults beside 11 held"},
+      {{0, 1}, {0, 0}, "32 faults (whole block)"},
+  };
+  for (const Case& c : cases) {
+    std::vector<FaultRecord> f;
+    const int64_t t = shape.run(blocks, FaultOrder::kBlock, Origin::kHost, c.timed, c.prior, &f);
+    std::map<uint64_t, std::map<uint64_t, uint64_t>> batches; // end -> block -> records
+    std::map<uint64_t, std::set<uint64_t>> visits;            // block -> ends
+    uint64_t grouped = 0;
+    for (const FaultRecord& r : f) {
+      const uint64_t block = r.address / kBlockSize;
+      ++batches[r.end_ns][block];
+      visits[block].insert(r.end_ns);
+      grouped += r.groups;
+    }
+    double per_block = 0, blocks_a_batch = 0;
+    for (const auto& [end, in] : batches) {
+      blocks_a_batch += static_cast<double>(in.size());
+      for (const auto& [block, n] : in) per_block += static_cast<double>(n);
+    }
+    double v = 0;
+    for (const auto& [block, ends] : visits) v += static_cast<double>(ends.size());
+    const double nb = std::max<double>(1, static_cast<double>(batches.size()));
+    std::printf("%-28s %8.2f ms  records %6zu (groups %6llu)  batches %5zu  records a batch %6.1f"
+                "  blocks a batch %5.1f  records a block a batch %5.2f  batches a block %5.2f\n",
+                c.what, t / 1e6, f.size(), static_cast<unsigned long long>(grouped), batches.size(),
+                static_cast<double>(f.size()) / nb, blocks_a_batch / nb,
+                per_block / std::max(1.0, blocks_a_batch),
+                v / std::max<double>(1, static_cast<double>(visits.size())));
+    for (size_t i = 0; i < std::min<size_t>(f.size(), 6); ++i)
+      std::printf("    record %zu: block %llu page %llu start %llu end %llu groups %llu\n", i,
+                  static_cast<unsigned long long>(f[i].address / kBlockSize),
+                  static_cast<unsigned long long>(f[i].address % kBlockSize / (64 << 10)),
+                  static_cast<unsigned long long>(f[i].start_ns),
+                  static_cast<unsigned long long>(f[i].end_ns),
+                  static_cast<unsigned long long>(f[i].groups));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2) return std::printf("usage: fault_shape LIB [steps|fill] [BLOCKS...]\n"), 2;
+  if (argc < 2) return std::printf("usage: fault_shape LIB [steps|fill|groups] [BLOCKS...]\n"), 2;
   const std::string mode = argc > 2 ? argv[2] : "";
-  const bool steps = mode == "steps" || mode == "fill";
+  const bool steps = mode == "steps" || mode == "fill" || mode == "groups";
   std::vector<uint64_t> sizes;
   for (int i = steps ? 3 : 2; i < argc; ++i) sizes.push_back(std::stoull(argv[i]));
   LiveDevice& d = *probe::open_device(argv[1]);
   Shape shape(d);
   std::printf("device: %s\n", d.name());
   if (mode == "fill") return fill(shape, sizes.empty() ? 1024 : sizes.front());
+  if (mode == "groups") return groups(shape, sizes.empty() ? 1024 : sizes.front());
   if (steps) return scattered(shape, sizes.empty() ? 1024 : sizes.front());
   if (sizes.empty()) sizes = {512, 2048};
   for (const uint64_t blocks : sizes)

@@ -69,7 +69,7 @@ __global__ void touch_kernel(const Touch* touches, uint64_t count, const Slot* s
 
 std::mutex g_counters_mutex;
 Counters g_counters;
-std::deque<uint64_t> g_faults; // GPU page-fault addresses not yet taken
+std::deque<FaultRecord> g_faults; // GPU page-fault records not yet taken
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *size = 8 << 20;
@@ -96,7 +96,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
       break;
     case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
       g_counters.gpu_fault_records += 1;
-      g_faults.push_back(u->address);
+      g_faults.push_back({u->address, u->start, u->end, u->value});
       break;
     default:
       break;
@@ -285,7 +285,15 @@ public:
   uint64_t take_faults(uint64_t* addresses, uint64_t max) override {
     std::lock_guard<std::mutex> lock(g_counters_mutex);
     const uint64_t n = std::min<uint64_t>(max, g_faults.size());
-    std::copy(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n), addresses);
+    for (uint64_t i = 0; i < n; ++i) addresses[i] = g_faults[i].address;
+    g_faults.erase(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+  }
+
+  uint64_t take_fault_records(FaultRecord* records, uint64_t max) override {
+    std::lock_guard<std::mutex> lock(g_counters_mutex);
+    const uint64_t n = std::min<uint64_t>(max, g_faults.size());
+    std::copy(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n), records);
     g_faults.erase(g_faults.begin(), g_faults.begin() + static_cast<std::ptrdiff_t>(n));
     return n;
   }
