@@ -126,7 +126,8 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
          profile_.peer_fault_migrate_ns *
              pages.minus(fresh).minus(resident).minus(from_host).big_page_count();
   const PageMask read_discarded = (fresh & block->discarded).minus(discarded);
-  copies_done = std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault"));
+  copies_done =
+      std::max(copies_done, migrator_.to_gpu(*block, gpu_, pages, extra, cpu, "fault", true));
   block->read_since_discard |= read_discarded & block->resident[dest];
   serviced_.push_back(block);
   return cpu + profile_.page_table_update_ns;

@@ -14,6 +14,18 @@ Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const ch
   return end;
 }
 
+// A fault service's copies into a block: a copy each run of pages, as the fault benchmarks
+// price scattered pages (20-25 us a page apart on H200s, experiments/live/data/h200-fault-fill/
+// steps), unless they leave the block whole on the GPU (the density prefetcher filled it):
+// then the runs cost as one copy. 16 scattered pages faulted beside 16 the GPU held cost the
+// GPU 120-170 us a block against 280-360 for 16 faulted into an empty block (the same runs,
+// the block left in part), on three H200s (the same folder, fill).
+Time Migrator::copy_in(Route& route, const PageMask& pages, bool whole, Time now,
+                       const char* cause) {
+  if (!whole || pages.none()) return copy_runs(route, pages, now, cause);
+  return route.transfer(now, pages.count() * kPageSize, cause).end;
+}
+
 // The driver copies an evicted chunk's runs of pages in one push and waits once: one transfer of
 // all its bytes, and each run beyond the first costs eviction_run_ns (1.7-7 us on H200s, where a
 // copy of its own had cost the link's overhead, 18.5 us: experiments/live/data/h200-c9770d01/).
@@ -142,7 +154,7 @@ Time Migrator::free_chunk(VaBlock& block, unsigned gpu, Time now, const char* ca
 }
 
 Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
-                      const PageMask& prefetched, Time now, const char* cause) {
+                      const PageMask& prefetched, Time now, const char* cause, bool fault) {
   const bool fresh = !block.chunk[gpu];
   if (fresh) note_thrashing(block, now);
   const PageMask unpopulated = block.unpopulated() & pages;
@@ -150,15 +162,16 @@ Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
   stats_.pages_h2d += moved.from[kHost].count();
   stats_.pages_populated += unpopulated.count();
   PageMask arrived = moved.from[kHost] | unpopulated;
-  Time end = copy_runs(route(kHost, gpu_processor(gpu)), moved.from[kHost], now, cause);
+  const bool whole = fault && block.allocated.minus(block.resident[gpu_processor(gpu)]).none();
+  Time end = copy_in(route(kHost, gpu_processor(gpu)), moved.from[kHost], whole, now, cause);
   for (unsigned peer = 0; peer < memory_.gpus(); ++peer) {
     const PageMask& from_peer = moved.from[gpu_processor(peer)];
     if (peer == gpu || from_peer.none()) continue;
     stats_.pages_peer_in += from_peer.count();
     arrived |= from_peer;
     const Time ready = std::max(now, block.ready_at[peer]); // a staged copy may be in flight
-    end = std::max(
-        end, copy_runs(route(gpu_processor(peer), gpu_processor(gpu)), from_peer, ready, cause));
+    end = std::max(end, copy_in(route(gpu_processor(peer), gpu_processor(gpu)), from_peer, whole,
+                                ready, cause));
   }
   arrived &= prefetched;
   block.prefetched_unused[gpu] |= arrived;

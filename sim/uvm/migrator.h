@@ -29,8 +29,10 @@ public:
   Time free_chunk(VaBlock& block, unsigned gpu, Time now, const char* cause);
   // Moves `pages` of `block` to the GPU (which must have a chunk for it or room for one).
   // Pages flagged in `prefetched` count as prefetch. Returns when the last copy lands.
+  // `fault`: the fault path's service, whose copies cost as one when they leave the block
+  // whole on the GPU (see copy_in).
   Time to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages, const PageMask& prefetched,
-              Time now, const char* cause);
+              Time now, const char* cause, bool fault = false);
   // Moves `pages` of `block` from the GPU to the host. Returns when the last copy lands. An
   // eviction copies them in one transfer when the driver evicts whole blocks.
   Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause,
@@ -65,6 +67,7 @@ private:
   Time reclaim(VaBlock& foreign, unsigned gpu, Time now);
   void note_thrashing(VaBlock& block, Time now);
   Time copy_runs(Route& route, const PageMask& pages, Time now, const char* cause);
+  Time copy_in(Route& route, const PageMask& pages, bool whole, Time now, const char* cause);
   Time copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause);
   Time eviction_cost(const PageMask& pages) const;
   Route& route(ProcessorId from, ProcessorId to) { return topology_.route(from, to); }

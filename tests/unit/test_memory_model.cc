@@ -133,6 +133,38 @@ TEST_CASE("an eviction copies its chunk's pages in one transfer; each run beyond
         back + 100 + 48 * 4096 / 2 + 1000 + 3 * 160);
 }
 
+TEST_CASE("a fault service's copies cost one transfer when they leave the block whole on the "
+          "GPU, a transfer a run otherwise; a prefetch's a transfer a run",
+          "[memory]") {
+  PageMask even, odd; // 64 KB pages 0, 2, ... 30 and 1, 3, ... 31: 16 runs each
+  for (unsigned p = 0; p < kBigPagesPerBlock; ++p) (p % 2 ? odd : even) |= PageMask::big_page(p);
+  const Time run = 100 + kPagesPerBigPage * kPageSize / 2; // one 64 KB run on the flat link
+  auto rig_with_even_held = [&](Rig& rig) -> VaBlock& {
+    rig.memory.add_managed(0, kBlockSize);
+    VaBlock& b = *rig.memory.find(0);
+    rig.memory.move(b, kHost, PageMask::range(0, kPagesPerBlock), 0); // host-written
+    rig.migrator.to_gpu(b, 0, even, {}, 0, "test");
+    return b;
+  };
+  const Time t0 = 16 * run; // the even pages' 16 copies are done by then
+  Rig filled(1);
+  VaBlock& b = rig_with_even_held(filled);
+  CHECK(filled.migrator.to_gpu(b, 0, odd, {}, t0, "fault", true) ==
+        t0 + 100 + 16 * kPagesPerBigPage * kPageSize / 2);
+  CHECK(b.resident[1] == PageMask::range(0, kPagesPerBlock));
+  filled.memory.check_invariants();
+  // The same pages by a prefetch call: a copy each run.
+  Rig prefetched(1);
+  VaBlock& c = rig_with_even_held(prefetched);
+  CHECK(prefetched.migrator.to_gpu(c, 0, odd, odd, t0, "prefetch") == t0 + 16 * run);
+  // A fault service that leaves the block in part: a copy each run.
+  Rig part(1);
+  VaBlock& d = rig_with_even_held(part);
+  const PageMask some_odd = odd & PageMask::range(0, kPagesPerBlock / 2);
+  CHECK(part.migrator.to_gpu(d, 0, some_odd, {}, t0, "fault", true) == t0 + 8 * run);
+  CHECK(part.up.bytes() == 24 * kPagesPerBigPage * kPageSize);
+}
+
 TEST_CASE("an eviction call populates its chunk's untouched pages on the host, once, for "
           "eviction_populate_ns; the driver's own eviction does not",
           "[memory]") {
