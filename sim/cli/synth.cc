@@ -19,7 +19,9 @@ void add_synth(CLI::App& app) {
       "touch random 64 KB big pages; dnn: L layers forward then backward then an optimizer\n"
       "step, weights reused every iteration, activations freed in reverse order; window: one\n"
       "kernel, launched K times with the same arguments, reads two of K + 1 slices, a slice\n"
-      "further on each launch. Each iteration\n"
+      "further on each launch; pages: a host-written array, the held pages of each 2 MB block\n"
+      "brought to the GPU by one kernel, then a kernel touching the touch pages (one step,\n"
+      "--iterations ignored; experiments/live/fault_cases.py). Each iteration\n"
       "is a training step in the header (\"steps\"). SIZE takes K, M, G (powers of 1024).\n"
       "Defaults: footprint 1G, iterations 2, seed 1, kernels 16, layers 12, touches 1,\n"
       "ns-per-access 100.");
@@ -29,7 +31,7 @@ void add_synth(CLI::App& app) {
     std::map<std::string, std::optional<uint64_t>> numbers;
   };
   auto o = std::make_shared<Options>();
-  sub->add_option("--pattern", o->pattern, "stream, random, dnn or window")
+  sub->add_option("--pattern", o->pattern, "stream, random, dnn, window or pages")
       ->required()
       ->type_name("P");
   add_output(*sub, o->out, "the trace to write")->required()->type_name("T");
@@ -41,7 +43,12 @@ void add_synth(CLI::App& app) {
       {"--kernels", "kernels_per_iteration", "kernels per iteration (default 16)"},
       {"--layers", "layers", "dnn: layers (default 12)"},
       {"--touches", "touches", "times a kernel reads each 64 KB big page (default 1)"},
-      {"--ns-per-access", "ns_per_access", "kernel time per access (default 100)"}};
+      {"--ns-per-access", "ns_per_access", "kernel time per access (default 100)"},
+      {"--touch-first", "touch_first", "pages: first 64 KB page of a block touched (default 0)"},
+      {"--touch-step", "touch_step", "pages: touched pages every N pages (default 1)"},
+      {"--touch-width", "touch_width", "pages: pages touched in a row a step (default 1)"},
+      {"--held-first", "held_first", "pages: first page of a block held before (default 0)"},
+      {"--held-step", "held_step", "pages: held pages every N pages (default 0: none)"}};
   for (const auto& [option, key, help] : counts) add_count(*sub, option, o->numbers[key], help);
   sub->callback([o] {
     nlohmann::json p = {{"pattern", o->pattern}};

@@ -72,6 +72,23 @@ public:
     emit(k);
   }
 
+  // A kernel that reads, in every 2 MB block of `t`, the big pages `picked` says, block by block.
+  template <class Pick> void block_kernel(const std::string& name, const Tensor& t, Pick picked) {
+    trace::KernelRecord k;
+    k.name = name;
+    k.start = now_;
+    k.args.push_back(t.id);
+    for (uint64_t i = 0; i < t.pages(); ++i)
+      if (picked(static_cast<uint32_t>(i % kBigPagesPerBlock)))
+        add(k, t.address / kBigPageSize + i, AccessType::kRead);
+    emit(k);
+  }
+
+  // The host writes all of `t` (its pages start on the host, CPU-mapped).
+  void host_write(const Tensor& t) {
+    write(trace::HostAccessRecord{now_, t.address, t.size, AccessType::kWrite});
+  }
+
   void random_kernel(const std::string& name, const Tensor& t, uint64_t count) {
     trace::KernelRecord k;
     k.name = name;
@@ -136,6 +153,21 @@ void window(const Params& p, Builder& b) {
   b.free(t);
 }
 
+// One host-written allocation; a kernel brings the held pages of each block to the GPU, then
+// the measured kernel touches its pages beside them: the fault path's copies against what the
+// GPU already holds (experiments/live/probes/fault_shape.cc, fill mode, does the same live).
+void pages(const Params& p, Builder& b) {
+  const Tensor t = b.alloc(p.footprint);
+  b.host_write(t);
+  b.begin_step();
+  auto pick = [](uint32_t first, uint32_t step, uint32_t width) {
+    return [=](uint32_t page) { return page >= first && (page - first) % step < width; };
+  };
+  if (p.held_step > 0) b.block_kernel("held", t, pick(p.held_first, p.held_step, 1));
+  b.block_kernel("touch", t, pick(p.touch_first, p.touch_step, p.touch_width));
+  b.free(t);
+}
+
 void random(const Params& p, Builder& b) {
   const Tensor t = b.alloc(p.footprint);
   const uint64_t per_kernel =
@@ -186,10 +218,12 @@ namespace {
 
 const config::Fields<Params>& fields() {
   static const config::Fields<Params> fields = {
-      config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn", "window"},
+      config::one_of(&Params::pattern, "pattern", {"stream", "random", "dnn", "window", "pages"},
                      "stream: kernels sweep slices in turn; random: kernels touch random 64 KB big "
                      "pages; dnn: layers forward, backward, then an optimizer step; window: one "
-                     "kernel reads a two-slice window that moves a slice per launch"),
+                     "kernel reads a two-slice window that moves a slice per launch; pages: a "
+                     "host-written array, some pages of each block brought to the GPU, then a "
+                     "kernel touching others"),
       config::field(&Params::footprint, "footprint", "managed memory the workload spans")
           .unit("bytes")
           .at_least(kBlockSize)
@@ -207,6 +241,23 @@ const config::Fields<Params>& fields() {
                     "compute time per 64 KB access when resident")
           .unit("ns")
           .at_least(1),
+      config::field(&Params::touch_first, "touch_first",
+                    "pattern pages: the first 64 KB page of each block the kernel touches")
+          .at_most(kBigPagesPerBlock - 1),
+      config::field(&Params::touch_step, "touch_step",
+                    "pattern pages: touched pages repeat every touch_step pages")
+          .at_least(1)
+          .at_most(kBigPagesPerBlock),
+      config::field(&Params::touch_width, "touch_width",
+                    "pattern pages: pages touched in a row at each step")
+          .at_least(1)
+          .at_most(kBigPagesPerBlock),
+      config::field(&Params::held_first, "held_first",
+                    "pattern pages: the first page of each block the GPU holds before")
+          .at_most(kBigPagesPerBlock - 1),
+      config::field(&Params::held_step, "held_step",
+                    "pattern pages: held pages repeat every held_step pages (0: none held)")
+          .at_most(kBigPagesPerBlock),
   };
   return fields;
 }
@@ -229,7 +280,12 @@ nlohmann::json to_json(const Params& p) {
           {"kernels_per_iteration", p.kernels_per_iteration},
           {"layers", p.layers},
           {"touches", p.touches},
-          {"ns_per_access", p.ns_per_access}};
+          {"ns_per_access", p.ns_per_access},
+          {"touch_first", p.touch_first},
+          {"touch_step", p.touch_step},
+          {"touch_width", p.touch_width},
+          {"held_first", p.held_first},
+          {"held_step", p.held_step}};
 }
 
 namespace {
@@ -241,6 +297,8 @@ void build(const Params& p, Builder& b) {
     random(p, b);
   else if (p.pattern == "window")
     window(p, b);
+  else if (p.pattern == "pages")
+    pages(p, b);
   else
     dnn(p, b);
 }

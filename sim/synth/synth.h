@@ -9,7 +9,7 @@
 namespace faultline::synth {
 
 struct Params {
-  std::string pattern = "dnn"; // "stream", "random" or "dnn"
+  std::string pattern = "dnn"; // "stream", "random", "dnn", "window" or "pages"
   Bytes footprint = Bytes{1} << 30;
   uint32_t iterations = 2;
   uint64_t seed = 1;
@@ -17,6 +17,10 @@ struct Params {
   uint32_t layers = 12;                // dnn
   uint32_t touches = 1;                // times each 64 KB big page is read within a kernel
   Time ns_per_access = 100;            // compute time per 64 KB access when resident
+  // pages: in each 2 MB block, `touch_width` big pages from `touch_first`, then as many every
+  // `touch_step` on; the held ones (held_step 0: none) likewise, brought in by a kernel before.
+  uint32_t touch_first = 0, touch_step = 1, touch_width = 1;
+  uint32_t held_first = 0, held_step = 0;
 };
 
 // Reads params from the CLI's JSON form ({"pattern": ..., "footprint": ...}), strictly.

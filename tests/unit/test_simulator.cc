@@ -417,3 +417,43 @@ TEST_CASE("a discarded page read since stays discarded to the driver until its f
   CHECK(prefetched.stats.discarded_refaults == 0);
   CHECK(prefetched.stats.faults == 8 + 4);
 }
+
+TEST_CASE("synth pages: faults beside pages the GPU holds fill the block, its runs copied as one; "
+          "the same faults into an empty block copy a run each",
+          "[sim][synth]") {
+  Scratch s;
+  // A link whose copies cost mostly their overhead: 50 us each, 100 GB/s.
+  const nlohmann::json curve = {{"overhead_ns", 50000}, {"bandwidth_gbps", {{4096, 100.0}}}};
+  s.write("links/simlink.json",
+          {{"name", "sim test link"}, {"kind", "pcie"}, {"forward", curve}, {"reverse", curve}});
+  // 16 odd 64 KB pages of each of 4 blocks; beside the 16 even ones held or into empty blocks.
+  auto touch_kernel = [&](uint32_t held_step, const std::string& name) {
+    synth::Params p;
+    p.pattern = "pages";
+    p.footprint = 4 * kBlockSize;
+    p.touch_first = 1;
+    p.touch_step = 2;
+    p.held_step = held_step;
+    const std::string path = s.file(name);
+    synth::write_trace(p, path, "test");
+    const Outcome o = simulate(Scratch::run_config(), path, 8);
+    return std::make_pair(o.stats.kernel_rows.back(), o.stats);
+  };
+  const auto [filled, filled_stats] = touch_kernel(2, "filled.fltrace");
+  const auto [part, part_stats] = touch_kernel(0, "part.fltrace");
+  CHECK(filled.accesses == 4 * 16);
+  CHECK(part.accesses == 4 * 16);
+  CHECK(filled_stats.pages_h2d == 4 * kPagesPerBlock); // the held half, then the rest
+  CHECK(part_stats.pages_h2d == 4 * 16 * kPagesPerBigPage);
+  // 16 copies a block in part, one a filled block (the batch's CPU side is under 120 us).
+  CHECK(part.end - part.start >= 4 * 16 * 50000);
+  CHECK(filled.end - filled.start < 4 * (50000 + 16 * kBigPageSize / 100) + 120000);
+}
+
+TEST_CASE("synth pages: a page outside the block is refused with its key", "[sim][synth]") {
+  synth::Params p;
+  CHECK_THROWS_WITH(synth::params_from_json({{"pattern", "pages"}, {"touch_first", 32}}, "opts"),
+                    Catch::Matchers::Contains("$.touch_first") && Catch::Matchers::Contains("31"));
+  CHECK_THROWS_WITH(synth::params_from_json({{"pattern", "pages"}, {"held_step", 33}}, "opts"),
+                    Catch::Matchers::Contains("$.held_step"));
+}
