@@ -17,13 +17,14 @@ Time Migrator::copy_runs(Route& route, const PageMask& pages, Time now, const ch
 // A fault service's copies into a block: a copy each run of pages, as the fault benchmarks
 // price scattered pages (20-25 us a page apart on H200s, experiments/live/data/h200-fault-fill/
 // steps), unless they leave the block whole on the GPU (the density prefetcher filled it):
-// then the runs cost as one copy. 16 scattered pages faulted beside 16 the GPU held cost the
-// GPU 120-170 us a block against 280-360 for 16 faulted into an empty block (the same runs,
-// the block left in part), on three H200s (the same folder, fill).
+// then the runs go in one push, as an eviction's do (copy_evicted: eviction_run_ns each beyond
+// the first). 16 scattered pages faulted beside 16 the GPU held cost the GPU 120-170 us a block
+// against 280-360 for 16 faulted into an empty block (the same runs, the block left in part),
+// on three H200s (the same folder, fill).
 Time Migrator::copy_in(Route& route, const PageMask& pages, bool whole, Time now,
                        const char* cause) {
   if (!whole || pages.none()) return copy_runs(route, pages, now, cause);
-  return route.transfer(now, pages.count() * kPageSize, cause).end;
+  return route.transfer(now, pages.count() * kPageSize, cause).end + extra_runs_ns(pages);
 }
 
 // The driver copies an evicted chunk's runs of pages in one push and waits once: one transfer of
@@ -32,10 +33,14 @@ Time Migrator::copy_in(Route& route, const PageMask& pages, bool whole, Time now
 // HUVM's large-page eviction copies the chunk whole: no run costs more.
 Time Migrator::copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause) {
   if (pages.none()) return now;
-  Time runs = 0;
-  if (!driver_.block_eviction) pages.for_each_run([&](unsigned, unsigned) { ++runs; });
-  const Time extra = runs > 1 ? (runs - 1) * gpu_.eviction_run_ns : 0;
+  const Time extra = driver_.block_eviction ? 0 : extra_runs_ns(pages);
   return route.transfer(now, pages.count() * kPageSize, cause).end + extra;
+}
+
+Time Migrator::extra_runs_ns(const PageMask& pages) const {
+  Time runs = 0;
+  pages.for_each_run([&](unsigned, unsigned) { ++runs; });
+  return runs > 1 ? (runs - 1) * gpu_.eviction_run_ns : 0;
 }
 
 Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {

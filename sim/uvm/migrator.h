@@ -69,6 +69,8 @@ private:
   Time copy_runs(Route& route, const PageMask& pages, Time now, const char* cause);
   Time copy_in(Route& route, const PageMask& pages, bool whole, Time now, const char* cause);
   Time copy_evicted(Route& route, const PageMask& pages, Time now, const char* cause);
+  // What the runs of `pages` beyond the first add to a push that copies them all.
+  Time extra_runs_ns(const PageMask& pages) const;
   Time eviction_cost(const PageMask& pages) const;
   Route& route(ProcessorId from, ProcessorId to) { return topology_.route(from, to); }
 

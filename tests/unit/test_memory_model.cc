@@ -134,7 +134,8 @@ TEST_CASE("an eviction copies its chunk's pages in one transfer; each run beyond
 }
 
 TEST_CASE("a fault service's copies cost one transfer when they leave the block whole on the "
-          "GPU, a transfer a run otherwise; a prefetch's a transfer a run",
+          "GPU (eviction_run_ns a run beyond the first), a transfer a run otherwise; a "
+          "prefetch's a transfer a run",
           "[memory]") {
   PageMask even, odd; // 64 KB pages 0, 2, ... 30 and 1, 3, ... 31: 16 runs each
   for (unsigned p = 0; p < kBigPagesPerBlock; ++p) (p % 2 ? odd : even) |= PageMask::big_page(p);
@@ -148,9 +149,10 @@ TEST_CASE("a fault service's copies cost one transfer when they leave the block 
   };
   const Time t0 = 16 * run; // the even pages' 16 copies are done by then
   Rig filled(1);
+  filled.gpu.eviction_run_ns = 300;
   VaBlock& b = rig_with_even_held(filled);
   CHECK(filled.migrator.to_gpu(b, 0, odd, {}, t0, "fault", true) ==
-        t0 + 100 + 16 * kPagesPerBigPage * kPageSize / 2);
+        t0 + 100 + 16 * kPagesPerBigPage * kPageSize / 2 + 15 * 300);
   CHECK(b.resident[1] == PageMask::range(0, kPagesPerBlock));
   filled.memory.check_invariants();
   // The same pages by a prefetch call: a copy each run.
@@ -159,6 +161,7 @@ TEST_CASE("a fault service's copies cost one transfer when they leave the block 
   CHECK(prefetched.migrator.to_gpu(c, 0, odd, odd, t0, "prefetch") == t0 + 16 * run);
   // A fault service that leaves the block in part: a copy each run.
   Rig part(1);
+  part.gpu.eviction_run_ns = 300; // not paid: each run is a copy of its own
   VaBlock& d = rig_with_even_held(part);
   const PageMask some_odd = odd & PageMask::range(0, kPagesPerBlock / 2);
   CHECK(part.migrator.to_gpu(d, 0, some_odd, {}, t0, "fault", true) == t0 + 8 * run);
