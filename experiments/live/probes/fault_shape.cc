@@ -16,7 +16,7 @@
 // 16 pages apart from each other; 1: the whole block): whether scattered runs of pages cost
 // the fault path a copy each (the strided trace's later kernels migrate 11 runs a block).
 // fill: pages faulted beside pages the GPU holds, the density prefetcher copying the runs between.
-// groups: some of those cases once more, with the batches the GPU's fault records show.
+// groups: some of those cases once more, with CUPTI's fault records.
 #include "experiments/live/probes/probe_device.h"
 #include "sim/live/calibrate_faults.h"
 
@@ -174,9 +174,10 @@ int fill(Shape& shape, uint64_t blocks) {
   return 0;
 }
 
-// The driver's batches as the GPU's fault records show them (faults one batch resolved share
-// their end time): per case, the batches, faults and blocks a batch, and how many batches
-// visited each block, against the simulator's one batch per block of a block-order kernel.
+// CUPTI's GPU page-fault records of some fill cases, grouped by their end time, in case they
+// showed the driver's batches: per case, the groups, records and blocks a group, and how many
+// groups named each block. They do not: CUPTI reports far fewer records than faults (43 for
+// 1024 faults; experiments/live/data/h200-fault-fill/fault_groups_*.txt).
 int groups(Shape& shape, uint64_t blocks) {
   struct Case {
     Pick timed, prior;
