@@ -117,7 +117,7 @@ expect "trace with an unknown subcommand" 2 stderr 'unknown trace command "frob"
 expect "trace without a file" 2 stderr "usage: faultline trace" -- "$FAULTLINE" trace stats
 
 # --- bad inputs ---------------------------------------------------------------------------------
-expect "synth with an unknown pattern" nonzero stderr 'expected "stream", "random", "dnn" or "window", got "nope"' -- \
+expect "synth with an unknown pattern" nonzero stderr 'expected "stream", "random", "dnn", "window" or "pages", got "nope"' -- \
   "$FAULTLINE" synth --pattern nope --out "$WORK/nope.fltrace"
 
 # A valid trace for the checks below.
