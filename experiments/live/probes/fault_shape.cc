@@ -110,26 +110,31 @@ private:
 
 } // namespace
 
-int64_t median_of_3(Shape& shape, uint64_t blocks, FaultOrder order, Origin origin, uint32_t step,
-                    std::vector<int64_t>& t) {
-  t.clear();
-  for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin, {0, step}));
+// Three runs of one case, fastest first: each line reports the median, t[1], and all three.
+std::vector<int64_t> three_runs(Shape& shape, uint64_t blocks, FaultOrder order, Origin origin,
+                                Pick timed = {}, Pick prior = {0, 0}) {
+  std::vector<int64_t> t;
+  for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin, timed, prior));
   std::sort(t.begin(), t.end());
-  return t[1];
+  return t;
+}
+
+const char* origin_name(Origin origin) {
+  return origin == Origin::kHost ? "host" : "evicted";
 }
 
 int scattered(Shape& shape, uint64_t blocks) {
-  std::vector<int64_t> t;
   for (const uint32_t step : {32u, 8u, 4u, 3u, 2u, 1u})
     for (const Origin origin : {Origin::kHost, Origin::kEvicted})
       for (const FaultOrder order : {FaultOrder::kBlock, FaultOrder::kStrided}) {
-        const int64_t m = median_of_3(shape, blocks, order, origin, step, t);
+        const std::vector<int64_t> t = three_runs(shape, blocks, order, origin, {0, step});
+        const int64_t m = t[1];
         const uint32_t pages = (kBigPagesPerBlock + step - 1) / step;
         std::printf("blocks %5llu  step %2u  pages/block %2u  origin %-7s  order %-7s  %9.2f ms  "
                     "%7.1f us a block  %6.2f us a page  (runs %.2f %.2f %.2f ms)\n",
-                    static_cast<unsigned long long>(blocks), step, pages,
-                    origin == Origin::kHost ? "host" : "evicted", fault_order_name(order), m / 1e6,
-                    m / 1e3 / blocks, m / 1e3 / blocks / pages, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
+                    static_cast<unsigned long long>(blocks), step, pages, origin_name(origin),
+                    fault_order_name(order), m / 1e6, m / 1e3 / blocks, m / 1e3 / blocks / pages,
+                    t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
         std::fflush(stdout);
       }
   return 0;
@@ -159,16 +164,14 @@ int fill(Shape& shape, uint64_t blocks) {
   };
   for (const Origin origin : {Origin::kHost, Origin::kEvicted})
     for (const Case& c : cases) {
-      std::vector<int64_t> t;
-      for (int r = 0; r < 3; ++r)
-        t.push_back(shape.run(blocks, FaultOrder::kBlock, origin, c.timed, c.prior));
-      std::sort(t.begin(), t.end());
+      const std::vector<int64_t> t =
+          three_runs(shape, blocks, FaultOrder::kBlock, origin, c.timed, c.prior);
       std::printf(
           "blocks %5llu  origin %-7s  touch %u+%ux%u  held %u+%u  %9.2f ms  %7.1f us a block"
           "  (runs %.2f %.2f %.2f ms)  %s\n",
-          static_cast<unsigned long long>(blocks), origin == Origin::kHost ? "host" : "evicted",
-          c.timed.first, c.timed.step, c.timed.width, c.prior.first, c.prior.step, t[1] / 1e6,
-          t[1] / 1e3 / blocks, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6, c.what);
+          static_cast<unsigned long long>(blocks), origin_name(origin), c.timed.first, c.timed.step,
+          c.timed.width, c.prior.first, c.prior.step, t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6,
+          t[1] / 1e6, t[2] / 1e6, c.what);
       std::fflush(stdout);
     }
   return 0;
@@ -245,14 +248,12 @@ int main(int argc, char** argv) {
   for (const uint64_t blocks : sizes)
     for (const Origin origin : {Origin::kHost, Origin::kEvicted})
       for (const FaultOrder order : {FaultOrder::kBlock, FaultOrder::kStrided}) {
-        std::vector<int64_t> t;
-        for (int r = 0; r < 3; ++r) t.push_back(shape.run(blocks, order, origin));
-        std::sort(t.begin(), t.end());
+        const std::vector<int64_t> t = three_runs(shape, blocks, order, origin);
         std::printf("blocks %5llu  pages/block %u  origin %-7s  order %-7s  %9.2f ms  %7.1f us a "
                     "block  (runs %.2f %.2f %.2f ms)\n",
-                    static_cast<unsigned long long>(blocks), kBigPagesPerBlock,
-                    origin == Origin::kHost ? "host" : "evicted", fault_order_name(order),
-                    t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6, t[1] / 1e6, t[2] / 1e6);
+                    static_cast<unsigned long long>(blocks), kBigPagesPerBlock, origin_name(origin),
+                    fault_order_name(order), t[1] / 1e6, t[1] / 1e3 / blocks, t[0] / 1e6,
+                    t[1] / 1e6, t[2] / 1e6);
         std::fflush(stdout);
       }
   return 0;
