@@ -36,7 +36,7 @@ const char* kExplanation =
 // The options as given; request_of applies them over the run config, so that the order on the
 // command line does not matter.
 struct Options {
-  std::string trace, config, policy, params, faults, out;
+  std::string trace, config, policy, params, faults, out, call_log;
   std::optional<Budget> budget;
   std::optional<uint64_t> margin, peer_budget, peer_reserve, drain_every;
   uint64_t iterations = 0;
@@ -61,6 +61,10 @@ void define(CLI::App& sub, Options& o) {
   sub.add_flag("--drain-counters", o.drain_counters,
                "drain CUPTI's records after every kernel: every byte counted (a run for bytes, "
                "not for timing)");
+  sub.add_option("--call-log", o.call_log,
+                 "diagnosis: a CSV row per migration call (kernel, kind, trace address, bytes, "
+                 "start and CPU ns) into FILE")
+      ->type_name("FILE");
   add_device(sub, o.device);
   add_iterations(sub, o.iterations, "training steps to run (overrides the config's)");
   add_bytes(sub, "--peer-budget", o.peer_budget, "the next GPU's memory the policy may use");
@@ -106,6 +110,7 @@ live::ReplayRequest request_of(const Options& o) {
   if (o.eviction_bytes) request.eviction_bytes = true;
   if (o.drain_counters) request.drain_counters = true;
   if (o.iterations) request.iterations = o.iterations;
+  if (!o.call_log.empty()) request.call_log = o.call_log;
   return request;
 }
 

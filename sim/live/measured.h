@@ -41,6 +41,16 @@ private:
   bool is_paused_ = false;
 };
 
+// One migration call as ReplayRequest::call_log writes it: which, where (trace address), when
+// on the replay's clock, and how long the CPU spent inside it.
+struct CallRecord {
+  int64_t kernel = -1; // the kernel it was issued for (or after, for a policy's actions)
+  char kind = '?';     // m: to the GPU, h: to the GPU of pages held, e: to the host, p: to the
+                       // neighbour, d: discard
+  uint64_t address = 0, bytes = 0;
+  Time start_ns = 0, cpu_ns = 0;
+};
+
 struct Measured {
   Time compute_ns = 0, stall_ns = 0;
   uint64_t accesses = 0, kernels = 0, budget_evicted_chunks = 0;
@@ -54,6 +64,7 @@ struct Measured {
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json steps = nlohmann::json::array();     // a row per training step
   nlohmann::json evictions = nlohmann::json::array(); // ReplayRequest::eviction_bytes rows
+  std::vector<CallRecord> call_log;                   // ReplayRequest::call_log rows
 };
 
 // The migration calls the replay issued between two kernel rows, and the CPU time spent inside

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -339,12 +340,22 @@ private:
     return f();
   }
 
+  // A migration call, counted in the kernel's row and, for ReplayRequest::call_log, logged.
+  template <typename F>
+  void issue(MigrationCalls::Kind& kind, char letter, void* p, Bytes n, F&& call) {
+    const Time start = now();
+    calls_.issued(kind, n, call);
+    if (!request_.call_log.empty())
+      measured_.call_log.push_back({kernel_, letter, books_.to_trace(reinterpret_cast<uint64_t>(p)),
+                                    n, start, now() - start});
+  }
+
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {
     Bytes evicted = 0;
     for (const auto& run : books_.eviction_runs(chunk, lo, hi)) {
       void* const p = run.first;
       const Bytes n = run.second;
-      calls_.issued(calls_.to_host, n, [&] { device_.evict_to_host(p, n); });
+      issue(calls_.to_host, 'e', p, n, [&] { device_.evict_to_host(p, n); });
       evicted += n;
     }
     return evicted;
@@ -374,7 +385,7 @@ void Replay::evict(const policies::Range& range, ProcessorId target, Time) {
   books_.for_each_live_chunk(range.start, range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
     if (target != kHost && !books_.on_peer(chunk) && books_.residency().holds(chunk) &&
         books_.peer_has_room()) {
-      calls_.issued(calls_.to_peer, n, [&] { device_.prefetch_to_peer(p, n); });
+      issue(calls_.to_peer, 'p', p, n, [&] { device_.prefetch_to_peer(p, n); });
       books_.forget(p, n);
       books_.placed_on_peer(chunk);
       ++measured_.peer_evicted_chunks;
@@ -391,7 +402,7 @@ void Replay::evict(const policies::Range& range, ProcessorId target, Time) {
 void Replay::stage(const policies::Range& range, unsigned, Time) {
   books_.for_each_live_chunk(range.start, range.bytes, [&](void* p, Bytes n, uint64_t chunk) {
     if (books_.on_peer(chunk) || books_.residency().holds(chunk) || !books_.peer_has_room()) return;
-    calls_.issued(calls_.to_peer, n, [&] { device_.prefetch_to_peer(p, n); });
+    issue(calls_.to_peer, 'p', p, n, [&] { device_.prefetch_to_peer(p, n); });
     books_.placed_on_peer(chunk);
     measured_.bytes_staged += n;
   });
@@ -399,7 +410,7 @@ void Replay::stage(const policies::Range& range, unsigned, Time) {
 
 void Replay::discard(const policies::Range& range, Time) {
   books_.for_each_live(range.start, range.bytes, [&](void* p, Bytes n) {
-    calls_.issued(calls_.discards, n, [&] { device_.discard(p, n); });
+    issue(calls_.discards, 'd', p, n, [&] { device_.discard(p, n); });
     books_.note_discarded(reinterpret_cast<uint64_t>(p), n, true);
     books_.forget(p, n);
     measured_.discarded_bytes += n;
@@ -424,8 +435,8 @@ void Replay::prefetch(const policies::Range& range, Time) {
     const bool held = (books_.residency().resident_pages(chunk) & bits) == bits;
     make_room(pages, [] { return std::string("a prefetch"); });
     books_.arrive(pages);
-    calls_.issued(held ? calls_.to_gpu_held : calls_.to_gpu, n,
-                  [&] { device_.prefetch_to_gpu(p, n); });
+    issue(held ? calls_.to_gpu_held : calls_.to_gpu, held ? 'h' : 'm', p, n,
+          [&] { device_.prefetch_to_gpu(p, n); });
     measured_.prefetch_bytes += n;
   });
 }
@@ -467,6 +478,22 @@ nlohmann::json device_switches() {
   return out;
 }
 
+// Opened before the replay runs, so that a path it cannot write fails at once.
+std::ofstream open_call_log(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw Error("faultline replay: --call-log " + path + ": cannot write the file");
+  return out;
+}
+
+void write_call_log(std::ofstream& out, const std::string& path,
+                    const std::vector<CallRecord>& calls) {
+  out << "kernel,kind,address,bytes,start_ns,cpu_ns\n";
+  for (const CallRecord& c : calls)
+    out << c.kernel << ',' << c.kind << ',' << c.address << ',' << c.bytes << ',' << c.start_ns
+        << ',' << c.cpu_ns << '\n';
+  if (!out) throw Error("faultline replay: --call-log " + path + ": cannot write the file");
+}
+
 nlohmann::json resolved(const ReplayRequest& request, uint64_t chunks, LiveDevice& device) {
   return {
       {"policy", {{"name", request.policy}, {"params", request.policy_params}}},
@@ -504,6 +531,8 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
   check_memory(request, stats, plan, device);
   const uint64_t chunks = budget_chunks(request, stats);
   const uint64_t skipped = plan.skipped_accesses;
+  std::ofstream call_log =
+      request.call_log.empty() ? std::ofstream() : open_call_log(request.call_log);
   Replay replay(request, device, std::move(plan), chunks);
   Time total = 0;
   Measured m = replay.run(total);
@@ -519,6 +548,7 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
   out["steps"] = std::move(m.steps);
   if (request.per_kernel) out["kernels"] = std::move(m.rows);
   if (request.eviction_bytes) out["evictions"] = std::move(m.evictions);
+  if (!request.call_log.empty()) write_call_log(call_log, request.call_log, m.call_log);
   return out;
 }
 

@@ -37,6 +37,9 @@ struct ReplayRequest {
   // drain_counters; a row per eviction with the pages the books hold in the chunk and the bytes
   // the GPU copied back. Slows the replay: not for timing.
   bool eviction_bytes = false;
+  // Diagnosis: a CSV row per migration call (kernel, kind, trace address, bytes, start and CPU
+  // ns on the replay's clock) into this file; none when empty. Timing as usual.
+  std::string call_log;
   // CUPTI's unified-memory records drained (GPU idle, off the clock) after every kernel or part
   // of one: without drains CUPTI loses byte records under migration-heavy replays
   // (experiments/live/data/bytes-back/). The drains are off the clock, but drained runs took

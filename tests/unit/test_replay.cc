@@ -18,8 +18,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <vector>
 
 using faultline::kBigPageSize;
@@ -145,6 +147,53 @@ TEST_CASE("replay: policy prefetches reach the device inside live allocations", 
   CHECK(held > 0);
   CHECK(moving + held <= again.prefetched.size()); // those after the last kernel have no row
   CHECK(moving + held + 64 >= again.prefetched.size());
+}
+
+TEST_CASE("replay: the call log has a row per migration call, as the kernel rows count them",
+          "[live]") {
+  fltest::TempDir dir;
+  FakeDevice device;
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 3);
+  request.policy = "pump";
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  request.per_kernel = true;
+  request.call_log = dir.file("calls.csv");
+  const auto rows = live::run_replay(request, device)["kernels"];
+  std::map<char, uint64_t> counted;
+  for (const auto& row : rows) {
+    counted['m'] += row.value("to_gpu_calls", uint64_t{0});
+    counted['h'] += row.value("to_gpu_held_calls", uint64_t{0});
+    counted['e'] += row.value("to_host_calls", uint64_t{0});
+  }
+  std::ifstream in(request.call_log);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "kernel,kind,address,bytes,start_ns,cpu_ns");
+  std::map<char, uint64_t> logged;
+  int64_t last_start = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line);
+    for (std::string c; std::getline(cells_in, c, ',');) cells.push_back(c);
+    REQUIRE(cells.size() == 6);
+    ++logged[cells[1].at(0)];
+    CHECK(std::stoull(cells[2]) >= (1ull << 30)); // a trace address, not a live one
+    CHECK(std::stoull(cells[3]) <= kBlockSize);
+    CHECK(std::stoll(cells[4]) >= last_start); // in the order they were issued
+    last_start = std::stoll(cells[4]);
+  }
+  CHECK(counted['m'] > 0);
+  CHECK(counted['e'] > 0);
+  for (const char kind : {'m', 'h', 'e'}) // calls after the last kernel have no row
+    CHECK(logged[kind] >= counted[kind]);
+  CHECK(logged['m'] + logged['h'] == device.prefetched.size());
+
+  request.call_log = (dir.path() / "no-such-folder" / "calls.csv").string();
+  FakeDevice untouched;
+  CHECK_THROWS_WITH(live::run_replay(request, untouched),
+                    Catch::Contains("--call-log") && Catch::Contains("cannot write"));
 }
 
 TEST_CASE("replay: refuses a trace that would not fit below the GPU's free memory", "[live]") {
