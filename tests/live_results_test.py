@@ -88,6 +88,52 @@ def test_holdout_instances():
         assert h["own_max_abs_time_error"] >= h["own_median_abs_time_error"] > 0
 
 
+def test_misses():
+    """A run beyond 15% is listed with the same run elsewhere and the most specific cause; runs
+    within the target are not; the kind says whether the model misses elsewhere too."""
+    import misses
+    row = lambda t, p, b, e: {"trace": t, "policy": p, "budget": str(b), "time_error": str(e)}
+    rows = [row("a", "pump", 0.5, -0.2), row("a", "pump", 0.75, 0.14), row("b", "deepum", 0.5, 0.3),
+            row("c", "oracle", 0.5, 0.16)]
+    others = {"x": [row("a", "pump", 0.5, -0.12), row("b", "deepum", 0.5, -0.02)],
+              "y": [row("a", "pump", 0.5, -0.3), row("b", "deepum", 0.5, 0.05)]}
+    causes = [{"runs": ["a pump"], "gpu": ["h200"], "cause": "general", "evidence": "e1"},
+              {"runs": ["a pump 0.5"], "gpu": ["h200"], "cause": "specific", "evidence": "e2"}]
+    found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes)}
+    assert sorted(found) == ["a", "b", "c"]
+    assert found["a"]["kind"] == "systematic" and found["a"]["cause"] == "specific"
+    assert found["a"]["elsewhere"]["instances"] == 2
+    assert abs(found["a"]["elsewhere"]["median_time_error"] + 0.21) < 1e-9
+    assert found["b"]["kind"] == "instance" and found["b"]["cause"] is None
+    assert found["c"]["kind"] == "unseen"
+    assert misses.misses("h100", "set", "me", rows, others, causes)[0]["cause"] is None
+    assert "not measured" in "\n".join(misses.readme_section(list(found.values())))
+
+
+def test_causes_file():
+    """The committed causes load, name existing evidence, and a malformed one says where."""
+    import misses
+    assert misses.load_causes(repo=root)
+    bad = [({"causes": {}}, "expected {\"causes\""),
+           ({"causes": [{"runs": ["a"], "gpu": ["h200"], "cause": "c", "evidence": "README.md"}]},
+            "$.causes[0].runs"),
+           ({"causes": [{"runs": ["a b"], "gpu": ["a100"], "cause": "c", "evidence": "README.md"}]},
+            "$.causes[0].gpu"),
+           ({"causes": [{"runs": ["a b"], "gpu": ["h200"], "cause": "c", "evidence": "nowhere"}]},
+            "$.causes[0].evidence: nowhere does not exist"),
+           ({"causes": [{"runs": ["a b"], "gpu": ["h200"], "cause": "c"}]}, "$.causes[0]: expected")]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "causes.json")
+        for doc, message in bad:
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            try:
+                misses.load_causes(path, repo=root)
+                raise AssertionError(f"taken: {doc}")
+            except ValueError as e:
+                assert message in str(e), (message, str(e))
+
+
 def test_results_rebuild():
     subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
                    check=True, capture_output=True)
@@ -110,5 +156,7 @@ if __name__ == "__main__":
     test_filled_profile()
     test_calibration_kinds()
     test_holdout_instances()
+    test_misses()
+    test_causes_file()
     test_results_rebuild()
     print("live results: ok")

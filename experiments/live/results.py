@@ -17,6 +17,8 @@ fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
   instances.json        per instance: error with its per-machine calibration, its full one and
                         the shipped profile (where made), and the median over instances of each
                         (by_calibration); the live times of runs made on two instances
+  misses.json           every set's runs beyond 15%, the same runs on the other instances, and
+                        their measured causes (misses.py, causes.json)
   README.md             these as tables
 
     python3 experiments/live/results.py [--write]   (without --write: into out/live/results/)
@@ -33,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
 
 import common  # noqa: E402
+import misses  # noqa: E402  (beside this file)
 
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
@@ -65,7 +68,7 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
                       "holdouts2": ["h200-8369fa7f-holdout2", "h200-f398f79a-holdout2",
                                     "h200-4569ca28-holdout2", "h200-b6da2e9e-holdout2",
-                                    "h200-73e906f0-holdout2"],
+                                    "h200-73e906f0-holdout2", "h200-d501b18d-holdout2"],
                       # the third set (bfs, vit, lstm), captured after read_since_discard; on
                       # 80d0d4ec and 632ef450 its runs were split between the two
                       "holdout3": "h200-8369fa7f-holdout3",
@@ -76,7 +79,8 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       "instances": ["h200-8369fa7f", "h200-7fd75295", "h200-d4fa298c",
                                     "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187", "h200-2f4aa42a",
-                                    "h200-b6da2e9e", "h200-73e906f0"],
+                                    "h200-b6da2e9e", "h200-73e906f0", "h200-020da2e3",
+                                    "h200-1285417e", "h200-69199a4a"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained"}}
 POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
@@ -376,6 +380,20 @@ def write_holdout(folder, summary, held):
     common.write_json(os.path.join(folder, "instances.json"), held)
 
 
+def gpu_misses(gpu, c, causes):
+    """Each set's runs beyond the target, against the other instances that ran the set."""
+    found = []
+    for label, main, siblings in (("shipped traces", "shipped", "instances"),
+                                  ("hold-out, first set", "holdout", "holdouts"),
+                                  ("hold-out, second set", "holdout2", "holdouts2"),
+                                  ("hold-out, third set", "holdout3", "holdouts3")):
+        if not c.get(main):
+            continue
+        others = {name: report(name)[1] for name in c.get(siblings, [])}
+        found += misses.misses(gpu, label, c[main], report(c[main])[1], others, causes)
+    return found
+
+
 def campaigns():
     """Every campaign CAMPAIGNS names, each once, in order."""
     out = []
@@ -398,6 +416,7 @@ def main():
         return
     root = os.path.join(LIVE, "results") if args.write else os.path.join(common.REPO, "out",
                                                                           "live", "results")
+    causes = misses.load_causes(repo=common.REPO)
     for gpu, c in CAMPAIGNS.items():
         shipped = fidelity(c["shipped"], c.get("bytes"))
         holdout = fidelity(c["holdout"], c.get("holdout_bytes")) if c["holdout"] else None
@@ -418,8 +437,11 @@ def main():
             write_holdout(os.path.join(root, gpu, "holdout2"), holdout2, held2)
         if holdout3 or held3:
             write_holdout(os.path.join(root, gpu, "holdout3"), holdout3, held3)
+        found = gpu_misses(gpu, c, causes)
+        common.write_json(os.path.join(root, gpu, "misses.json"), found)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
-            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3))
+            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3)
+                    + "\n".join(misses.readme_section(found)))
         print(f"{gpu}: " + ", ".join(
             f"{label} {pct(s['median_abs_time_error'])} / {pct(s['max_abs_time_error'])}"
             for label, s in (("shipped", shipped), ("hold-out", holdout),

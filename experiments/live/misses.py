@@ -1,0 +1,109 @@
+"""The runs beyond the time target (|error| > 15%, issue 21) in each set of a GPU's results, with
+what is known of each: the same run's error on the other instances that made it, and the
+measured cause where one was measured (experiments/live/causes.json).
+
+A miss is "systematic" where the other instances' median error lies beyond 10% on the same side
+(the model misses there too), "instance" where it lies within 10% (this instance's run is off,
+the model holds elsewhere), "unseen" where no other instance made the run.
+results.py writes them into results/GPU/misses.json and a README section.
+"""
+import json
+import os
+import statistics
+
+TARGET_MAX = 0.15  # issue 21: max |time error| <= 15%
+SAME_ELSEWHERE = 0.10
+CAUSES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "causes.json")
+
+
+def load_causes(path=CAUSES, repo=None):
+    """The curated causes: a list of {"runs": ["TRACE POLICY [BUDGET]", ...], "gpu": [...],
+    "cause": text, "evidence": path in the repository}. Raises ValueError saying where an entry
+    is malformed or its evidence is missing."""
+    with open(path) as f:
+        doc = json.load(f)
+    causes = doc.get("causes") if isinstance(doc, dict) else None
+    if not isinstance(causes, list):
+        raise ValueError(f"{path}: expected {{\"causes\": [...]}}")
+    for i, c in enumerate(causes):
+        where = f"{path}: $.causes[{i}]"
+        if not isinstance(c, dict) or set(c) != {"runs", "gpu", "cause", "evidence"}:
+            raise ValueError(f"{where}: expected the keys runs, gpu, cause, evidence")
+        if not (isinstance(c["runs"], list) and c["runs"] and
+                all(isinstance(r, str) and 2 <= len(r.split()) <= 3 for r in c["runs"])):
+            raise ValueError(f"{where}.runs: expected a list of \"TRACE POLICY [BUDGET]\"")
+        if not (isinstance(c["gpu"], list) and all(g in ("h100", "h200") for g in c["gpu"])):
+            raise ValueError(f"{where}.gpu: expected a list of h100, h200")
+        if not isinstance(c["cause"], str) or not c["cause"]:
+            raise ValueError(f"{where}.cause: expected a text")
+        if repo and not os.path.exists(os.path.join(repo, c["evidence"])):
+            raise ValueError(f"{where}.evidence: {c['evidence']} does not exist")
+    return causes
+
+
+def cause_of(causes, gpu, trace, policy, budget):
+    """The most specific cause naming the run (TRACE POLICY BUDGET before TRACE POLICY)."""
+    exact = f"{trace} {policy} {budget:g}"
+    for key in (exact, f"{trace} {policy}"):
+        for c in causes:
+            if gpu in c["gpu"] and key in c["runs"]:
+                return c
+    return None
+
+
+def kind_of(error, elsewhere):
+    if not elsewhere:
+        return "unseen"
+    median = statistics.median(elsewhere)
+    same_side = (median > 0) == (error > 0)
+    return "systematic" if abs(median) > SAME_ELSEWHERE and same_side else "instance"
+
+
+def misses(gpu, label, campaign, rows, siblings, causes):
+    """The set's runs beyond TARGET_MAX. rows: the campaign's fidelity rows; siblings:
+    {campaign: rows} of the other instances that ran the set."""
+    out = []
+    for r in rows:
+        error = float(r["time_error"])
+        if abs(error) <= TARGET_MAX:
+            continue
+        key = (r["trace"], r["policy"], float(r["budget"]))
+        elsewhere = {name: float(s["time_error"]) for name, other in siblings.items()
+                     if name != campaign for s in other
+                     if (s["trace"], s["policy"], float(s["budget"])) == key}
+        values = list(elsewhere.values())
+        cause = cause_of(causes, gpu, *key)
+        out.append({"set": label, "campaign": campaign, "trace": key[0], "policy": key[1],
+                    "budget": key[2], "time_error": error,
+                    "elsewhere": {"instances": len(values),
+                                  "median_time_error": statistics.median(values) if values
+                                  else None,
+                                  "min": min(values) if values else None,
+                                  "max": max(values) if values else None},
+                    "kind": kind_of(error, values),
+                    "cause": cause["cause"] if cause else None,
+                    "evidence": cause["evidence"] if cause else None})
+    return out
+
+
+def readme_section(found):
+    """The README's table of the misses."""
+    lines = ["", "## Runs beyond 15%", "",
+             "Made by `experiments/live/misses.py`: each set's runs with |time error| above 15%, "
+             "the same run on the other instances that made it (median, range), whether the model "
+             "misses there too (systematic: their median beyond 10% on the same side; instance: "
+             "within 10%) and the measured cause (`experiments/live/causes.json`; none "
+             "where none was measured).", ""]
+    if not found:
+        return lines + ["None.", ""]
+    lines += ["| set | run | error | other instances: median (range, n) | kind | cause |",
+              "|---|---|---|---|---|---|"]
+    for m in found:
+        e = m["elsewhere"]
+        other = (f"{e['median_time_error']:+.0%} ({e['min']:+.0%} to {e['max']:+.0%}, "
+                 f"{e['instances']})" if e["instances"] else "none")
+        cause = f"{m['cause']} (`{m['evidence']}`)" if m["cause"] else "not measured"
+        lines.append(f"| {m['set']} | {m['trace']} {m['policy']} {m['budget']:.0%} | "
+                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | {cause} |")
+    lines.append("")
+    return lines
