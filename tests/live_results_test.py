@@ -92,7 +92,9 @@ def test_misses():
     """A run beyond 15% is listed with the same run elsewhere and the most specific cause; runs
     within the target are not; the kind says whether the model misses elsewhere too."""
     import misses
-    row = lambda t, p, b, e: {"trace": t, "policy": p, "budget": str(b), "time_error": str(e)}
+
+    def row(t, p, b, e):
+        return {"trace": t, "policy": p, "budget": str(b), "time_error": str(e)}
     rows = [row("a", "pump", 0.5, -0.2), row("a", "pump", 0.75, 0.14), row("b", "deepum", 0.5, 0.3),
             row("c", "oracle", 0.5, 0.16)]
     others = {"x": [row("a", "pump", 0.5, -0.12), row("b", "deepum", 0.5, -0.02)],

@@ -32,10 +32,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import misses  # noqa: E402  (beside this file)
 from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
 
 import common  # noqa: E402
-import misses  # noqa: E402  (beside this file)
 
 LIVE = os.path.join(common.REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the

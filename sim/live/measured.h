@@ -44,9 +44,11 @@ private:
 // One migration call as ReplayRequest::call_log writes it: which, where (trace address), when
 // on the replay's clock, and how long the CPU spent inside it.
 struct CallRecord {
-  int64_t kernel = -1; // the kernel it was issued for (or after, for a policy's actions)
-  char kind = '?';     // m: to the GPU, h: to the GPU of pages held, e: to the host, p: to the
-                       // neighbour, d: discard
+  // The last kernel launched when it was issued: a prefetch or eviction made for kernel k comes
+  // before k's launch, so it is logged under k - 1 (-1: before the first).
+  int64_t kernel = -1;
+  char kind = '?'; // m: to the GPU, h: to the GPU of pages held, e: to the host, p: to the
+                   // neighbour, d: discard
   uint64_t address = 0, bytes = 0;
   Time start_ns = 0, cpu_ns = 0;
 };

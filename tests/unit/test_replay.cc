@@ -54,6 +54,16 @@ public:
 };
 FAULTLINE_REGISTER_POLICY(FaultLog, "test-fault-log");
 
+// PUMP at half a random DNN-like trace's footprint, no margin (the fake device has no memory).
+live::ReplayRequest pump_at_half(fltest::TempDir& dir) {
+  live::ReplayRequest request;
+  request.trace_path = dnn_trace(dir, 3);
+  request.policy = "pump";
+  request.budget_fraction = 0.5;
+  request.margin = 0;
+  return request;
+}
+
 } // namespace
 
 TEST_CASE("replay: the budget holds before every kernel, on random DNN-like traces", "[live]") {
@@ -118,11 +128,7 @@ TEST_CASE("replay: kernels touch the recorded pages, in order, at the live addre
 TEST_CASE("replay: policy prefetches reach the device inside live allocations", "[live]") {
   fltest::TempDir dir;
   FakeDevice device;
-  live::ReplayRequest request;
-  request.trace_path = dnn_trace(dir, 3);
-  request.policy = "pump";
-  request.budget_fraction = 0.5;
-  request.margin = 0;
+  live::ReplayRequest request = pump_at_half(dir);
   const auto result = live::run_replay(request, device);
   REQUIRE(!device.prefetched.empty());
   for (const auto& [address, bytes] : device.prefetched) {
@@ -153,11 +159,7 @@ TEST_CASE("replay: the call log has a row per migration call, as the kernel rows
           "[live]") {
   fltest::TempDir dir;
   FakeDevice device;
-  live::ReplayRequest request;
-  request.trace_path = dnn_trace(dir, 3);
-  request.policy = "pump";
-  request.budget_fraction = 0.5;
-  request.margin = 0;
+  live::ReplayRequest request = pump_at_half(dir);
   request.per_kernel = true;
   request.call_log = dir.file("calls.csv");
   const auto rows = live::run_replay(request, device)["kernels"];

@@ -30,14 +30,10 @@
 
 using namespace faultline::live;
 using faultline::kBlockSize;
+using probe::median;
 using probe::now_ns;
 
 namespace {
-
-int64_t median(std::vector<int64_t> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 struct Timing {
   std::vector<std::vector<int64_t>> by_place; // per call in the sequence, its CPU ns each round
@@ -46,17 +42,8 @@ struct Timing {
 
 class Probe {
 public:
-  Probe(LiveDevice& d, uint64_t rounds) : d_(d), rounds_(rounds) {
-    const faultline::live::Touch none{0, 0};
-    if (!d_.upload_touches(&none, 1)) probe::fail(d_, "uploading touches");
-    empty_kernel();
-    std::vector<int64_t> t;
-    for (int i = 0; i < 21; ++i) {
-      const int64_t t0 = now_ns();
-      empty_kernel();
-      t.push_back(now_ns() - t0);
-    }
-    kernel_ns_ = median(t);
+  Probe(LiveDevice& d, uint64_t rounds)
+      : d_(d), rounds_(rounds), kernel_ns_(probe::empty_kernel_ns(d)) {
     held_ = alloc(kHeld);
     d_.prefetch_to_gpu(held_, kHeld * kBlockSize);
     d_.synchronize();

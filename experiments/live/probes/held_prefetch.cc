@@ -18,29 +18,14 @@
 
 using namespace faultline::live;
 using faultline::kBlockSize;
+using probe::median;
 using probe::now_ns;
 
 namespace {
 
-int64_t median(std::vector<int64_t> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 class Probe {
 public:
-  explicit Probe(LiveDevice& d) : d_(d) {
-    const Touch none{0, 0};
-    if (!d_.upload_touches(&none, 1)) probe::fail(d_, "uploading touches");
-    empty_kernel(); // module load
-    std::vector<int64_t> t;
-    for (int i = 0; i < 21; ++i) {
-      const int64_t t0 = now_ns();
-      empty_kernel();
-      t.push_back(now_ns() - t0);
-    }
-    kernel_ns_ = median(t);
-  }
+  explicit Probe(LiveDevice& d) : d_(d), kernel_ns_(probe::empty_kernel_ns(d)) {}
 
   int64_t kernel_ns() const { return kernel_ns_; }
 

@@ -4,11 +4,13 @@
 
 #include "sim/live/device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <vector>
 
 namespace probe {
 
@@ -39,6 +41,27 @@ inline faultline::live::LiveDevice* open_device(const char* path) {
 // The replay's touch kernel over touches [first, first + count), no compute time.
 inline void touch_kernel(faultline::live::LiveDevice& d, uint64_t first, uint64_t count) {
   if (!d.run_kernel(first, count, 0)) fail(d, "running the touch kernel");
+}
+
+// The middle of v (0 when empty).
+inline int64_t median(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// An empty touch kernel's launch and wait, the median of 21 after one that loads the module;
+// leaves the device's touches at one empty touch.
+inline int64_t empty_kernel_ns(faultline::live::LiveDevice& d) {
+  const faultline::live::Touch none{0, 0};
+  if (!d.upload_touches(&none, 1)) fail(d, "uploading touches");
+  touch_kernel(d, 0, 0);
+  std::vector<int64_t> t;
+  for (int i = 0; i < 21; ++i) {
+    const int64_t t0 = now_ns();
+    touch_kernel(d, 0, 0);
+    t.push_back(now_ns() - t0);
+  }
+  return median(t);
 }
 
 } // namespace probe
