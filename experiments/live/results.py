@@ -81,7 +81,7 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h200-d44298ce", "h200-1ce9b187", "h200-2f4aa42a",
                                     "h200-b6da2e9e", "h200-73e906f0", "h200-020da2e3",
                                     "h200-1285417e", "h200-69199a4a",
-                                    "h200-7f75d879-repeats"],
+                                    "h200-7f75d879-repeats", "h200-35bf2c4b-repeats"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained"}}
 POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
