@@ -5,6 +5,8 @@
 // already on the GPU cost 33-43 us each of the CPU in those kernels against 5-6 in kernels that
 // do not evict. The calibration never times calls in the replay's order, so this probe does:
 // each call of a sequence timed on the CPU, repeated over fresh blocks, then the stream's end.
+// Found (experiments/live/data/h200-020da2e3/): calls return early and a later one blocks for
+// the work before it, so the time per round to the stream's end is what a sequence costs.
 //   build/probes/call_sequence LIB [ROUNDS]   (default 128 rounds of each sequence)
 // LIB: .dev/lib/libfaultline_live.so. Calls: e = a GPU-resident chunk evicted (2 MB to the host),
 // m = a block of host data prefetched (2 MB), h = a prefetch of a block already on the GPU.
@@ -12,11 +14,11 @@
 // time issuing it and the time to the stream's end (ROUNDS rounds then a synchronize, less an
 // empty kernel's launch and wait). Sequences run in alternation, 5 times each, medians kept.
 //   build/probes/call_sequence LIB faults [CHUNKS]   (default 256)
-// Under ondemand at a budget, the kernels that evict before they run fault slower than those
-// that do not (resnet50: the fault part 16% slower live than simulated, H200 69199a4a's
-// per-kernel rows; the kernels that only fault agree). This mode times a kernel reading CHUNKS
-// chunks of host data (every 64 KB page: faults) alone, right after CHUNKS GPU-resident chunks
-// were evicted one 2 MB call each, and after such evictions and a 20 ms pause; the three in
+// Under ondemand at 50%, resnet50's kernels that evict before they run faulted 16% slower live
+// than simulated where those that only fault agreed (H200 69199a4a's per-kernel rows; no other
+// run split that way: experiments/live/data/h200-69199a4a/). This mode times a kernel reading
+// CHUNKS chunks of host data (every 64 KB page: faults) alone, right after CHUNKS GPU-resident
+// chunks were evicted one 2 MB call each, and after such evictions and a 20 ms pause; the three in
 // alternation, 7 times, medians. Every allocation is checked against free memory.
 #include "experiments/live/probes/probe_device.h"
 #include "sim/core/types.h"
