@@ -343,11 +343,11 @@ private:
   // A migration call, counted in the kernel's row and, for ReplayRequest::call_log, logged.
   template <typename F>
   void issue(MigrationCalls::Kind& kind, char letter, void* p, Bytes n, F&& call) {
+    if (request_.call_log.empty()) return calls_.issued(kind, n, call);
     const Time start = now();
     calls_.issued(kind, n, call);
-    if (!request_.call_log.empty())
-      measured_.call_log.push_back({kernel_, letter, books_.to_trace(reinterpret_cast<uint64_t>(p)),
-                                    n, start, now() - start});
+    measured_.call_log.push_back(
+        {kernel_, letter, books_.to_trace(reinterpret_cast<uint64_t>(p)), n, start, now() - start});
   }
 
   Bytes evict_pages(uint64_t chunk, Bytes lo, Bytes hi) {

@@ -23,9 +23,7 @@
 #include "experiments/live/probes/probe_device.h"
 #include "sim/core/types.h"
 
-#include <algorithm>
 #include <chrono>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -178,7 +176,7 @@ int main(int argc, char** argv) {
       {"h", 0},    {"hh", 0},   {"m", 0},     {"e", 0},      {"em", 0},
       {"me", 0},   {"eh", 0},   {"mh", 0},    {"emh", 0},    {"ehm", 0},
       {"emhh", 0}, {"ehhm", 0}, {"emhh", 22}, {"emhhhh", 0}, {"ehmh", 0}};
-  std::map<size_t, Timing> timings;
+  std::vector<Timing> timings(cases.size());
   for (int rep = 0; rep < 5; ++rep)
     for (size_t i = 0; i < cases.size(); ++i)
       probe.run(cases[i].first, cases[i].second, timings[i]);
@@ -187,7 +185,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const Timing& t = timings[i];
     std::string places;
-    for (const auto& p : t.by_place) places += " " + std::to_string(median(p));
+    for (const auto& p : t.by_place) (places += ' ') += std::to_string(median(p));
     std::printf("%-8s %6llu %12lld %12lld %s\n", cases[i].first.c_str(),
                 static_cast<unsigned long long>(cases[i].second),
                 static_cast<long long>(median(t.cpu_per_round)),

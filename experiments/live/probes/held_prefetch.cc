@@ -12,7 +12,6 @@
 #include "experiments/live/probes/probe_device.h"
 #include "sim/core/types.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
