@@ -17,6 +17,11 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       h100-sanitize-traces h200-papers h200-e4b970cd-drained; do
       experiments/live/fidelity.sh "$c" --write-reports
     done
+    # Campaigns made in passes with a calibration between them: how far the costs moved.
+    for c in h200-9bc851db-drift h200-a74c9e80-drift; do
+      "$python" experiments/live/drift.py "experiments/live/data/$c" "experiments/live/reports/$c/drift" \
+        >/dev/null
+    done
     "$python" experiments/live/results.py --write ;;
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do

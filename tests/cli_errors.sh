@@ -269,6 +269,12 @@ expect "calibrate pool without refit" 2 stderr "--pool requires --refit" -- \
   "$FAULTLINE" calibrate --name x --pool "$SOURCE_DIR/configs/calibration/h100.json"
 expect "calibrate pool of a missing file" 1 stderr "no such calibration file" -- \
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --pool "$WORK/none.json" --out-dir "$WORK/cal"
+expect "calibrate combine without refit" 2 stderr "--combine requires --refit" -- \
+  "$FAULTLINE" calibrate --name x --combine "$SOURCE_DIR/configs/calibration/h100.json"
+expect "calibrate combine of two GPU models" 1 stderr "combine calibrations of one instance made the same way" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --combine "$SOURCE_DIR/configs/calibration/h200.json" --out-dir "$WORK/cal"
+expect "calibrate combine of a missing file" 1 stderr "no such calibration file" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --combine "$WORK/none.json" --out-dir "$WORK/cal"
 expect "calibrate bad repeats" 2 stderr "expected a number" -- \
   "$FAULTLINE" calibrate --name x --repeats -3
 expect "replay margin too large" 2 stderr "too large" -- \

@@ -9,7 +9,8 @@
 #              one made minutes later, live/data/h100-a069ff39/README.md), then the per-machine
 #              calibration,
 #              `faultline calibrate --from MODEL` (under a minute: what differs between
-#              instances, the shipped profile's fault path kept), into
+#              instances, the shipped profile's fault path kept), as PROFILE-at1, and the
+#              campaign's profile PROFILE fitted from it, into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
 #              GPU's name and the first 8 hex digits of its UUID: the instance), timed in
 #              OUT_DIR/calibrate.log; with FULL=1 also the full calibration as PROFILE-full
@@ -22,13 +23,20 @@
 #              STOP_AFTER, TRACE_DIR as there); the bytes each way count only in runs that drain
 #              CUPTI (live/data/bytes-back/): make them apart, DRAIN=1 replay_all.sh
 #              OUT_DIR-drained, a campaign of their own whose times are not compared
+#   recalibrate another per-machine calibration, PROFILE-atN, and PROFILE refitted from all of
+#              them (`calibrate --refit AT1 --combine AT2 ...`: each time their median, the
+#              eviction samples pooled). An instance's costs move within minutes (eviction
+#              between two levels, the swap, the kernel overhead), so one calibration before
+#              the runs prices the moment it met: on H200 9bc851db six calibrations over 14
+#              minutes priced its runs 4-15% fast (median), their combination 4%
+#              (live/data/h200-9bc851db-drift/). Run it after the replays, or between passes.
 # Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
 # experiments/make_manifest.py --gpu-profile profile/gpus/PROFILE.json names the instance's
 # profile, which fidelity.sh then simulates with.
 set -uo pipefail
-out=$(realpath -m "${1:?usage: campaign.sh OUT_DIR [calibrate] [capture] [replay]}")
+out=$(realpath -m "${1:?usage: campaign.sh OUT_DIR [calibrate] [capture] [replay] [recalibrate]}")
 shift
-stages=" ${*:-calibrate capture replay} "
+stages=" ${*:-calibrate capture replay recalibrate} "
 bin=$PWD/.dev
 export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"
@@ -39,6 +47,24 @@ warm_up() {
     "$here/replay_all.sh" "$out/warm-up" "$bin/faultline" >"$out/warm-up.log" 2>&1
 }
 
+# One per-machine calibration now, PROFILE-atN, then PROFILE fitted from every one made so far.
+moment() {
+  local at=("$out/profile/calibration/$profile-at"*.json) began=$SECONDS
+  [ -f "${at[0]}" ] || at=()
+  local name=$profile-at$((${#at[@]} + 1))
+  "$bin/faultline" calibrate --name "$name" --from "$model" --out-dir "$out/profile" \
+    >>"$out/calibrate.log" 2>&1 || { echo "calibrate ($name) failed: $(tail -1 "$out/calibrate.log")"; return; }
+  echo "calibrate (per-machine, $name): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
+  at+=("$out/profile/calibration/$name.json")
+  local refit=(--refit "${at[0]}")
+  for f in "${at[@]:1}"; do refit+=(--combine "$f"); done
+  "$bin/faultline" calibrate "${refit[@]}" --name "$profile" --out-dir "$out/profile" \
+    >>"$out/calibrate.log" 2>&1 || echo "calibrate (refit of ${#at[@]}) failed: $(tail -1 "$out/calibrate.log")"
+}
+uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -1 | sed 's/^GPU-//' | cut -c1-8)
+model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | awk '{print tolower($2)}')
+profile=$model-$uuid
+
 if [[ $stages == *" calibrate "* ]]; then
   {
     git rev-parse HEAD 2>/dev/null || true
@@ -47,19 +73,15 @@ if [[ $stages == *" calibrate "* ]]; then
     lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
     date -u
   } >"$out/machine.txt" 2>&1
-  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | sed 's/^GPU-//' | cut -c1-8)
-  model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
-  profile=$model-$uuid
   echo "$profile" >"$out/profile.txt"
   warm_up
-  for kind in per-machine ${FULL:+full}; do
+  moment
+  if [ -n "${FULL:-}" ]; then
     began=$SECONDS
-    name=$profile how=(--from "$model")
-    [ "$kind" = full ] && name=$profile-full how=(--base "$model")
-    "$bin/faultline" calibrate --name "$name" "${how[@]}" --out-dir "$out/profile" \
-      >>"$out/calibrate.log" 2>&1 || echo "calibrate ($kind) failed: $(tail -1 "$out/calibrate.log")"
-    echo "calibrate ($kind): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
-  done
+    "$bin/faultline" calibrate --name "$profile-full" --base "$model" --out-dir "$out/profile" \
+      >>"$out/calibrate.log" 2>&1 || echo "calibrate (full) failed: $(tail -1 "$out/calibrate.log")"
+    echo "calibrate (full): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
+  fi
 fi
 if [[ $stages == *" capture "* ]]; then
   MODES="plain capture" "$here/../capture/capture_all.sh" "$out/holdout" \
@@ -68,4 +90,8 @@ fi
 if [[ $stages == *" replay "* ]]; then
   warm_up
   "$here/replay_all.sh" "$out" "$bin/faultline"
+fi
+if [[ $stages == *" recalibrate "* ]]; then
+  [ -f "$out/profile.txt" ] || { echo "campaign: recalibrate: no calibrate stage in $out yet" >&2; exit 1; }
+  moment
 fi

@@ -13,7 +13,9 @@
 # commands have a time limit); runs whose result exists already are skipped, so a second call
 # goes on where the first stopped. With REPEATS=N every run is made N times, one whole pass of
 # the grid after another (repeat R > 1 writes TRACE-POLICY-BUDGET.rR.json); the report takes the
-# median. PER_KERNEL=1 adds a row per kernel (`replay --per-kernel`). DRAIN=1 drains CUPTI
+# median. PER_KERNEL=1 adds a row per kernel (`replay --per-kernel`), CALL_LOG=1 a CSV of every
+# migration call beside each result (`replay --call-log`, TRACE-POLICY-BUDGET.calls.csv; read
+# by experiments/live/call_log.py). DRAIN=1 drains CUPTI
 # after every kernel (`replay --drain-counters`): every byte counted, the time not comparable,
 # so such runs go into a campaign of their own (experiments/live/data/bytes-back/). Brought
 # back here as experiments/live/data/CAMPAIGN/, the folder gets its manifest (the .err files
@@ -41,7 +43,7 @@ for r in $(seq 1 "${REPEATS:-1}"); do
         [ -f "$config" ] || printf '{"description": "%s at %s of the footprint, as faultline replay keeps it", "capacity": {"fraction_of_footprint": %s, "mode": "budget"}, "policy": {"name": "%s"}}\n' \
           "$p" "$b" "$b" "$p" >"$config"
         if timeout 300 "$bin" replay --trace "$dir/$t.fltrace" --config "$config" \
-          ${PER_KERNEL:+--per-kernel} $drain --out "$name.json" \
+          ${PER_KERNEL:+--per-kernel} ${CALL_LOG:+--call-log "$name.calls.csv"} $drain --out "$name.json" \
           2>"$name.err"; then
           rm -f "$name.err"
           echo "$t $p $b$suffix done"

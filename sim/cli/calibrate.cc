@@ -29,7 +29,9 @@ void add_calibrate(CLI::App& app) {
       "calibration from a full one's measurements (the same benchmarks, fewer points), or\n"
       "refits a per-machine one with PROFILE's fault path instead of the one it kept.\n"
       "--pool FULL.json (with --refit, repeatable) adds other instances' fault benchmarks to the\n"
-      "fit, so a shipped fault path is not one instance's.");
+      "fit, so a shipped fault path is not one instance's. --combine M.json (with --refit,\n"
+      "repeatable) fits the median of one instance's calibrations made at several moments (a\n"
+      "campaign's before and after its runs): its costs move with time.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
@@ -58,6 +60,12 @@ void add_calibrate(CLI::App& app) {
                   "benchmarks too (repeatable)")
       ->type_name("FULL.json")
       ->needs(refit);
+  sub->add_option("--combine", c->combine,
+                  "with --refit: the same instance's calibrations at other moments; each "
+                  "measured time becomes the median over them all (repeatable)")
+      ->type_name("MEASUREMENTS.json")
+      ->needs(refit)
+      ->excludes("--pool");
   from->excludes(sub->get_option("--quick"));
   sub->callback([c, repeats, name, base] {
     c->named = name->count() > 0;

@@ -53,6 +53,19 @@ nlohmann::json
 pooled_measurements(const nlohmann::json& measurements,
                     const std::vector<std::pair<std::string, nlohmann::json>>& others);
 
+// Contract: the measurements of several calibrations of one instance made the same way at
+// different moments (a campaign's calibrations before and after its runs), combined into one
+// document: each time the median over them (the mean of the middle two for an even count,
+// rounded to whole ns), and the samples spread through each ($.eviction.samples_ns) pooled, so
+// the fit prices the costs the runs met across the campaign rather than the moment of one
+// calibration (live/data/h200-9bc851db-drift/). Benchmark sizes (blocks,
+// pages, chunks, pairs, bytes, runs, repeats and the like), strings, the kept fault path and the
+// documents' shapes must agree; "combined_from" lists every calibration (path, name,
+// measured_by). `calibrations` are (path, calibration document) pairs, at least two. Throws
+// Error naming the file and the JSON path where one differs, or for one already combined.
+nlohmann::json
+combined_measurements(const std::vector<std::pair<std::string, nlohmann::json>>& calibrations);
+
 struct FittedProfile {
   nlohmann::json gpu;       // configs/gpus/NAME.json
   nlohmann::json host_link; // configs/links/NAME-host.json

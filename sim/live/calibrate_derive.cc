@@ -1,12 +1,15 @@
 // Measurements documents derived from others without a GPU: the per-machine calibration a full
-// one implies (or a per-machine one with another fault path kept), and a full calibration with
-// other instances' fault benchmarks pooled in (sim/live/calibrate.h).
+// one implies (or a per-machine one with another fault path kept), a full calibration with
+// other instances' fault benchmarks pooled in, and one instance's calibrations of several moments
+// combined (sim/live/calibrate.h).
 #include "sim/core/error.h"
 #include "sim/live/calibrate.h"
 #include "sim/live/calibrate_faults.h"
 #include "sim/live/calibrate_grid.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 namespace faultline::live {
 
@@ -84,6 +87,137 @@ json pooled_measurements(const json& measurements,
                       {"device", m["device"]},
                       {"points", m["faults"].size()}});
   }
+  return out;
+}
+
+namespace {
+
+// Numbers and strings that name a benchmark rather than time it: calibrations combined must
+// agree on them. In a list of [size, ns] pairs (host_to_gpu, calls_per_kernel) the first is one.
+bool names_the_benchmark(const std::string& key) {
+  static const std::set<std::string> keys = {
+      "blocks", "pages_per_block", "chunks",  "pairs", "pages", "bytes",
+      "runs",   "prefetches",      "repeats", "size"};
+  return keys.count(key) > 0;
+}
+
+bool is_pair(const json& v) {
+  return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
+}
+
+using Calibrations = std::vector<std::pair<std::string, json>>;
+
+// Walks the calibrations' measurements together: times become their median, all else must agree.
+class Combiner {
+public:
+  explicit Combiner(const Calibrations& c) : c_(c) {}
+
+  json combine(const std::vector<const json*>& values, const std::string& path,
+               const std::string& key) const {
+    const json& first = *values[0];
+    for (size_t i = 1; i < values.size(); ++i)
+      if (values[i]->type() != first.type() && !(values[i]->is_number() && first.is_number()))
+        differ(i, path, std::string("a ") + values[i]->type_name(),
+               std::string("a ") + first.type_name());
+    if (first.is_object()) return object(values, path);
+    if (first.is_array() && key == "samples_ns") return pooled(values);
+    if (first.is_array()) return array(values, path, key);
+    // The kept fault path is a profile's values, the revision the binaries': not times.
+    if (first.is_number() && !names_the_benchmark(key) && path.rfind("$.fault_path_from", 0) != 0)
+      return median(values);
+    for (size_t i = 1; i < values.size(); ++i)
+      if (*values[i] != first) differ(i, path, values[i]->dump(), first.dump());
+    return first;
+  }
+
+private:
+  json object(const std::vector<const json*>& values, const std::string& path) const {
+    const json& first = *values[0];
+    for (size_t i = 1; i < values.size(); ++i)
+      for (const auto& item : values[i]->items())
+        if (!first.contains(item.key())) differ(i, path + "." + item.key(), "a value", "none");
+    json out = json::object();
+    for (const auto& item : first.items()) {
+      std::vector<const json*> below;
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (!values[i]->contains(item.key())) differ(i, path + "." + item.key(), "none", "a value");
+        below.push_back(&values[i]->at(item.key()));
+      }
+      out[item.key()] = combine(below, path + "." + item.key(), item.key());
+    }
+    return out;
+  }
+
+  json array(const std::vector<const json*>& values, const std::string& path,
+             const std::string& key) const {
+    const json& first = *values[0];
+    for (size_t i = 1; i < values.size(); ++i)
+      if (values[i]->size() != first.size())
+        differ(i, path, std::to_string(values[i]->size()) + " elements",
+               std::to_string(first.size()));
+    const bool pair = is_pair(first);
+    json out = json::array();
+    for (size_t e = 0; e < first.size(); ++e) {
+      std::vector<const json*> below;
+      for (const json* v : values) below.push_back(&v->at(e));
+      out.push_back(
+          combine(below, path + "[" + std::to_string(e) + "]", pair && e == 0 ? "size" : key));
+    }
+    return out;
+  }
+
+  // Samples spread through each calibration: every moment's, side by side, for the fit's spread.
+  static json pooled(const std::vector<const json*>& values) {
+    json out = json::array();
+    for (const json* v : values)
+      for (const json& x : *v) out.push_back(x);
+    return out;
+  }
+
+  static json median(const std::vector<const json*>& values) {
+    std::vector<double> v;
+    bool whole = true;
+    for (const json* x : values) {
+      v.push_back(x->get<double>());
+      whole &= x->is_number_integer();
+    }
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    if (whole) return static_cast<int64_t>(std::llround(m));
+    return m;
+  }
+
+  [[noreturn]] void differ(size_t i, const std::string& path, const std::string& has,
+                           const std::string& first_has) const {
+    throw Error(c_[i].first + ": " + path + ": " + has + " where " + c_[0].first + " has " +
+                first_has + ": combine calibrations of one instance made the same way");
+  }
+
+  const Calibrations& c_;
+};
+
+} // namespace
+
+json combined_measurements(const Calibrations& calibrations) {
+  if (calibrations.size() < 2)
+    throw Error("calibration measurements: combining needs at least two calibrations");
+  std::vector<const json*> values;
+  json from = json::array();
+  for (const auto& [path, doc] : calibrations) {
+    const json* m =
+        doc.is_object() && doc.contains("measurements") ? &doc["measurements"] : nullptr;
+    if (!m || !m->is_object())
+      throw Error(path + ": expected a calibration document with $.measurements");
+    if (m->contains("combined_from"))
+      throw Error(path + ": combined already: combine the calibrations it was made from");
+    values.push_back(m);
+    from.push_back({{"path", path},
+                    {"name", doc.value("name", json())},
+                    {"measured_by", doc.value("measured_by", json())}});
+  }
+  json out = Combiner(calibrations).combine(values, "$", "");
+  out["combined_from"] = from;
   return out;
 }
 

@@ -88,6 +88,11 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     if (!c.named) c.settings.name = old.value("name", c.settings.name);
     if (!c.based) c.settings.base = old.value("base", c.settings.base);
     nlohmann::json measurements = old["measurements"];
+    if (!c.combine.empty()) {
+      std::vector<std::pair<std::string, nlohmann::json>> moments = {{c.refit, old}};
+      for (const std::string& path : c.combine) moments.emplace_back(path, load_calibration(path));
+      measurements = combined_measurements(moments);
+    }
     if (!c.pool.empty()) {
       std::vector<std::pair<std::string, nlohmann::json>> others;
       for (const std::string& path : c.pool) others.emplace_back(path, load_calibration(path));

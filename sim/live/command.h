@@ -31,9 +31,10 @@ nlohmann::json replay_on_gpu(const ReplayRequest& request, int device);
 
 struct CalibrateRequest {
   CalibrationSettings settings;
-  std::string refit;               // measurements to fit again without a GPU (empty: measure)
-  std::vector<std::string> pool;   // with refit: full calibrations whose fault points join
-  std::string out_dir = "configs"; // DIR/calibration, DIR/gpus, DIR/links
+  std::string refit;                // measurements to fit again without a GPU (empty: measure)
+  std::vector<std::string> pool;    // with refit: full calibrations whose fault points join
+  std::vector<std::string> combine; // with refit: the same instance's calibrations at other moments
+  std::string out_dir = "configs";  // DIR/calibration, DIR/gpus, DIR/links
   int device = 0;
   bool named = false, based = false; // --name and --base given: they override a refit's
 };
