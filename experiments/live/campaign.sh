@@ -28,8 +28,9 @@
 #              eviction samples pooled). An instance's costs move within minutes (eviction
 #              between two levels, the swap, the kernel overhead), so one calibration before
 #              the runs prices the moment it met: on H200 9bc851db six calibrations over 14
-#              minutes priced its runs 4-15% fast (median), their combination 4%
-#              (live/data/h200-9bc851db-drift/). Run it after the replays, or between passes.
+#              minutes each priced its runs 4.1-8.9% off (median |error|; max 11.7-21.4%), all
+#              six combined 5.2% (12.2%) (live/data/h200-9bc851db-drift/). Run it after the
+#              replays, or between passes.
 # Bring OUT_DIR back as one tarball (the device tool returns 8 files); here
 # experiments/make_manifest.py --gpu-profile profile/gpus/PROFILE.json names the instance's
 # profile, which fidelity.sh then simulates with.

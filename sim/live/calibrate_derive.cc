@@ -122,7 +122,7 @@ public:
     if (first.is_object()) return object(values, path);
     if (first.is_array() && key == "samples_ns") return pooled(values);
     if (first.is_array()) return array(values, path, key);
-    // The kept fault path is a profile's values, the revision the binaries': not times.
+    // The kept fault path holds a profile's values, not times: like strings, they must agree.
     if (first.is_number() && !names_the_benchmark(key) && path.rfind("$.fault_path_from", 0) != 0)
       return median(values);
     for (size_t i = 1; i < values.size(); ++i)

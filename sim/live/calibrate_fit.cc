@@ -122,11 +122,12 @@ std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
 // lowest sample where two samples lay below 85% of the benchmark; the mean brought the shipped
 // traces' campaigns on 11 H200 instances closer in 8 (median |error| 7.7% -> 6.9% on average),
 // further in 2, and their hold-out campaigns closer in 11 of 20, further in 4; on two instances
-// calibrated six and three times, each calibration alone priced the runs 8-15% and 4-12% fast
-// (median) before, 4-9% and 4-6% after (live/data/h200-9bc851db-drift/README.md). Full calibrations, from which the shipped profiles
-// are fitted for every instance, keep the benchmark's level: instances differ in which level
-// their replays meet (the shipped H100 profile at the lower level: H100 5d0a844e 5.5% -> 10.7%
-// median, d45e9c4d's hold-out 10.4% -> 5.9%). Returns the factor, 1 where nothing is scaled.
+// calibrated six and three times, each calibration alone priced the runs 8-15% and 4-12% off
+// (median |error|) before, 4-9% and 4-6% after (live/data/h200-9bc851db-drift/README.md). Full
+// calibrations, from which the shipped profiles are fitted for every instance, keep the benchmark's
+// level: instances differ in which level their replays meet (the shipped H100 profile at the lower
+// level: H100 5d0a844e 5.5% -> 10.7% median, d45e9c4d's hold-out 10.4% -> 5.9%). Returns the
+// factor, 1 where nothing is scaled.
 double eviction_level_factor(const Measurements& m) {
   const auto spread = eviction_spread(m);
   if (!spread || !m.has("fault_path_from")) return 1;
