@@ -94,5 +94,7 @@ if [[ $stages == *" replay "* ]]; then
 fi
 if [[ $stages == *" recalibrate "* ]]; then
   [ -f "$out/profile.txt" ] || { echo "campaign: recalibrate: no calibrate stage in $out yet" >&2; exit 1; }
+  [ "$(cat "$out/profile.txt")" = "$profile" ] ||
+    { echo "campaign: recalibrate: $out was calibrated on $(cat "$out/profile.txt"), this is $profile" >&2; exit 1; }
   moment
 fi
