@@ -84,8 +84,9 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h200-7f75d879-repeats", "h200-35bf2c4b-repeats"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained",
-                      # passes with calibrations between them: drift.py's reports beside
-                      "drift": ["h200-9bc851db-drift", "h200-a74c9e80-drift"]}}
+                      # calibrated before and after their runs (campaign.sh recalibrate); the
+                      # first two in passes, drift.py's reports beside
+                      "drift": ["h200-9bc851db-drift", "h200-a74c9e80-drift", "h200-98f3d6e5"]}}
 POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
 KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_percent",
         "median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_error",
