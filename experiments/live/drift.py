@@ -53,7 +53,7 @@ def refit(faultline, args, name, out_dir):
 def profiles(data_dir, out_dir, faultline):
     """{label: profile path}: each calibration alone (atK), then all combined."""
     at = moments(data_dir)
-    prefix = os.path.basename(at[0][1])[:-len("-at1.json")]
+    prefix = re.sub(r"-at\d+\.json$", "", os.path.basename(at[0][1]))
     where = os.path.join(out_dir, "profiles")
     out = {f"at{k}": refit(faultline, ["--refit", path], f"{prefix}-at{k}", where)
            for k, path in at}

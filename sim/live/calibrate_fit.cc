@@ -90,10 +90,9 @@ void replay_costs(const Measurements& m, config::RunConfig& config) {
 
 // The eviction samples spread through the calibration ("samples_ns", with the benchmark), per
 // chunk: {fewest, mean, most} ns, or nothing for measurements without them. An eviction's cost
-// switches between two levels within seconds (calibrate.cc's eviction_once); eviction_ns stays
-// the benchmark's, because pricing it at the mean moved the oracle and pump runs slow as much as
-// it mended ondemand (experiments/live/data/h200-eviction-regimes/README.md): the samples show
-// the instance's spread beside it.
+// switches between two levels within seconds (calibrate.cc's eviction_once); a full
+// calibration's eviction_ns stays the benchmark's and the samples show the spread beside it, a
+// per-machine one is priced at their mean (eviction_level_factor, below).
 std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
   const json& ev = m.at("eviction");
   if (!ev.contains("samples_ns")) return std::nullopt;
