@@ -275,6 +275,14 @@ expect "calibrate combine of two GPU models" 1 stderr "combine calibrations of o
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --combine "$SOURCE_DIR/configs/calibration/h200.json" --out-dir "$WORK/cal"
 expect "calibrate combine of a missing file" 1 stderr "no such calibration file" -- \
   "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --combine "$WORK/none.json" --out-dir "$WORK/cal"
+expect "calibrate eviction price without refit" 2 stderr "--eviction-ns requires --refit" -- \
+  "$FAULTLINE" calibrate --name x --eviction-ns 200000
+expect "calibrate eviction price of 0" 2 stderr "--eviction-ns 0: expected the ns a 2 MB chunk's eviction costs" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --eviction-ns 0 --out-dir "$WORK/cal"
+expect "calibrate negative eviction price" 2 stderr '--eviction-ns: expected a number, got "-5"' -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --eviction-ns -5 --out-dir "$WORK/cal"
+expect "calibrate eviction price in K" 2 stderr "--eviction-ns 200K: expected" -- \
+  "$FAULTLINE" calibrate --refit "$SOURCE_DIR/configs/calibration/h100.json" --eviction-ns 200K --out-dir "$WORK/cal"
 expect "calibrate bad repeats" 2 stderr "expected a number" -- \
   "$FAULTLINE" calibrate --name x --repeats -3
 expect "replay margin too large" 2 stderr "too large" -- \

@@ -31,7 +31,11 @@ void add_calibrate(CLI::App& app) {
       "--pool FULL.json (with --refit, repeatable) adds other instances' fault benchmarks to the\n"
       "fit, so a shipped fault path is not one instance's. --combine M.json (with --refit,\n"
       "repeatable) fits the median of one instance's calibrations made at several moments (a\n"
-      "campaign's before and after its runs): its costs move with time.");
+      "campaign's before and after its runs): its costs move with time. --eviction-ns N (with\n"
+      "--refit) prices the eviction benchmark and the copies back to the host at N ns a 2 MB\n"
+      "chunk with its copy (e.g. what one replay's call log shows its evictions paid,\n"
+      "experiments/live/call_log.py) instead of the calibration's own level, after any --combine:\n"
+      "that run re-simulated at the price it met.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
@@ -66,6 +70,21 @@ void add_calibrate(CLI::App& app) {
       ->type_name("MEASUREMENTS.json")
       ->needs(refit)
       ->excludes("--pool");
+  sub->add_option_function<std::string>(
+         "--eviction-ns",
+         [c](const std::string& text) {
+           // Digits only: parse_number's K, M and G are powers of 1024, not thousands of ns.
+           const uint64_t ns = parse_number(text, "--eviction-ns");
+           if (ns == 0 || text.find_first_not_of("0123456789") != std::string::npos)
+             throw UsageError("--eviction-ns " + text +
+                              ": expected the ns a 2 MB chunk's eviction costs with its copy, a "
+                              "whole number above 0");
+           c->eviction_ns = ns;
+         },
+         "with --refit: price the eviction benchmark and the copies back to the host at N ns a "
+         "2 MB chunk with its copy (see above)")
+      ->type_name("N")
+      ->needs(refit);
   from->excludes(sub->get_option("--quick"));
   sub->callback([c, repeats, name, base] {
     c->named = name->count() > 0;

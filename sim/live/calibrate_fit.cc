@@ -110,6 +110,15 @@ std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
                              *most / chunks};
 }
 
+// The price of a chunk's eviction with its copy given with `calibrate --refit --eviction-ns`
+// ($.eviction.priced_at_ns; e.g. what one replay's call log shows its evictions paid,
+// experiments/live/call_log.py), or nothing.
+std::optional<Time> eviction_price(const Measurements& m) {
+  const json& ev = m.at("eviction");
+  if (!ev.contains("priced_at_ns")) return std::nullopt;
+  return static_cast<Time>(m.count(ev, "priced_at_ns", "$.eviction", 1'000'000'000));
+}
+
 // An eviction's cost switches between two levels within seconds (on H200s about 185 and 280-310
 // us a chunk), and the benchmark met one of them: H200 8369fa7f's benchmark cost 256 us a chunk
 // and its 1 GB copy back 109 ms where other instances took 61-71, while two of its samples cost
@@ -125,31 +134,39 @@ std::optional<std::array<Time, 3>> eviction_spread(const Measurements& m) {
 // (median |error|) before, 4-9% and 4-6% after (live/data/h200-9bc851db-drift/README.md). Full
 // calibrations, from which the shipped profiles are fitted for every instance, keep the benchmark's
 // level: instances differ in which level their replays meet (the shipped H100 profile at the lower
-// level: H100 5d0a844e 5.5% -> 10.7% median, d45e9c4d's hold-out 10.4% -> 5.9%). Returns the
-// factor, 1 where nothing is scaled.
+// level: H100 5d0a844e 5.5% -> 10.7% median, d45e9c4d's hold-out 10.4% -> 5.9%). A price given
+// with `calibrate --refit --eviction-ns` (eviction_price, below) replaces either level, in full and
+// per-machine calibrations alike: one live run re-simulated at the price its evictions met tells
+// the moment's eviction cost from the model's error. Returns the factor, 1 where nothing is
+// scaled.
 double eviction_level_factor(const Measurements& m) {
-  const auto spread = eviction_spread(m);
-  if (!spread || !m.has("fault_path_from")) return 1;
   const json& ev = m.at("eviction");
   const auto chunks = static_cast<double>(m.count(ev, "chunks", "$.eviction", 1 << 20));
   const double benchmark = static_cast<double>(m.ns(ev, "ns", "$.eviction")) / chunks;
+  if (const auto price = eviction_price(m)) return static_cast<double>(*price) / benchmark;
+  const auto spread = eviction_spread(m);
+  if (!spread || !m.has("fault_path_from")) return 1;
   return static_cast<double>((*spread)[1]) / benchmark;
 }
 
 std::string spread_text(const Measurements& m) {
-  const auto spread = eviction_spread(m);
-  if (!spread) return "";
   const auto us = [](Time ns) { return std::to_string((ns + 500) / 1000); };
+  const auto spread = eviction_spread(m);
+  const std::string text =
+      spread ? "; the benchmark and " + std::to_string(m.at("eviction").at("samples_ns").size()) +
+                   " samples spread through the calibration cost " + us((*spread)[0]) + " to " +
+                   us((*spread)[2]) + " us a chunk with its copy, " + us((*spread)[1]) +
+                   " on average (eviction.samples_ns)"
+             : "";
   const double scaled = eviction_level_factor(m);
-  return "; the benchmark and " + std::to_string(m.at("eviction").at("samples_ns").size()) +
-         " samples spread through the calibration cost " + us((*spread)[0]) + " to " +
-         us((*spread)[2]) + " us a chunk with its copy, " + us((*spread)[1]) +
-         " on average (eviction.samples_ns)" +
-         (scaled != 1 ? "; the benchmark and the copies back to the host are priced at that "
-                        "average (" +
-                            std::to_string(std::llround(scaled * 100)) +
-                            "% of the benchmark): the replays pay a mix of an eviction's two levels"
-                      : "");
+  const std::string percent = std::to_string(std::llround(scaled * 100)) + "% of the benchmark";
+  if (const auto price = eviction_price(m))
+    return text + "; the benchmark and the copies back to the host are priced at " + us(*price) +
+           " us a chunk with its copy as given by --eviction-ns (" + percent +
+           "; eviction.priced_at_ns)";
+  if (scaled == 1) return text;
+  return text + "; the benchmark and the copies back to the host are priced at that average (" +
+         percent + "): the replays pay a mix of an eviction's two levels";
 }
 
 // The eviction_runs benchmark's costs. Each run of pages beyond the first in an evicted chunk:

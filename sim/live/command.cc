@@ -101,6 +101,8 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     doc["measurements"] = c.settings.from.empty()
                               ? measurements
                               : per_machine_measurements(measurements, c.settings.from);
+    // After combining and deriving, so that the price given is the one fitted.
+    if (c.eviction_ns > 0) doc["measurements"]["eviction"]["priced_at_ns"] = c.eviction_ns;
     doc["measured_by"] = old["measured_by"];
     doc["refit_by"] = command_line;
   }

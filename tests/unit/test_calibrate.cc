@@ -7,6 +7,7 @@
 #include "source_dir.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -321,6 +322,40 @@ TEST_CASE("calibrate: eviction samples through the calibration show its spread, 
                     Catch::Contains("$.eviction.samples_ns[2]") && Catch::Contains("nanoseconds"));
   m["eviction"]["samples_ns"] = 5;
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction.samples_ns"));
+}
+
+TEST_CASE("calibrate --eviction-ns: the benchmark and the copies back priced at the given level",
+          "[calibrate]") {
+  const auto back_gbps = [](const live::FittedProfile& f) {
+    return f.host_link["reverse"]["bandwidth_gbps"].back()[1].get<double>();
+  };
+  const auto chunk_back_ns = [&](const live::FittedProfile& f) { // LinkCurve::transfer_ns
+    return f.host_link["reverse"]["overhead_ns"].get<int64_t>() +
+           static_cast<int64_t>(std::ceil(2097152 / back_gbps(f)));
+  };
+  json m = measurements(); // the benchmark: 200 us a chunk with its copy
+  const live::FittedProfile own = live::fit(m, settings());
+  m["eviction"]["priced_at_ns"] = 300'000; // the upper level, in a full calibration too
+  const live::FittedProfile upper = live::fit(m, settings());
+  CHECK(back_gbps(upper) == Approx(back_gbps(own) / 1.5).epsilon(0.01));
+  CHECK(upper.gpu["eviction_ns"] == 300'000 - chunk_back_ns(upper));
+  CHECK(upper.gpu["eviction_ns"].get<int64_t>() > own.gpu["eviction_ns"].get<int64_t>());
+  CHECK(upper.gpu["sources"].dump().find("priced at 300 us a chunk with its copy as given by "
+                                         "--eviction-ns (150% of the benchmark") !=
+        std::string::npos);
+  // It replaces a per-machine calibration's mean of the benchmark and its samples.
+  m["fault_path_from"] = live::fault_path_of("h200");
+  m["eviction"]["samples_ns"] = {560'000, 600'000};
+  m["eviction"]["priced_at_ns"] = 150'000;
+  const live::FittedProfile lower = live::fit(m, settings());
+  CHECK(back_gbps(lower) == Approx(back_gbps(own) / 0.75).epsilon(0.01));
+  CHECK(lower.gpu["eviction_ns"] == 150'000 - chunk_back_ns(lower));
+  CHECK(lower.gpu["sources"].dump().find("(75% of the benchmark") != std::string::npos);
+  for (const json& bad : {json(0), json(-5), json(1.5), json("fast")}) {
+    m["eviction"]["priced_at_ns"] = bad;
+    CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.eviction.priced_at_ns") &&
+                                                    Catch::Contains("expected a whole number"));
+  }
 }
 
 TEST_CASE("calibrate: a fault benchmark's touches come block by block or in rounds",
