@@ -22,6 +22,12 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       "$python" experiments/live/drift.py "experiments/live/data/$c" "experiments/live/reports/$c/drift" \
         >/dev/null
     done
+    # Campaigns whose runs carry call logs: each run at the eviction price it met.
+    for d in experiments/live/data/*/calls.tar.zst; do
+      c=$(basename "$(dirname "$d")")
+      "$python" experiments/live/run_priced.py "experiments/live/data/$c" \
+        "experiments/live/reports/$c/run-priced" >/dev/null
+    done
     "$python" experiments/live/results.py --write ;;
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do

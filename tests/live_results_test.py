@@ -110,6 +110,16 @@ def test_misses():
     assert found["c"]["kind"] == "unseen"
     assert misses.misses("h100", "set", "me", rows, others, causes)[0]["cause"] is None
     assert "not measured" in "\n".join(misses.readme_section(list(found.values())))
+    # The run simulated at the eviction price its call log shows, where its campaign has one.
+    priced = {("a", "pump", 0.5): {"not_priced": "pump's"},
+              ("b", "deepum", 0.5): {"price_ns": 280_000, "calibration_price_ns": 200_000,
+                                     "error_run_priced": 0.05}}
+    found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
+                                                  priced)}
+    assert "not priced" in found["a"]["at_its_eviction_price"]
+    assert "280 us" in found["b"]["at_its_eviction_price"]
+    assert "within the target" in found["b"]["at_its_eviction_price"]
+    assert found["c"]["at_its_eviction_price"] is None
 
 
 def test_causes_file():

@@ -101,6 +101,22 @@ def filled_profile(gpu, shipped, out_dir):
     return path, missing
 
 
+def shipped_fault_path_differs(calibration, shipped):
+    """Whether the calibration is a per-machine one (its measurements keep a fault path:
+    `fault_path_from`) whose fault path the shipped profile SHIPPED no longer has."""
+    if not shipped or not os.path.exists(calibration):
+        return False
+    with open(calibration) as f:
+        kept = json.load(f)["measurements"].get("fault_path_from")
+    if not kept:
+        return False
+    with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
+        now = json.load(f)
+    with open(os.path.join(common.REPO, "configs", "links", now["host_link"] + ".json")) as f:
+        now["copy_overhead_ns"] = json.load(f)["forward"]["overhead_ns"]  # the link's, kept too
+    return not all(now.get(k) == v for k, v in kept.items() if k != "profile")
+
+
 def with_shipped_fault_path(gpu, shipped, out_dir, faultline):
     """The campaign's own profile at path `gpu`, or, when it is a per-machine calibration
     (its measurements keep a fault path: `fault_path_from`) whose fault path the shipped profile
@@ -110,17 +126,7 @@ def with_shipped_fault_path(gpu, shipped, out_dir, faultline):
     profile's path and whether it was refitted."""
     name = os.path.basename(gpu)[:-len(".json")]
     calibration = os.path.join(os.path.dirname(os.path.dirname(gpu)), "calibration", name + ".json")
-    if not shipped or not os.path.exists(calibration):
-        return gpu, False
-    with open(calibration) as f:
-        kept = json.load(f)["measurements"].get("fault_path_from")
-    if not kept:
-        return gpu, False
-    with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
-        now = json.load(f)
-    with open(os.path.join(common.REPO, "configs", "links", now["host_link"] + ".json")) as f:
-        now["copy_overhead_ns"] = json.load(f)["forward"]["overhead_ns"]  # the link's, kept too
-    if all(now.get(k) == v for k, v in kept.items() if k != "profile"):
+    if not shipped_fault_path_differs(calibration, shipped):
         return gpu, False
     out = subprocess.run([faultline, "calibrate", "--refit", calibration, "--from", shipped,
                           "--name", name, "--out-dir", os.path.join(out_dir, "profile")],

@@ -59,9 +59,35 @@ def kind_of(error, elsewhere):
     return "systematic" if abs(median) > SAME_ELSEWHERE and same_side else "instance"
 
 
-def misses(gpu, label, campaign, rows, siblings, causes):
+def load_priced(path):
+    """{(trace, policy, budget): run} of a run_priced.py report (first passes only), or {}
+    where the campaign has none."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        doc = json.load(f)
+    return {(r["trace"], r["policy"], float(r["budget"])): {**r, "calibration_price_ns":
+                                                            doc["calibration_price_ns"]}
+            for r in doc["runs"] if r["repeat"] == 1}
+
+
+def priced_text(run):
+    """What the run's own eviction price says of its miss."""
+    if run is None:
+        return None
+    if "not_priced" in run:
+        return f"not priced at its eviction cost ({run['not_priced']})"
+    verdict = ("within the target: the moment's eviction cost" if
+               abs(run["error_run_priced"]) <= TARGET_MAX else "still beyond the target")
+    return (f"its evictions cost {run['price_ns'] / 1e3:.0f} us a chunk, the calibration "
+            f"{run['calibration_price_ns'] / 1e3:.0f}: at its price {run['error_run_priced']:+.0%}, "
+            f"{verdict}")
+
+
+def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
     """The set's runs beyond TARGET_MAX. rows: the campaign's fidelity rows; siblings:
-    {campaign: rows} of the other instances that ran the set."""
+    {campaign: rows} of the other instances that ran the set; priced: load_priced's runs of
+    the campaign."""
     out = []
     for r in rows:
         error = float(r["time_error"])
@@ -81,6 +107,7 @@ def misses(gpu, label, campaign, rows, siblings, causes):
                                   "min": min(values) if values else None,
                                   "max": max(values) if values else None},
                     "kind": kind_of(error, values),
+                    "at_its_eviction_price": priced_text((priced or {}).get(key)),
                     "cause": cause["cause"] if cause else None,
                     "evidence": cause["evidence"] if cause else None})
     return out
@@ -92,18 +119,20 @@ def readme_section(found):
              "Made by `experiments/live/misses.py`: each set's runs with |time error| above 15%, "
              "the same run on the other instances that made it (median, range), whether the model "
              "misses there too (systematic: their median beyond 10% on the same side; instance: "
-             "within 10%) and the measured cause (`experiments/live/causes.json`; none "
-             "where none was measured).", ""]
+             "within 10%), the run simulated at the eviction price its own call log shows "
+             "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
+             "(`experiments/live/causes.json`; none where none was measured).", ""]
     if not found:
         return lines + ["None.", ""]
-    lines += ["| set | run | error | other instances: median (range, n) | kind | cause |",
-              "|---|---|---|---|---|---|"]
+    lines += ["| set | run | error | other instances: median (range, n) | kind | "
+              "at its eviction price | cause |", "|---|---|---|---|---|---|---|"]
     for m in found:
         e = m["elsewhere"]
         other = (f"{e['median_time_error']:+.0%} ({e['min']:+.0%} to {e['max']:+.0%}, "
                  f"{e['instances']})" if e["instances"] else "none")
         cause = f"{m['cause']} (`{m['evidence']}`)" if m["cause"] else "not measured"
         lines.append(f"| {m['set']} | {m['trace']} {m['policy']} {m['budget']:.0%} | "
-                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | {cause} |")
+                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | "
+                     f"{m['at_its_eviction_price'] or '-'} | {cause} |")
     lines.append("")
     return lines

@@ -58,25 +58,26 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h100-ea349c50", "h100-8128e920", "h100-3b6d3eb5"],
                       # bytes with CUPTI's records drained (fidelity.drained)
                       "bytes": "h100-bd830cd8-drained"},
-             "h200": {"shipped": "h200-8369fa7f", "holdout": "h200-8369fa7f-holdout",
+             "h200": {"shipped": "h200-153bc426", "holdout": "h200-8369fa7f-holdout",
                       "holdout_bytes": "h200-33f97d66-holdout-drained",
                       "holdouts": ["h200-8369fa7f-holdout", "h200-33f97d66-holdout",
                                    "h200-d4fa298c-holdout", "h200-b10745b3-holdout",
                                    "h200-99f28b56-holdout", "h200-4569ca28-holdout",
                                    "h200-b6da2e9e-holdout", "h200-73e906f0-holdout"],
-                      "holdout2": "h200-8369fa7f-holdout2",
+                      "holdout2": "h200-153bc426-holdout2",
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
-                      "holdouts2": ["h200-8369fa7f-holdout2", "h200-f398f79a-holdout2",
+                      "holdouts2": ["h200-153bc426-holdout2", "h200-8369fa7f-holdout2",
+                                    "h200-f398f79a-holdout2",
                                     "h200-4569ca28-holdout2", "h200-b6da2e9e-holdout2",
                                     "h200-73e906f0-holdout2", "h200-d501b18d-holdout2"],
                       # the third set (bfs, vit, lstm), captured after read_since_discard; on
                       # 80d0d4ec and 632ef450 its runs were split between the two
-                      "holdout3": "h200-8369fa7f-holdout3",
-                      "holdouts3": ["h200-8369fa7f-holdout3", "h200-80d0d4ec-holdout3",
+                      "holdout3": "h200-153bc426-holdout3",
+                      "holdouts3": ["h200-153bc426-holdout3", "h200-8369fa7f-holdout3", "h200-80d0d4ec-holdout3",
                                     "h200-632ef450-holdout3", "h200-c9770d01-holdout3",
                                     "h200-2f4aa42a-holdout3", "h200-4569ca28-holdout3",
                                     "h200-b6da2e9e-holdout3"],
-                      "instances": ["h200-8369fa7f", "h200-7fd75295", "h200-d4fa298c",
+                      "instances": ["h200-153bc426", "h200-8369fa7f", "h200-7fd75295", "h200-d4fa298c",
                                     "h200-b10745b3", "h200-99f28b56", "h200-d628e5be",
                                     "h200-d44298ce", "h200-1ce9b187", "h200-2f4aa42a",
                                     "h200-b6da2e9e", "h200-73e906f0", "h200-020da2e3",
@@ -394,7 +395,9 @@ def gpu_misses(gpu, c, causes):
         if not c.get(main):
             continue
         others = {name: report(name)[1] for name in c.get(siblings, [])}
-        found += misses.misses(gpu, label, c[main], report(c[main])[1], others, causes)
+        priced = misses.load_priced(os.path.join(LIVE, "reports", c[main], "run-priced",
+                                                 "run_priced.json"))
+        found += misses.misses(gpu, label, c[main], report(c[main])[1], others, causes, priced)
     return found
 
 
