@@ -22,9 +22,8 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       "$python" experiments/live/drift.py "experiments/live/data/$c" "experiments/live/reports/$c/drift" \
         >/dev/null
     done
-    # Campaigns whose runs carry call logs: each run at the eviction price it met.
-    for d in experiments/live/data/*/calls.tar.zst; do
-      c=$(basename "$(dirname "$d")")
+    # Campaigns whose runs carry eviction call logs: each run at the eviction price it met.
+    for c in h200-153bc426 h200-153bc426-holdout3 h200-153bc426-holdout2 h200-a74c9e80-drift; do
       "$python" experiments/live/run_priced.py "experiments/live/data/$c" \
         "experiments/live/reports/$c/run-priced" >/dev/null
     done

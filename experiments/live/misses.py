@@ -80,7 +80,7 @@ def priced_text(run):
     verdict = ("within the target: the moment's eviction cost" if
                abs(run["error_run_priced"]) <= TARGET_MAX else "still beyond the target")
     return (f"its evictions cost {run['price_ns'] / 1e3:.0f} us a chunk, the calibration "
-            f"{run['calibration_price_ns'] / 1e3:.0f}: at its price {run['error_run_priced']:+.0%}, "
+            f"{run['calibration_price_ns'] / 1e3:.0f}: at its price {run['error_run_priced']:+.1%}, "
             f"{verdict}")
 
 
