@@ -112,7 +112,8 @@ def test_misses():
     assert "not measured" in "\n".join(misses.readme_section(list(found.values())))
     # The run simulated at the eviction price its call log shows, where its campaign has one.
     priced = {("a", "pump", 0.5): {"not_priced": "pump's"},
-              ("b", "deepum", 0.5): {"price_ns": 280_000, "calibration_price_ns": 200_000,
+              ("b", "deepum", 0.5): {"price_ns": 280_000, "call_ns": 250_000,
+                                     "calibration_price_ns": 200_000,
                                      "error_run_priced": 0.05}}
     found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
                                                   priced)}

@@ -52,6 +52,23 @@ def test_chunk_fill():
     assert run_priced.chunk_fill({"evictions": 0, "bytes_gpu_to_host": MB2}) is None
 
 
+def test_full_chunk_price():
+    """A full chunk's cost in the profile is the price it was refitted at; a call on chunks held
+    in half is scaled up by the profile's own costs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cal = os.path.join(CAMPAIGN, "profile", "calibration", "h200-153bc426.json")
+        subprocess.run([os.path.join(root, "build", "faultline"), "calibrate", "--refit", cal,
+                        "--eviction-ns", "250000", "--name", "t", "--out-dir", tmp],
+                       check=True, capture_output=True)
+        gpu, link = run_priced.calibrated_profile(os.path.join(tmp, "gpus", "t.json"))
+        # within 2%: the fit clamps eviction_ns at 0 where the per-page line overshoots
+        assert abs(run_priced.eviction_cost_ns(gpu, link, 32) / 250_000 - 1) < 0.02
+        assert run_priced.full_chunk_price(100_000, 1.0, gpu, link) == 100_000
+        assert run_priced.full_chunk_price(100_000, 1.02, gpu, link) == 100_000
+        half = run_priced.full_chunk_price(100_000, 0.5, gpu, link)
+        assert 150_000 < half < 200_000, half
+
+
 def calibration(tmp, eviction, per_machine):
     path = os.path.join(tmp, "cal.json")
     m = {"eviction": eviction, **({"fault_path_from": {"profile": "h200"}} if per_machine else {})}
@@ -104,7 +121,8 @@ def test_end_to_end():
         assert doc["calibration_price_ns"] == own, doc["calibration_price_ns"]
         assert "pump" in runs["pump"]["not_priced"], runs["pump"]
         od = runs["ondemand"]
-        assert od["price_ns"] == own and od["blocking_evictions"] == 40, od
+        assert od["call_ns"] == own and od["blocking_evictions"] == 40, od
+        assert abs(od["price_ns"] / own - 1) < 0.01, od  # pagerank's chunks are held whole
         assert abs(od["sim_run_priced_s"] / od["sim_calibrated_s"] - 1) < 0.002, od
         _, slow = priced(tmp, 2 * own)
         assert slow["ondemand"]["sim_run_priced_s"] > 1.05 * od["sim_calibrated_s"], slow
@@ -129,6 +147,7 @@ if __name__ == "__main__":
     test_price_of()
     test_malformed_logs_say_where()
     test_chunk_fill()
+    test_full_chunk_price()
     test_calibration_price()
     test_end_to_end()
     test_campaign_without_logs_is_refused()

@@ -79,7 +79,8 @@ def priced_text(run):
         return f"not priced at its eviction cost ({run['not_priced']})"
     verdict = ("within the target: the moment's eviction cost" if
                abs(run["error_run_priced"]) <= TARGET_MAX else "still beyond the target")
-    return (f"its evictions cost {run['price_ns'] / 1e3:.0f} us a chunk, the calibration "
+    return (f"its evictions cost {run['price_ns'] / 1e3:.0f} us a full chunk (median call "
+            f"{run['call_ns'] / 1e3:.0f} us), the calibration "
             f"{run['calibration_price_ns'] / 1e3:.0f}: at its price {run['error_run_priced']:+.1%}, "
             f"{verdict}")
 

@@ -11,9 +11,12 @@ blocks until its copy is done (call_log.py), so under ondemand, DeepUM and the o
 is a chunk's eviction with its copy, the quantity the calibration's eviction benchmark prices
 (the mean of the benchmark and its samples, in a per-machine calibration). Pump's evictions queue
 behind its prefetches, so their times are waits, not costs: pump's runs are not priced, nor are
-runs with fewer than MIN_EVICTIONS blocking evictions, nor runs whose budget-evicted chunks hold
-less than MIN_FILL of their pages in the simulator (chunk_fill: a 2 MB call moves the pages a chunk
-holds, so there its time is not a full chunk's, strided's at 50% for one). Each priced run is simulated twice, with
+runs with fewer than MIN_EVICTIONS blocking evictions, nor runs with no budget eviction in the
+simulator. A 2 MB call moves only the pages the chunk holds, so where the simulator's
+budget-evicted chunks hold a share f of their pages (chunk_fill) the median call is taken as a
+chunk of that fill and scaled to a full chunk by the calibrated profile's own eviction cost at f
+and at 1 (full_chunk_price: eviction_ns, eviction_page_ns and the reverse link's copy); below
+MIN_FILL the run is not priced. Each priced run is simulated twice, with
 the campaign's calibration refitted as fidelity.py fits it and refitted at the run's price
 (`faultline calibrate --refit CAL --eviction-ns PRICE`). OUT_DIR gets
   run_priced.json  per run: live time, the run's price and the calibration's, its evictions'
@@ -25,6 +28,7 @@ import concurrent.futures
 import csv
 import io
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -40,7 +44,7 @@ import common  # noqa: E402
 BLOCK = 2 << 20
 QUEUED_NS = 10_000  # call_log.py: a call back within 10 us was queued, not done
 MIN_EVICTIONS = 20
-MIN_FILL = 0.9
+MIN_FILL = 0.5
 NOT_PRICED = {"pump": "pump's evictions queue behind its prefetches: their CPU time is a wait"}
 
 
@@ -102,6 +106,13 @@ def calibration_price(calibration):
     return round(statistics.mean(times) / ev["chunks"])
 
 
+def calibrated_profile(gpu_path):
+    """The profile's JSON and its host link's (fidelity.profile_keys finds the link)."""
+    keys = fidelity.profile_keys(gpu_path)
+    with open(keys["gpu"]) as f, open(keys["host_link"]) as g:
+        return json.load(f), json.load(g)
+
+
 def refit_args(data_dir):
     """The calibration behind the campaign's profile and the refit arguments that reproduce the
     profile fidelity.py simulates with (the shipped fault path where fidelity.py takes it)."""
@@ -144,7 +155,7 @@ def priced_runs(data_dir, logs):
             row["not_priced"] = "no call log"
         else:
             price, count, cpu_s = price_of(*logs[stem])
-            row.update(price_ns=price, blocking_evictions=count,
+            row.update(call_ns=price, blocking_evictions=count,
                        eviction_share=cpu_s / row["live_s"])
             if run["policy"] in NOT_PRICED:
                 row["not_priced"] = NOT_PRICED[run["policy"]]
@@ -162,6 +173,30 @@ def chunk_fill(results):
         return None
     back = results["bytes_gpu_to_host"] - results.get("policy_evicted_bytes", 0)
     return round(back / (results["evictions"] * BLOCK), 3)
+
+
+def eviction_cost_ns(gpu, link, pages):
+    """The simulator's cost of evicting a chunk holding PAGES 64 KB pages (Migrator::
+    eviction_cost and the reverse link's copy, sim/config/profiles.cc LinkCurve::transfer_ns;
+    PAGES may be fractional: an average), from the profile's and its host link's JSON."""
+    reverse = link["reverse"]
+    size = pages * 65536
+    points = reverse["bandwidth_gbps"]
+    gbps = points[0][1] if size < points[0][0] else points[-1][1]
+    for (b0, g0), (b1, g1) in zip(points, points[1:]):
+        if b0 < size < b1:
+            gbps = g0 + (g1 - g0) * (math.log2(size) - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
+    return (gpu["eviction_ns"] + pages * gpu.get("eviction_page_ns", 0) + reverse["overhead_ns"]
+            + size / gbps)
+
+
+def full_chunk_price(call_ns, fill, gpu, link):
+    """A median call's time on chunks holding FILL of their pages, as a full chunk's: scaled by
+    the calibrated profile's cost of a full chunk over one of that fill."""
+    pages = BLOCK // 65536
+    fill = min(fill, 1.0)
+    return round(call_ns * eviction_cost_ns(gpu, link, pages)
+                 / eviction_cost_ns(gpu, link, pages * fill))
 
 
 def summarise(rows):
@@ -186,13 +221,14 @@ def markdown(result):
              f"{s['median_abs_error_run_priced']:.1%} / {s['max_abs_error_run_priced']:.1%}; "
              f"beyond 15%: {s['priced_beyond_15_percent']['error_calibrated']} and "
              f"{s['priced_beyond_15_percent']['error_run_priced']}.", "",
-             "| run | live s | its eviction price (us) | evictions' CPU share | chunks' fill "
-             "(simulated) | error, calibrated | error at its price |",
-             "|---|---|---|---|---|---|---|"]
+             "| run | live s | its median eviction call (us) | as a full chunk (us) | evictions' "
+             "CPU share | chunks' fill (simulated) | error, calibrated | error at its price |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         run = f"{r['trace']} {r['policy']} {r['budget']:.0%}" + (
             f" (pass {r['repeat']})" if r["repeat"] > 1 else "")
-        price = f"{r['price_ns'] / 1e3:.0f}" if r.get("price_ns") else "-"
+        price = " | ".join(f"{r[k] / 1e3:.0f}" if r.get(k) else "-"
+                           for k in ("call_ns", "price_ns"))
         share = f"{r['eviction_share']:.0%}" if "eviction_share" in r else "-"
         fill = "-" if r.get("chunk_fill") is None else f"{r['chunk_fill']:.0%}"
         share = f"{share} | {fill}"
@@ -231,13 +267,19 @@ def price_runs(args, runs, profiles_dir):
         return sims[0]["faultline"]["git_revision"]
 
     revision = simulate([(r, None) for r in runs])
+    gpu, link = calibrated_profile(profile_at(args.faultline, refit, name, None, profiles_dir,
+                                              shipped))
     for run in runs:
         fill = run["chunk_fill"]
-        if "not_priced" not in run and (fill is None or fill < MIN_FILL):
+        if "not_priced" in run:
+            continue
+        if fill is None or fill < MIN_FILL:
             run["not_priced"] = ("no budget eviction simulated (the policy's own evictions: "
                                  "their chunks' fill is not counted)" if fill is None else
                                  f"its evicted chunks held {fill:.0%} of their pages "
-                                 "(simulated): a call's time is not a full chunk's")
+                                 f"(simulated), under {MIN_FILL:.0%}")
+        else:
+            run["price_ns"] = full_chunk_price(run["call_ns"], fill, gpu, link)
     simulate([(r, r["price_ns"]) for r in runs if "not_priced" not in r])
     for run in runs:
         del run["trace_path"]
