@@ -16,11 +16,13 @@ simulator. A 2 MB call moves only the pages the chunk holds, so where the simula
 budget-evicted chunks hold a share f of their pages (chunk_fill) the median call is taken as a
 chunk of that fill and scaled to a full chunk by the calibrated profile's own eviction cost at f
 and at 1 (full_chunk_price: eviction_ns, eviction_page_ns and the reverse link's copy); below
-MIN_FILL the run is not priced. Each priced run is simulated twice, with
-the campaign's calibration refitted as fidelity.py fits it and refitted at the run's price
-(`faultline calibrate --refit CAL --eviction-ns PRICE`). OUT_DIR gets
-  run_priced.json  per run: live time, the run's price and the calibration's, its evictions'
-                   share of the live time, simulated time and error at either price; the medians
+MIN_FILL the run is not priced. Each priced run is simulated twice, with the campaign's
+calibration refitted as fidelity.py fits it and refitted at the run's price (`faultline
+calibrate --refit CAL --eviction-ns PRICE`; the refitted profiles are not kept). OUT_DIR gets
+  run_priced.json  per run: live time, its median blocking call, the chunks' simulated fill, its
+                   price as a full chunk (or why it has none), its evictions' share of the live
+                   time, simulated time and error at the calibration's price and at its own;
+                   the calibration's price; medians, maxima and misses at either
   run_priced.md    the same as a table
 """
 import argparse
