@@ -22,6 +22,7 @@ KINDS = {"m": "to the GPU", "h": "to the GPU, pages held", "e": "to the host",
          "p": "to the neighbour", "d": "discard"}
 QUEUED_NS = 10_000
 BLOCK = 2 << 20
+HEADER = ["kernel", "kind", "address", "bytes", "start_ns", "cpu_ns"]
 
 
 def read(path):
@@ -29,7 +30,7 @@ def read(path):
     file and line."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        want = ["kernel", "kind", "address", "bytes", "start_ns", "cpu_ns"]
+        want = HEADER
         if reader.fieldnames != want:
             raise ValueError(f"{path}: line 1: expected the header {','.join(want)}")
         rows = []

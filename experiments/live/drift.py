@@ -19,7 +19,6 @@ import glob
 import os
 import re
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,26 +40,18 @@ def moments(data_dir):
     return sorted(found)
 
 
-def refit(faultline, args, name, out_dir):
-    out = subprocess.run([faultline, "calibrate", *args, "--name", name, "--out-dir", out_dir],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"drift: faultline calibrate {' '.join(args)}: "
-                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
-    return os.path.abspath(os.path.join(out_dir, "gpus", name + ".json"))
-
-
 def profiles(data_dir, out_dir, faultline):
     """{label: profile path}: each calibration alone (atK), then all combined."""
     at = moments(data_dir)
     prefix = re.sub(r"-at\d+\.json$", "", os.path.basename(at[0][1]))
     where = os.path.join(out_dir, "profiles")
-    out = {f"at{k}": refit(faultline, ["--refit", path], f"{prefix}-at{k}", where)
+    out = {f"at{k}": fidelity.refit(faultline, ["--refit", path], f"{prefix}-at{k}", where,
+                                    "drift")
            for k, path in at}
     combine = ["--refit", at[0][1]]
     for _, path in at[1:]:
         combine += ["--combine", path]
-    out["combined"] = refit(faultline, combine, f"{prefix}-combined", where)
+    out["combined"] = fidelity.refit(faultline, combine, f"{prefix}-combined", where, "drift")
     return out
 
 

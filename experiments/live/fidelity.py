@@ -101,6 +101,17 @@ def filled_profile(gpu, shipped, out_dir):
     return path, missing
 
 
+def refit(faultline, args, name, out_dir, caller):
+    """`faultline calibrate ARGS --name NAME --out-dir OUT_DIR`; the fitted profile's path.
+    Where calibrate fails, SystemExit naming CALLER and calibrate's last line of error."""
+    out = subprocess.run([faultline, "calibrate", *args, "--name", name, "--out-dir", out_dir],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{caller}: faultline calibrate {' '.join(args)}: "
+                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
+    return os.path.abspath(os.path.join(out_dir, "gpus", name + ".json"))
+
+
 def shipped_fault_path_differs(calibration, shipped):
     """Whether the calibration is a per-machine one (its measurements keep a fault path:
     `fault_path_from`) whose fault path the shipped profile SHIPPED no longer has."""

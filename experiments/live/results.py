@@ -67,9 +67,9 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       "holdout2": "h200-153bc426-holdout2",
                       "holdout2_bytes": "h200-f398f79a-holdout2-drained",
                       "holdouts2": ["h200-153bc426-holdout2", "h200-8369fa7f-holdout2",
-                                    "h200-f398f79a-holdout2",
-                                    "h200-4569ca28-holdout2", "h200-b6da2e9e-holdout2",
-                                    "h200-73e906f0-holdout2", "h200-d501b18d-holdout2"],
+                                    "h200-f398f79a-holdout2", "h200-4569ca28-holdout2",
+                                    "h200-b6da2e9e-holdout2", "h200-73e906f0-holdout2",
+                                    "h200-d501b18d-holdout2"],
                       # the third set (bfs, vit, lstm), captured after read_since_discard; on
                       # 80d0d4ec and 632ef450 its runs were split between the two
                       "holdout3": "h200-153bc426-holdout3",
@@ -79,10 +79,9 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h200-4569ca28-holdout3", "h200-b6da2e9e-holdout3"],
                       "instances": ["h200-153bc426", "h200-8369fa7f", "h200-7fd75295",
                                     "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56",
-                                    "h200-d628e5be",
-                                    "h200-d44298ce", "h200-1ce9b187", "h200-2f4aa42a",
-                                    "h200-b6da2e9e", "h200-73e906f0", "h200-020da2e3",
-                                    "h200-1285417e", "h200-69199a4a",
+                                    "h200-d628e5be", "h200-d44298ce", "h200-1ce9b187",
+                                    "h200-2f4aa42a", "h200-b6da2e9e", "h200-73e906f0",
+                                    "h200-020da2e3", "h200-1285417e", "h200-69199a4a",
                                     "h200-7f75d879-repeats", "h200-35bf2c4b-repeats"],
                       # policies/schedule/ on the shipped traces (its own instance, calibrated)
                       "schedule": "h200-af535a9c", "bytes": "h200-983f93d4-drained",

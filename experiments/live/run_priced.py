@@ -40,11 +40,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fidelity  # noqa: E402
+from call_log import BLOCK, HEADER, QUEUED_NS  # noqa: E402  (a call back within 10 us: queued)
 
 import common  # noqa: E402
 
-BLOCK = 2 << 20
-QUEUED_NS = 10_000  # call_log.py: a call back within 10 us was queued, not done
 MIN_EVICTIONS = 20
 MIN_FILL = 0.5
 NOT_PRICED = {"pump": "pump's evictions queue behind its prefetches: their CPU time is a wait"}
@@ -77,9 +76,8 @@ def price_of(where, text):
     """(median ns of the blocking 2 MB evictions, their count, CPU s of all evictions) of one
     eviction log; ValueError naming the log and line where it is malformed."""
     reader = csv.DictReader(io.StringIO(text))
-    want = ["kernel", "kind", "address", "bytes", "start_ns", "cpu_ns"]
-    if reader.fieldnames != want:
-        raise ValueError(f"{where}: line 1: expected the header {','.join(want)}")
+    if reader.fieldnames != HEADER:
+        raise ValueError(f"{where}: line 1: expected the header {','.join(HEADER)}")
     blocking, cpu = [], 0
     for line, r in enumerate(reader, start=2):
         try:
@@ -135,13 +133,8 @@ def profile_at(faultline, args, name, price, out_dir, shipped):
     fidelity.py's."""
     label = f"{name}-ev{price}" if price else name
     where = os.path.abspath(os.path.join(out_dir, "profiles", label))
-    out = subprocess.run([faultline, "calibrate", *args, *(["--eviction-ns", str(price)]
-                                                          if price else []),
-                          "--name", label, "--out-dir", where], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"run_priced: faultline calibrate {' '.join(args)}: "
-                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
-    gpu = os.path.join(where, "gpus", label + ".json")
+    gpu = fidelity.refit(faultline, [*args, *(["--eviction-ns", str(price)] if price else [])],
+                         label, where, "run_priced")
     return fidelity.filled_profile(gpu, shipped, where)[0]
 
 
@@ -248,10 +241,12 @@ def price_runs(args, runs, profiles_dir):
     name, calibration, shipped, refit = refit_args(args.data_dir)
     traces_revision = common.load_manifest(args.data_dir).get("traces_revision")
 
+    profiles = {}  # price (None: as calibrated) -> the refitted profile
+
     def simulate(jobs):
         """Each (run, price) simulated with the profile at that price; the runs get the times."""
-        profiles = {p: profile_at(args.faultline, refit, name, p, profiles_dir, shipped)
-                    for p in sorted({p for _, p in jobs}, key=lambda p: p or 0)}
+        for p in sorted({p for _, p in jobs} - set(profiles), key=lambda p: p or 0):
+            profiles[p] = profile_at(args.faultline, refit, name, p, profiles_dir, shipped)
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             sims = list(pool.map(lambda j: fidelity.simulate(
                 args.faultline, profiles[j[1]],
@@ -269,8 +264,7 @@ def price_runs(args, runs, profiles_dir):
         return sims[0]["faultline"]["git_revision"]
 
     revision = simulate([(r, None) for r in runs])
-    gpu, link = calibrated_profile(profile_at(args.faultline, refit, name, None, profiles_dir,
-                                              shipped))
+    gpu, link = calibrated_profile(profiles[None])
     for run in runs:
         fill = run["chunk_fill"]
         if "not_priced" in run:
