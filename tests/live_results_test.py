@@ -93,12 +93,13 @@ def test_misses():
     within the target are not; the kind says whether the model misses elsewhere too."""
     import misses
 
-    def row(t, p, b, e):
-        return {"trace": t, "policy": p, "budget": str(b), "time_error": str(e)}
-    rows = [row("a", "pump", 0.5, -0.2), row("a", "pump", 0.75, 0.14), row("b", "deepum", 0.5, 0.3),
-            row("c", "oracle", 0.5, 0.16)]
-    others = {"x": [row("a", "pump", 0.5, -0.12), row("b", "deepum", 0.5, -0.02)],
-              "y": [row("a", "pump", 0.5, -0.3), row("b", "deepum", 0.5, 0.05)]}
+    def row(t, p, b, e, live=10.0):
+        return {"trace": t, "policy": p, "budget": str(b), "time_error": str(e),
+                "live_s": str(live), "sim_s": str(live * (1 + e))}
+    rows = [row("a", "pump", 0.5, -0.2), row("a", "pump", 0.75, 0.14),
+            row("b", "deepum", 0.5, 0.3, live=8.0), row("c", "oracle", 0.5, 0.16)]
+    others = {"x": [row("a", "pump", 0.5, -0.12), row("b", "deepum", 0.5, -0.02, live=11.0)],
+              "y": [row("a", "pump", 0.5, -0.3), row("b", "deepum", 0.5, 0.05, live=9.0)]}
     causes = [{"runs": ["a pump"], "gpu": ["h200"], "cause": "general", "evidence": "e1"},
               {"runs": ["a pump 0.5"], "gpu": ["h200"], "cause": "specific", "evidence": "e2"}]
     found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes)}
@@ -107,6 +108,13 @@ def test_misses():
     assert found["a"]["elsewhere"]["instances"] == 2
     assert abs(found["a"]["elsewhere"]["median_time_error"] + 0.21) < 1e-9
     assert found["b"]["kind"] == "instance" and found["b"]["cause"] is None
+    # b's live time here (8 s) lies 20% under the others' median (10 s); its simulated time
+    # (10.4 s) 3% above theirs (10.115 s): the instance made the run fast.
+    moved = found["b"]["elsewhere"]
+    assert abs(moved["live_moved"] + 0.2) < 1e-9 and abs(moved["median_live_s"] - 10) < 1e-9
+    assert abs(moved["sim_moved"] - (10.4 / 10.115 - 1)) < 1e-9
+    assert "live -20% (10.00 s there), simulated +3%" in misses.moved_text(moved)
+    assert misses.moved_text(found["c"]["elsewhere"]) == "-"
     assert found["c"]["kind"] == "unseen"
     assert misses.misses("h100", "set", "me", rows, others, causes)[0]["cause"] is None
     assert "not measured" in "\n".join(misses.readme_section(list(found.values())))

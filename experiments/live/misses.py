@@ -85,6 +85,28 @@ def priced_text(run):
             f"{verdict}")
 
 
+def moved(row, same):
+    """The run's live and simulated times against the median of the same run's on the other
+    instances (SAME: their fidelity rows), as fractions; {} where none has both."""
+    same = [s for s in same if s.get("live_s") and s.get("sim_s")]
+    if not same or not row.get("live_s") or not row.get("sim_s"):
+        return {}
+    live = statistics.median(float(s["live_s"]) for s in same)
+    sim = statistics.median(float(s["sim_s"]) for s in same)
+    return {"median_live_s": live, "median_sim_s": sim,
+            "live_moved": float(row["live_s"]) / live - 1,
+            "sim_moved": float(row["sim_s"]) / sim - 1}
+
+
+def moved_text(elsewhere):
+    """What the README says of moved(): the live and the simulated time here against the other
+    instances' median."""
+    if "live_moved" not in elsewhere:
+        return "-"
+    return (f"live {elsewhere['live_moved']:+.0%} ({elsewhere['median_live_s']:.2f} s there), "
+            f"simulated {elsewhere['sim_moved']:+.0%}")
+
+
 def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
     """The set's runs beyond TARGET_MAX. rows: the campaign's fidelity rows; siblings:
     {campaign: rows} of the other instances that ran the set; priced: load_priced's runs of
@@ -95,10 +117,9 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
         if abs(error) <= TARGET_MAX:
             continue
         key = (r["trace"], r["policy"], float(r["budget"]))
-        elsewhere = {name: float(s["time_error"]) for name, other in siblings.items()
-                     if name != campaign for s in other
-                     if (s["trace"], s["policy"], float(s["budget"])) == key}
-        values = list(elsewhere.values())
+        same = [s for name, other in siblings.items() if name != campaign for s in other
+                if (s["trace"], s["policy"], float(s["budget"])) == key]
+        values = [float(s["time_error"]) for s in same]
         cause = cause_of(causes, gpu, *key)
         out.append({"set": label, "campaign": campaign, "trace": key[0], "policy": key[1],
                     "budget": key[2], "time_error": error,
@@ -106,7 +127,8 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
                                   "median_time_error": statistics.median(values) if values
                                   else None,
                                   "min": min(values) if values else None,
-                                  "max": max(values) if values else None},
+                                  "max": max(values) if values else None,
+                                  **moved(r, same)},
                     "kind": kind_of(error, values),
                     "at_its_eviction_price": priced_text((priced or {}).get(key)),
                     "cause": cause["cause"] if cause else None,
@@ -120,20 +142,24 @@ def readme_section(found):
              "Made by `experiments/live/misses.py`: each set's runs with |time error| above 15%, "
              "the same run on the other instances that made it (median, range), whether the model "
              "misses there too (systematic: their median beyond 10% on the same side; instance: "
-             "within 10%), the run simulated at the eviction price its own call log shows "
+             "within 10%), the run's live and simulated time against the same run's median on "
+             "those instances (a live time that moved while the simulated one did not: the "
+             "instance or the moment made the run slow or fast, unseen by its calibration), "
+             "the run simulated at the eviction price its own call log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; none where none was measured).", ""]
     if not found:
         return lines + ["None.", ""]
     lines += ["| set | run | error | other instances: median (range, n) | kind | "
-              "at its eviction price | cause |", "|---|---|---|---|---|---|---|"]
+              "here against the others' median | at its eviction price | cause |",
+              "|---|---|---|---|---|---|---|---|"]
     for m in found:
         e = m["elsewhere"]
         other = (f"{e['median_time_error']:+.0%} ({e['min']:+.0%} to {e['max']:+.0%}, "
                  f"{e['instances']})" if e["instances"] else "none")
         cause = f"{m['cause']} (`{m['evidence']}`)" if m["cause"] else "not measured"
         lines.append(f"| {m['set']} | {m['trace']} {m['policy']} {m['budget']:.0%} | "
-                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | "
+                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | {moved_text(e)} | "
                      f"{m['at_its_eviction_price'] or '-'} | {cause} |")
     lines.append("")
     return lines
