@@ -115,6 +115,15 @@ def test_misses():
     assert abs(moved["sim_moved"] - (10.4 / 10.115 - 1)) < 1e-9
     assert "live -20% (10.00 s there), simulated +3%" in misses.moved_text(moved)
     assert misses.moved_text(found["c"]["elsewhere"]) == "-"
+    # Which side the miss lies in: a, systematic, in the model; b, whose live time moved 20%
+    # against its simulated 3%, in the live time; c, seen nowhere else, in neither.
+    assert [found[t]["lies_in"] for t in "abc"] == ["model", "live", None]
+    assert misses.moved_text(moved, "live").startswith("the live time: live -20%")
+    slow_sim = {"live_moved": 0.02, "sim_moved": 0.25}
+    assert misses.lies_in(0.2, "instance", slow_sim) == "calibration"
+    assert misses.lies_in(-0.2, "instance", slow_sim) is None  # 2% is not the error's third
+    assert misses.lies_in(-0.2, "instance", {"live_moved": 0.1, "sim_moved": 0.25}) == "live"
+    assert misses.lies_in(-0.2, "instance", {"live_moved": -0.1, "sim_moved": 0.05}) is None
     assert found["c"]["kind"] == "unseen"
     assert misses.misses("h100", "set", "me", rows, others, causes)[0]["cause"] is None
     assert "not measured" in "\n".join(misses.readme_section(list(found.values())))

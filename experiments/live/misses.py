@@ -98,12 +98,32 @@ def moved(row, same):
             "sim_moved": float(row["sim_s"]) / sim - 1}
 
 
-def moved_text(elsewhere):
-    """What the README says of moved(): the live and the simulated time here against the other
-    instances' median."""
+def lies_in(error, kind, elsewhere):
+    """Which side moved the run off the model, from moved(): "live" where its live time left
+    the other instances' more than its simulated time did, in the direction of the error (a
+    slower GPU makes the simulator read fast); "calibration" where the simulated time moved
+    more, in the direction of the error; "model" where the run misses on the other instances
+    too (systematic); None where neither moved a third of the error in its direction."""
+    if kind == "systematic":
+        return "model"
+    if "live_moved" not in elsewhere:
+        return None
+    live, sim = -elsewhere["live_moved"], elsewhere["sim_moved"]
+    side = [(abs(v), name) for v, name in ((live, "live"), (sim, "calibration"))
+            if (v > 0) == (error > 0) and abs(v) >= abs(error) / 3]
+    return max(side)[1] if side else None
+
+
+LIES_IN = {"live": "the live time", "calibration": "its calibration", "model": "the model"}
+
+
+def moved_text(elsewhere, lies=None):
+    """What the README says of moved() and lies_in(): the live and the simulated time here
+    against the other instances' median."""
     if "live_moved" not in elsewhere:
         return "-"
-    return (f"live {elsewhere['live_moved']:+.0%} ({elsewhere['median_live_s']:.2f} s there), "
+    return ((f"{LIES_IN[lies]}: " if lies else "") +
+            f"live {elsewhere['live_moved']:+.0%} ({elsewhere['median_live_s']:.2f} s there), "
             f"simulated {elsewhere['sim_moved']:+.0%}")
 
 
@@ -120,6 +140,7 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
         same = [s for name, other in siblings.items() if name != campaign for s in other
                 if (s["trace"], s["policy"], float(s["budget"])) == key]
         values = [float(s["time_error"]) for s in same]
+        kind, shift = kind_of(error, values), moved(r, same)
         cause = cause_of(causes, gpu, *key)
         out.append({"set": label, "campaign": campaign, "trace": key[0], "policy": key[1],
                     "budget": key[2], "time_error": error,
@@ -128,8 +149,8 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
                                   else None,
                                   "min": min(values) if values else None,
                                   "max": max(values) if values else None,
-                                  **moved(r, same)},
-                    "kind": kind_of(error, values),
+                                  **shift},
+                    "kind": kind, "lies_in": lies_in(error, kind, shift),
                     "at_its_eviction_price": priced_text((priced or {}).get(key)),
                     "cause": cause["cause"] if cause else None,
                     "evidence": cause["evidence"] if cause else None})
@@ -143,15 +164,17 @@ def readme_section(found):
              "the same run on the other instances that made it (median, range), whether the model "
              "misses there too (systematic: their median beyond 10% on the same side; instance: "
              "within 10%), the run's live and simulated time against the same run's median on "
-             "those instances (a live time that moved while the simulated one did not: the "
-             "instance or the moment made the run slow or fast, unseen by its calibration), "
-             "the run simulated at the eviction price its own call log shows "
+             "those instances and which of them the miss lies in (the live time: the instance "
+             "or the moment made the run slow or fast and its calibration did not follow; its "
+             "calibration: the simulated time moved and the live one did not; the model: the "
+             "run misses elsewhere too), the run simulated at the eviction price its own call "
+             "log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; none where none was measured).", ""]
     if not found:
         return lines + ["None.", ""]
     lines += ["| set | run | error | other instances: median (range, n) | kind | "
-              "here against the others' median | at its eviction price | cause |",
+              "lies in: here against the others' median | at its eviction price | cause |",
               "|---|---|---|---|---|---|---|---|"]
     for m in found:
         e = m["elsewhere"]
@@ -159,7 +182,8 @@ def readme_section(found):
                  f"{e['instances']})" if e["instances"] else "none")
         cause = f"{m['cause']} (`{m['evidence']}`)" if m["cause"] else "not measured"
         lines.append(f"| {m['set']} | {m['trace']} {m['policy']} {m['budget']:.0%} | "
-                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | {moved_text(e)} | "
-                     f"{m['at_its_eviction_price'] or '-'} | {cause} |")
+                     f"{m['time_error']:+.0%} | {other} | {m['kind']} | "
+                     f"{moved_text(e, m['lies_in'])} | {m['at_its_eviction_price'] or '-'} | "
+                     f"{cause} |")
     lines.append("")
     return lines
