@@ -3,7 +3,7 @@
 # the fidelity reports (live/, multigpu/), the papers' evaluations (papers/*/run.sh), the allocator study, the
 # capture overhead table and the policy comparison. Normal runs of the study scripts write into
 # out/; only this (or a script's --write-reports) writes into STUDY/reports/, as goldens are
-# rewritten only on request. About 6 minutes on 2 cores, and 25 more for papers/schedule/'s sweep. `git diff experiments` shows what moved.
+# rewritten only on request. On 2 cores: live about 100 minutes (its pooled_cost 30 of them), papers 25 for schedule/'s sweep, the rest a few. `git diff experiments` shows what moved.
 #   experiments/make_reports.sh [STUDY...]     STUDY: live multigpu papers alloc capture compare
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,11 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       "$python" experiments/live/run_priced.py "experiments/live/data/$c" \
         "experiments/live/reports/$c/run-priced" >/dev/null
     done
+    # The calibrated cost that carries each miss lying in its calibration (read by results.py),
+    # and one cost pooled over the instances (about 30 minutes).
+    "$python" experiments/live/cost_swap.py --write
+    "$python" experiments/live/pooled_cost.py --cost swap_extra_ns --policies pump,oracle,deepum \
+      --write >/dev/null
     "$python" experiments/live/results.py --write ;;
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do

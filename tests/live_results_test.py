@@ -140,6 +140,31 @@ def test_misses():
     assert found["c"]["at_its_eviction_price"] is None
 
 
+def test_speeds():
+    """Each instance's live and simulated shift against the runs' medians over the instances;
+    runs made on fewer than three instances and untimed (drained) runs do not count."""
+    import speeds
+
+    def row(t, live, sim, timed=True):
+        return {"trace": t, "policy": "pump", "budget": "0.5", "live_s": str(live),
+                "sim_s": str(sim), "time_error": str(sim / live - 1) if timed else ""}
+    reports = {"h200-aaa": [row("a", 11, 10), row("b", 22, 21), row("c", 5, 5)],
+               "h200-bbb-holdout": [row("a", 10, 10), row("b", 20, 20), row("c", 9, 9, False)],
+               "h200-ccc": [row("a", 9, 10), row("b", 19, 20)],
+               "h200-ddd": [row("c", 1, 1)]}
+    s = speeds.speeds(reports)
+    by = {e["instance"]: e for e in s["instances"]}
+    assert sorted(by) == ["aaa", "bbb", "ccc"]  # c: on two timed instances only
+    assert by["aaa"]["runs"] == 2 and abs(by["aaa"]["live_shift"] - 0.1) < 1e-9
+    assert abs(by["aaa"]["sim_shift"] - 0.025) < 1e-9  # median of 0 and +5%
+    assert by["bbb"]["campaigns"] == ["h200-bbb-holdout"] and by["bbb"]["live_shift"] == 0
+    assert [e["instance"] for e in s["instances"]] == ["ccc", "bbb", "aaa"]  # fastest first
+    assert s["correlation"] is None  # under MIN_RUNS runs an instance
+    assert abs(speeds.correlation([1, 2, 3], [2, 4, 7]) - 0.9933992677987828) < 1e-12
+    assert speeds.correlation([1, 2, 3], [5, 5, 5]) is None
+    assert "| aaa | 1 | 2 | +10.0% | +2.5% |" in speeds.readme_section(s)
+
+
 def test_causes_file():
     """The committed causes load, name existing evidence, and a malformed one says where."""
     import misses
@@ -187,6 +212,7 @@ if __name__ == "__main__":
     test_calibration_kinds()
     test_holdout_instances()
     test_misses()
+    test_speeds()
     test_causes_file()
     test_results_rebuild()
     print("live results: ok")

@@ -127,10 +127,41 @@ def moved_text(elsewhere, lies=None):
             f"simulated {elsewhere['sim_moved']:+.0%}")
 
 
-def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
+def load_swaps(path):
+    """{(campaign, trace, policy, budget): run} of a cost_swap.py report, or {} without one."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        doc = json.load(f)
+    return {(r["campaign"], r["trace"], r["policy"], float(r["budget"])): r for r in doc["runs"]}
+
+
+def swap_text(run):
+    """The cost that carries a miss lying in its calibration (cost_swap.py): the swap that
+    closes most of it."""
+    if run is None:
+        return None
+    best = run["swaps"][0] if run["swaps"] else None
+    if best is None or best["closes"] <= 0:
+        return "no one cost at the others' value closes it"
+    return (f"carried by {cost_text(best)}: at theirs {best['time_error']:+.0%} "
+            f"({best['closes']:.0%} of the miss)")
+
+
+def cost_text(swap):
+    """One cost here and its median on the other instances."""
+    def value(v):
+        if isinstance(v, (int, float)):
+            return f"{v / 1e3:.1f} us"
+        return "/".join(f"{p[1]:.1f}" for p in v) + " GB/s"
+    name = swap["cost"].removesuffix("_ns").removesuffix("_gbps")
+    return f"{name} {value(swap['here'])} here, {value(swap['others'])} on the others"
+
+
+def misses(gpu, label, campaign, rows, siblings, causes, priced=None, swaps=None):
     """The set's runs beyond TARGET_MAX. rows: the campaign's fidelity rows; siblings:
     {campaign: rows} of the other instances that ran the set; priced: load_priced's runs of
-    the campaign."""
+    the campaign; swaps: load_swaps's runs."""
     out = []
     for r in rows:
         error = float(r["time_error"])
@@ -151,6 +182,7 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None):
                                   "max": max(values) if values else None,
                                   **shift},
                     "kind": kind, "lies_in": lies_in(error, kind, shift),
+                    "carried_by": swap_text((swaps or {}).get((campaign, *key))),
                     "at_its_eviction_price": priced_text((priced or {}).get(key)),
                     "cause": cause["cause"] if cause else None,
                     "evidence": cause["evidence"] if cause else None})
@@ -167,7 +199,9 @@ def readme_section(found):
              "those instances and which of them the miss lies in (the live time: the instance "
              "or the moment made the run slow or fast and its calibration did not follow; its "
              "calibration: the simulated time moved and the live one did not; the model: the "
-             "run misses elsewhere too), the run simulated at the eviction price its own call "
+             "run misses elsewhere too; for a miss in its calibration, the one cost that, at "
+             "the other instances' median, closes most of it: `experiments/live/cost_swap.py`), "
+             "the run simulated at the eviction price its own call "
              "log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; none where none was measured).", ""]
@@ -183,7 +217,9 @@ def readme_section(found):
         cause = f"{m['cause']} (`{m['evidence']}`)" if m["cause"] else "not measured"
         lines.append(f"| {m['set']} | {m['trace']} {m['policy']} {m['budget']:.0%} | "
                      f"{m['time_error']:+.0%} | {other} | {m['kind']} | "
-                     f"{moved_text(e, m['lies_in'])} | {m['at_its_eviction_price'] or '-'} | "
+                     f"{moved_text(e, m['lies_in'])}"
+                     f"{'; ' + m['carried_by'] if m['carried_by'] else ''} | "
+                     f"{m['at_its_eviction_price'] or '-'} | "
                      f"{cause} |")
     lines.append("")
     return lines

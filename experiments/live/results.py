@@ -16,7 +16,9 @@ fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
                         profile
   instances.json        per instance: error with its per-machine calibration, its full one and
                         the shipped profile (where made), and the median over instances of each
-                        (by_calibration); the live times of runs made on two instances
+                        (by_calibration); the live times of runs made on two instances; how
+                        fast each instance ran and how far its calibration followed (speeds:
+                        speeds.py)
   misses.json           every set's runs beyond 15%, the same runs on the other instances, and
                         their measured causes (misses.py, causes.json)
   README.md             these as tables
@@ -33,6 +35,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import misses  # noqa: E402  (beside this file)
+import speeds  # noqa: E402
 from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
 
 import common  # noqa: E402
@@ -386,19 +389,24 @@ def write_holdout(folder, summary, held):
     common.write_json(os.path.join(folder, "instances.json"), held)
 
 
+# Each set's label, its main campaign's key in CAMPAIGNS and its instances' key.
+SETS = (("shipped traces", "shipped", "instances"), ("hold-out, first set", "holdout", "holdouts"),
+        ("hold-out, second set", "holdout2", "holdouts2"),
+        ("hold-out, third set", "holdout3", "holdouts3"))
+
+
 def gpu_misses(gpu, c, causes):
     """Each set's runs beyond the target, against the other instances that ran the set."""
     found = []
-    for label, main, siblings in (("shipped traces", "shipped", "instances"),
-                                  ("hold-out, first set", "holdout", "holdouts"),
-                                  ("hold-out, second set", "holdout2", "holdouts2"),
-                                  ("hold-out, third set", "holdout3", "holdouts3")):
+    swaps = misses.load_swaps(os.path.join(LIVE, "reports", "cost-swap", gpu + ".json"))
+    for label, main, siblings in SETS:
         if not c.get(main):
             continue
         others = {name: report(name)[1] for name in c.get(siblings, [])}
         priced = misses.load_priced(os.path.join(LIVE, "reports", c[main], "run-priced",
                                                  "run_priced.json"))
-        found += misses.misses(gpu, label, c[main], report(c[main])[1], others, causes, priced)
+        found += misses.misses(gpu, label, c[main], report(c[main])[1], others, causes, priced,
+                               swaps)
     return found
 
 
@@ -429,6 +437,9 @@ def main():
         shipped = fidelity(c["shipped"], c.get("bytes"))
         holdout = fidelity(c["holdout"], c.get("holdout_bytes")) if c["holdout"] else None
         inst = instances(c["instances"])
+        inst["speeds"] = speeds.speeds({name: report(name)[1] for name in dict.fromkeys(
+            c["instances"] + c.get("holdouts", []) + c.get("holdouts2", [])
+            + c.get("holdouts3", []))})
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
         held2 = holdouts(c.get("holdouts2", []))
@@ -449,7 +460,8 @@ def main():
         common.write_json(os.path.join(root, gpu, "misses.json"), found)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
             f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3)
-                    + "\n".join(misses.readme_section(found)))
+                    + "\n".join(speeds.readme_section(inst["speeds"]) +
+                                misses.readme_section(found)))
         print(f"{gpu}: " + ", ".join(
             f"{label} {pct(s['median_abs_time_error'])} / {pct(s['max_abs_time_error'])}"
             for label, s in (("shipped", shipped), ("hold-out", holdout),

@@ -1,0 +1,128 @@
+"""Whether one calibrated cost is worth measuring on each machine: every campaign's runs
+simulated again with that cost alone at one value for all instances, against the campaign's
+own calibration.
+
+    python3 experiments/live/pooled_cost.py --cost NAME [--gpu GPU] [--policies P,P]
+                                            [--write] [--faultline BIN] [--jobs N]
+
+For each GPU model, each campaign the results read (results.py CAMPAIGNS: the instances and the
+three hold-out sets), each run under the given policies (default: all) is simulated with the
+profile its report used and the cost NAME set to the GPU model's shipped profile's value
+(configs/gpus/GPU.json); the run's error as calibrated comes from the report. A cost whose
+per-machine value follows what the instance pays lowers the errors as measured; one whose
+benchmark reads the moment's noise lowers them at the pooled value. Writes NAME.json and NAME.md
+into experiments/live/reports/pooled-cost/ with --write (else out/live/pooled-cost/): per set
+and GPU, the median |time error| both ways over the same runs, and per campaign.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cost_swap  # noqa: E402  (beside this file)
+import results  # noqa: E402
+
+import common  # noqa: E402
+
+
+def shipped_value(gpu, cost):
+    with open(os.path.join(common.REPO, "configs", "gpus", gpu + ".json")) as f:
+        doc = json.load(f)
+    with open(os.path.join(common.REPO, "configs", "links", doc["host_link"] + ".json")) as f:
+        value = cost_swap.costs(doc, json.load(f)).get(cost)
+    if value is None:
+        raise SystemExit(f"pooled_cost: configs/gpus/{gpu}.json: no cost {cost}; expected one of "
+                         + ", ".join(sorted(cost_swap.costs(doc, {}))))
+    return value
+
+
+def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp):
+    """[(trace, policy, budget, live s, simulated s as calibrated, simulated s at VALUE)] of the
+    campaign's runs under POLICIES; [] where its report is not there."""
+    gpu, link = cost_swap.report_profile(campaign)
+    machine = cost_swap.with_costs(gpu, link, {cost: value}, os.path.join(tmp, campaign))
+    rows = [r for r in results.report(campaign)[1]
+            if r["time_error"] and (not policies or r["policy"] in policies)]
+
+    def simulate(row):
+        budget = float(row["budget"])
+        trace = cost_swap.trace_of(campaign, row["trace"], row["policy"], budget)
+        config = {**cost_swap.fidelity.sim_config(machine["gpu"], row["policy"], budget),
+                  "host_link": machine["host_link"]}
+        return common.simulate(trace, config, faultline)["results"]["total_time_ns"] / 1e9
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        pooled = list(pool.map(simulate, rows))
+    return [(r["trace"], r["policy"], float(r["budget"]), float(r["live_s"]), float(r["sim_s"]),
+             p) for r, p in zip(rows, pooled)]
+
+
+def medians(runs):
+    own = [abs(s / live - 1) for _, _, _, live, s, _ in runs]
+    pooled = [abs(p / live - 1) for _, _, _, live, _, p in runs]
+    return {"runs": len(runs), "own_median_abs_time_error": statistics.median(own),
+            "pooled_median_abs_time_error": statistics.median(pooled),
+            "own_max_abs_time_error": max(own), "pooled_max_abs_time_error": max(pooled)}
+
+
+def markdown(doc):
+    lines = [f"# {doc['cost']}: each instance's own value against one for all", "",
+             "Made by `experiments/live/pooled_cost.py --cost " + doc["cost"] + " --write`: every "
+             "campaign's runs" + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
+             + " simulated with its own calibration and with " + doc["cost"] + " at the shipped "
+             "profile's value. Median / max |time error|.", "",
+             "| GPU | set | pooled value | campaigns | runs | own calibration | pooled value |",
+             "|---|---|---|---|---|---|---|"]
+    for gpu, sets in doc["gpus"].items():
+        for label, s in sets["sets"].items():
+            lines.append(f"| {gpu} | {label} | {sets['value']} | {s['campaigns']} | {s['runs']} | "
+                         f"{s['own_median_abs_time_error']:.1%} / {s['own_max_abs_time_error']:.1%}"
+                         f" | {s['pooled_median_abs_time_error']:.1%} / "
+                         f"{s['pooled_max_abs_time_error']:.1%} |")
+    return "\n".join(lines + [""])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cost", required=True)
+    ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
+    ap.add_argument("--policies", default="", help="comma-separated (default: every policy)")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    policies = [p for p in args.policies.split(",") if p]
+    doc = {"cost": args.cost, "policies": policies, "gpus": {}}
+    for gpu in args.gpu or sorted(results.CAMPAIGNS):
+        c, value = results.CAMPAIGNS[gpu], shipped_value(gpu, args.cost)
+        sets, per_campaign = {}, {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for label, _, key in results.SETS:
+                runs = []
+                for campaign in c.get(key, []):
+                    if campaign not in per_campaign:
+                        made = campaign_runs(campaign, policies, args.cost, value,
+                                             args.faultline, args.jobs, tmp)
+                        per_campaign[campaign] = medians(made) if made else None
+                        per_campaign[campaign + "/runs"] = made
+                    runs += per_campaign[campaign + "/runs"]
+                if runs:
+                    sets[label] = {"campaigns": len(c.get(key, [])), **medians(runs)}
+                print(f"{gpu} {label}: {sets.get(label)}", flush=True)
+        doc["gpus"][gpu] = {"value": value, "sets": sets,
+                            "campaigns": {k: v for k, v in per_campaign.items()
+                                          if not k.endswith("/runs") and v}}
+    out_dir = (os.path.join(results.LIVE, "reports", "pooled-cost") if args.write else
+               os.path.join(common.REPO, "out", "live", "pooled-cost"))
+    os.makedirs(out_dir, exist_ok=True)
+    common.write_json(os.path.join(out_dir, args.cost + ".json"), doc)
+    with open(os.path.join(out_dir, args.cost + ".md"), "w") as f:
+        f.write(markdown(doc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""experiments/live/cost_swap.py and pooled_cost.py: a profile's costs (the host link's among
+them), the median of the other instances' values (bandwidth curves per point, none where their
+sizes differ), a profile with some costs changed and the originals left as they were, and end
+to end on a real campaign: unchanged costs simulate as its report did, a dearer swap slower; the
+pooled value of a cost; the text of the cost that carries a miss."""
+import os
+import sys
+import tempfile
+
+root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(root, "experiments", "live"))
+import cost_swap  # noqa: E402
+import misses  # noqa: E402
+import pooled_cost  # noqa: E402
+import results  # noqa: E402
+
+FAULTLINE = os.path.join(root, "build", "faultline")
+CAMPAIGN = "h200-47aad059-holdout"  # six hash-join runs: quick to simulate
+GPU = {"name": "x", "host_link": "x-host", "per_fault_ns": 5000, "fault_parallelism": 256,
+       "memory_bytes": 1 << 30, "swap_extra_ns": 30000, "sources": ["a"]}
+LINK = {"name": "x-host", "forward": {"bandwidth_gbps": [[1 << 30, 50.0]], "overhead_ns": 9000},
+        "reverse": {"bandwidth_gbps": [[1 << 30, 14.0]], "overhead_ns": 9000}}
+
+
+def test_costs():
+    c = cost_swap.costs(GPU, LINK)
+    assert c["per_fault_ns"] == 5000 and c["swap_extra_ns"] == 30000
+    assert "memory_bytes" not in c and "name" not in c and "sources" not in c
+    assert c["host_link.reverse.bandwidth_gbps"] == [[1 << 30, 14.0]]
+    assert c["host_link.forward.overhead_ns"] == 9000
+
+
+def test_median_cost():
+    assert cost_swap.median_cost([1000, 3000, 2500]) == 2500
+    assert cost_swap.median_cost([1000, 2000]) == 1500 and \
+        isinstance(cost_swap.median_cost([1000, 2001]), int)
+    curves = [[[1, 10.0], [2, 20.0]], [[1, 12.0], [2, 18.0]], [[1, 14.0], [2, 30.0]]]
+    assert cost_swap.median_cost(curves) == [[1, 12.0], [2, 20.0]]
+    assert cost_swap.median_cost([[[1, 10.0]], [[2, 10.0]]]) is None
+
+
+def test_with_costs():
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        paths = cost_swap.with_costs(GPU, LINK, {"swap_extra_ns": 0,
+                                                 "host_link.reverse.bandwidth_gbps": [[1, 9.0]]}, d)
+        with open(paths["gpu"]) as f:
+            gpu = json.load(f)
+        with open(paths["host_link"]) as f:
+            link = json.load(f)
+    assert gpu["swap_extra_ns"] == 0 and gpu["per_fault_ns"] == 5000
+    assert link["reverse"]["bandwidth_gbps"] == [[1, 9.0]] and link["forward"] == LINK["forward"]
+    assert GPU["swap_extra_ns"] == 30000 and LINK["reverse"]["bandwidth_gbps"][0][1] == 14.0
+
+
+def test_swap_text():
+    run = {"swaps": [{"cost": "swap_extra_ns", "here": 76388, "others": 6486, "time_error": 0.05,
+                      "closes": 0.78}]}
+    text = misses.swap_text(run)
+    assert text == ("carried by swap_extra 76.4 us here, 6.5 us on the others: at theirs +5% "
+                    "(78% of the miss)"), text
+    assert "no one cost" in misses.swap_text({"swaps": [{**run["swaps"][0], "closes": -0.1}]})
+    assert misses.swap_text(None) is None
+    curve = {"cost": "host_link.reverse.bandwidth_gbps", "here": [[1, 13.0]],
+             "others": [[1, 17.1]]}
+    assert misses.cost_text(curve) == \
+        "host_link.reverse.bandwidth 13.0 GB/s here, 17.1 GB/s on the others"
+
+
+def test_shipped_value():
+    assert pooled_cost.shipped_value("h200", "swap_extra_ns") > 0
+    try:
+        pooled_cost.shipped_value("h200", "swap_extra")
+        raise AssertionError("taken: an unknown cost")
+    except SystemExit as e:
+        assert "no cost swap_extra; expected one of" in str(e) and "swap_extra_ns" in str(e)
+
+
+def test_real_campaign():
+    """Unchanged costs simulate as the report did; a dearer swap makes pump slower."""
+    gpu, link = cost_swap.report_profile(CAMPAIGN)
+    own = cost_swap.costs(gpu, link)["swap_extra_ns"]
+    rows = {(r["policy"], float(r["budget"])): float(r["sim_s"])
+            for r in results.report(CAMPAIGN)[1]}
+    with tempfile.TemporaryDirectory() as d:
+        same = pooled_cost.campaign_runs(CAMPAIGN, ["pump"], "swap_extra_ns", own, FAULTLINE, 2, d)
+        dear = pooled_cost.campaign_runs(CAMPAIGN, ["pump"], "swap_extra_ns", own + 200_000,
+                                         FAULTLINE, 2, d)
+    assert len(same) == 2
+    for trace, policy, budget, live, sim, pooled in same:
+        assert trace == "hash-join" and policy == "pump" and live > 0
+        assert sim == rows[(policy, budget)] and abs(pooled - sim) < 1e-9, (pooled, sim)
+    for (_, _, _, _, sim, pooled) in dear:
+        assert pooled > sim * 1.05, (pooled, sim)
+    summary = pooled_cost.medians(same)
+    assert summary["runs"] == 2
+    assert summary["own_median_abs_time_error"] == summary["pooled_median_abs_time_error"]
+
+
+if __name__ == "__main__":
+    test_costs()
+    test_median_cost()
+    test_with_costs()
+    test_swap_text()
+    test_shipped_value()
+    test_real_campaign()
+    print("cost swap: ok")
