@@ -1,6 +1,9 @@
 """The runs beyond the time target (|error| > 15%, issue 21) in each set of a GPU's results, with
-what is known of each: the same run's error on the other instances that made it, and the
-measured cause where one was measured (experiments/live/causes.json).
+what is known of each: the same run's error on the other instances that made it, its live and
+simulated time against theirs and so which side the miss lies in (lies_in), the calibrated cost
+that carries a miss lying in its calibration (cost_swap.py's report), the run at its own
+eviction price (run_priced.py's report) and the measured cause where one was measured
+(experiments/live/causes.json).
 
 A miss is "systematic" where the other instances' median error lies beyond 10% on the same side
 (the model misses there too), "instance" where it lies within 10% (this instance's run is off,
@@ -201,8 +204,7 @@ def readme_section(found):
              "calibration: the simulated time moved and the live one did not; the model: the "
              "run misses elsewhere too; for a miss in its calibration, the one cost that, at "
              "the other instances' median, closes most of it: `experiments/live/cost_swap.py`), "
-             "the run simulated at the eviction price its own call "
-             "log shows "
+             "the run simulated at the eviction price its own call log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; none where none was measured).", ""]
     if not found:

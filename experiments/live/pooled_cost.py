@@ -71,7 +71,9 @@ def medians(runs):
 
 def markdown(doc):
     lines = [f"# {doc['cost']}: each instance's own value against one for all", "",
-             "Made by `experiments/live/pooled_cost.py --cost " + doc["cost"] + " --write`: every "
+             "Made by `experiments/live/pooled_cost.py --cost " + doc["cost"]
+             + (f" --policies {','.join(doc['policies'])}" if doc["policies"] else "")
+             + " --write`: every "
              "campaign's runs" + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
              + " simulated with its own calibration and with " + doc["cost"] + " at the shipped "
              "profile's value. Median / max |time error|.", "",
