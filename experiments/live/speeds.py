@@ -39,8 +39,8 @@ def speeds(reports):
             continue
         live = statistics.median(v[0] for v in made.values())
         sim = statistics.median(v[1] for v in made.values())
-        for instance, (l, s) in made.items():
-            shifts.setdefault(instance, []).append((l / live - 1, s / sim - 1))
+        for instance, (run_live, run_sim) in made.items():
+            shifts.setdefault(instance, []).append((run_live / live - 1, run_sim / sim - 1))
     out = [{"instance": i, "campaigns": sorted(campaigns[i]), "runs": len(v),
             "live_shift": statistics.median(x for x, _ in v),
             "sim_shift": statistics.median(y for _, y in v)} for i, v in shifts.items()]
