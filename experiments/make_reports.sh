@@ -28,8 +28,10 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
         "experiments/live/reports/$c/run-priced" >/dev/null
     done
     # The calibrated cost that carries each miss lying in its calibration (read by results.py),
-    # and one cost pooled over the instances (about 30 minutes).
+    # the costs' spread within one instance and across, and one cost pooled over the instances
+    # (about 30 minutes).
     "$python" experiments/live/cost_swap.py --write
+    "$python" experiments/live/calibration_noise.py --write >/dev/null
     "$python" experiments/live/pooled_cost.py --cost swap_extra_ns --policies pump,oracle,deepum \
       --write >/dev/null
     "$python" experiments/live/results.py --write ;;

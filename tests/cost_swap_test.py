@@ -1,14 +1,17 @@
-"""experiments/live/cost_swap.py and pooled_cost.py: a profile's costs (the host link's among
+"""experiments/live/cost_swap.py, pooled_cost.py and calibration_noise.py: a profile's costs (the host link's among
 them), the median of the other instances' values (bandwidth curves per point, none where their
 sizes differ), a profile with some costs changed and the originals left as they were, and end
 to end on a real campaign: unchanged costs simulate as its report did, a dearer swap slower; the
-pooled value of a cost; the text of the cost that carries a miss."""
+pooled value of a cost; the text of the cost that carries a miss; each cost's spread within one
+instance and across, on the committed calibrations, without the costs kept from the shipped
+profile, and a calibration that cannot be refitted named."""
 import os
 import sys
 import tempfile
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(root, "experiments", "live"))
+import calibration_noise  # noqa: E402
 import cost_swap  # noqa: E402
 import misses  # noqa: E402
 import pooled_cost  # noqa: E402
@@ -97,6 +100,31 @@ def test_real_campaign():
     assert summary["own_median_abs_time_error"] == summary["pooled_median_abs_time_error"]
 
 
+def test_calibration_noise():
+    assert calibration_noise.cv([2.0, 2.0]) == 0 and calibration_noise.cv([5]) is None
+    assert calibration_noise.cv([0, 0]) is None
+    assert abs(calibration_noise.cv([1, 3]) - 2 ** 0.5 / 2) < 1e-12
+    assert calibration_noise.scalar([[1, 12.5], [2, 13.0]]) == 12.5
+    at1 = os.path.join(root, "experiments", "live", "data", "h200-153bc426", "profile",
+                       "calibration", "h200-153bc426-at1.json")
+    kept = calibration_noise.kept_costs(at1)
+    assert {"per_fault_ns", "host_link.reverse.overhead_ns"} <= kept and "profile" not in kept
+    doc = calibration_noise.noise("h200", FAULTLINE)
+    assert doc["campaigns"]["h200-9bc851db-drift"] == 6
+    by = {r["cost"]: r for r in doc["costs"]}
+    assert not kept & set(by) and by["swap_extra_ns"]["within"] > 0
+    assert by["host_fault_ns"]["instances"] == len(results.CAMPAIGNS["h200"]["instances"])
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "x-at1.json")
+        with open(bad, "w") as f:
+            f.write("{}")
+        try:
+            calibration_noise.refit_alone(FAULTLINE, bad, "h200", d)
+            raise AssertionError("taken: a calibration without measurements")
+        except SystemExit as e:
+            assert f"refitting {bad}" in str(e), str(e)
+
+
 if __name__ == "__main__":
     test_costs()
     test_median_cost()
@@ -104,4 +132,5 @@ if __name__ == "__main__":
     test_swap_text()
     test_shipped_value()
     test_real_campaign()
+    test_calibration_noise()
     print("cost swap: ok")

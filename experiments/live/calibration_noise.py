@@ -1,0 +1,150 @@
+"""Which per-machine costs carry a difference between instances, and which move as much between
+two calibrations of one instance minutes apart.
+
+    python3 experiments/live/calibration_noise.py [--gpu GPU] [--write] [--faultline BIN]
+
+Within: the campaigns that calibrated their instance more than once (profile/calibration/
+NAME-atK.json: campaign.sh calibrate, then recalibrate), each calibration refitted alone with
+the GPU model's shipped fault path as it is now (`calibrate --refit ATK --from GPU`, as
+fidelity.py refits a campaign's profile). Across: the per-machine profiles the reports of the
+instances' campaigns simulate with (results.py CAMPAIGNS "instances"). Per cost, the coefficient
+of variation (standard deviation over mean) of each: within, the root mean square over the
+instances of each one's own; across, over the instances' values. A cost whose across value
+stands well above its within value differs between instances; one whose within value is as
+large moves with the moment, and one calibration reads it as noise. Costs the per-machine
+calibration keeps from the shipped profile (its fault path) are left out, and costs of one value
+everywhere (not measured per machine). Writes GPU.json and
+GPU.md into experiments/live/reports/calibration-noise/ with --write (else
+out/live/calibration-noise/).
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cost_swap  # noqa: E402  (beside this file)
+import results  # noqa: E402
+
+import common  # noqa: E402
+
+
+def scalar(value):
+    """A cost's value as one number: a bandwidth curve's first point."""
+    return value[0][1] if isinstance(value, list) else value
+
+
+def cv(values):
+    """Standard deviation over mean; None under two values or at a mean of 0."""
+    if len(values) < 2 or not statistics.fmean(values):
+        return None
+    return statistics.stdev(values) / abs(statistics.fmean(values))
+
+
+def refit_alone(faultline, calibration, gpu, out_dir):
+    """The costs of one calibration refitted with GPU's shipped fault path."""
+    name = os.path.basename(calibration)[:-len(".json")]
+    out = subprocess.run([faultline, "calibrate", "--refit", calibration, "--from", gpu,
+                          "--name", name, "--out-dir", out_dir], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"calibration_noise: refitting {calibration}: "
+                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
+    with open(os.path.join(out_dir, "gpus", name + ".json")) as f:
+        profile = json.load(f)
+    with open(os.path.join(out_dir, "links", profile["host_link"] + ".json")) as f:
+        return cost_swap.costs(profile, json.load(f))
+
+
+def repeated(gpu):
+    """{campaign: [calibration paths]} of the campaigns with two calibrations or more, one
+    campaign per instance."""
+    out, seen = {}, set()
+    for folder in sorted(glob.glob(os.path.join(results.LIVE, "data", gpu + "-*"))):
+        atk = sorted(glob.glob(os.path.join(folder, "profile", "calibration", "*-at[0-9]*.json")))
+        instance = os.path.basename(folder).split("-")[1]
+        if len(atk) >= 2 and instance not in seen:
+            seen.add(instance)
+            out[os.path.basename(folder)] = atk
+    return out
+
+
+def kept_costs(calibration):
+    """The costs a per-machine calibration keeps from the shipped profile."""
+    with open(calibration) as f:
+        kept = json.load(f)["measurements"].get("fault_path_from", {})
+    return {k for k in kept if k != "profile"} | ({"host_link.forward.overhead_ns",
+                                                   "host_link.reverse.overhead_ns"}
+                                                  if "copy_overhead_ns" in kept else set())
+
+
+def noise(gpu, faultline):
+    within, kept = {}, set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for campaign, calibrations in repeated(gpu).items():
+            costs = [refit_alone(faultline, c, gpu, tmp) for c in calibrations]
+            kept |= kept_costs(calibrations[0])
+            for key in costs[0]:
+                values = [scalar(c[key]) for c in costs if key in c]
+                within.setdefault(key, {})[campaign] = cv(values)
+    across = {}
+    for campaign in results.CAMPAIGNS[gpu]["instances"]:
+        for key, value in cost_swap.costs(*cost_swap.report_profile(campaign)).items():
+            across.setdefault(key, []).append(scalar(value))
+    rows = []
+    for key in sorted(within):
+        if key in kept:
+            continue
+        own = [v for v in within[key].values() if v is not None]
+        if not any(own) and not cv(across.get(key, [])):
+            continue  # one value everywhere: not measured per machine (a base profile's)
+        rows.append({"cost": key, "within": (statistics.fmean(v * v for v in own) ** 0.5
+                                             if own else None),
+                     "within_by_campaign": within[key], "across": cv(across.get(key, [])),
+                     "instances": len(across.get(key, []))})
+    return {"gpu": gpu, "campaigns": {c: len(a) for c, a in repeated(gpu).items()},
+            "kept_from_shipped": sorted(kept), "costs": rows}
+
+
+def markdown(doc):
+    def pct(x):
+        return f"{x:.0%}" if x is not None else "-"
+    lines = [f"# {doc['gpu']}: per-machine costs, within one instance and across instances", "",
+             "Made by `experiments/live/calibration_noise.py --write`: coefficient of variation "
+             "(standard deviation over mean) of each cost between calibrations of one instance "
+             "minutes apart (" + ", ".join(f"`{c}` {n}" for c, n in doc["campaigns"].items())
+             + " calibrations; the root mean square over them) and across the instances' "
+             "per-machine profiles. Left out, kept from the shipped profile: "
+             + ", ".join(doc["kept_from_shipped"]) + ".", "",
+             "| cost | within one instance | across instances (n) |", "|---|---|---|"]
+    for r in doc["costs"]:
+        lines.append(f"| {r['cost']} | {pct(r['within'])} | {pct(r['across'])} "
+                     f"({r['instances']}) |")
+    return "\n".join(lines + [""])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    args = ap.parse_args()
+    out_dir = (os.path.join(results.LIVE, "reports", "calibration-noise") if args.write else
+               os.path.join(common.REPO, "out", "live", "calibration-noise"))
+    os.makedirs(out_dir, exist_ok=True)
+    for gpu in args.gpu or sorted(results.CAMPAIGNS):
+        doc = noise(gpu, args.faultline)
+        if not doc["campaigns"]:
+            print(f"{gpu}: no campaign calibrated its instance twice")
+            continue
+        common.write_json(os.path.join(out_dir, gpu + ".json"), doc)
+        with open(os.path.join(out_dir, gpu + ".md"), "w") as f:
+            f.write(markdown(doc))
+        print(f"{gpu}: {len(doc['costs'])} costs, {len(doc['campaigns'])} campaigns")
+
+
+if __name__ == "__main__":
+    main()
