@@ -157,6 +157,18 @@ def repo_relative(path):
     return path
 
 
+def read_json(path, who):
+    """The JSON document at PATH; SystemExit naming WHO, the file and what is wrong where it is
+    missing or malformed."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise SystemExit(f"{who}: {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise SystemExit(f"{who}: {path}: not JSON: {e}") from None
+
+
 def load_manifest(folder):
     """The campaign's manifest.json ({} where there is none)."""
     path = os.path.join(folder, "manifest.json")

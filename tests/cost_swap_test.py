@@ -6,6 +6,7 @@ pooled value of a cost; the text of the cost that carries a miss; each cost's sp
 instance and across, on the committed calibrations, without the costs kept from the shipped
 profile, and a calibration that cannot be refitted named."""
 import os
+import re
 import sys
 import tempfile
 
@@ -62,8 +63,18 @@ def test_swap_text():
     text = misses.swap_text(run)
     assert text == ("carried by swap_extra 76.4 us here, 6.5 us on the others: at theirs +5% "
                     "(78% of the miss)"), text
-    assert "no one cost" in misses.swap_text({"swaps": [{**run["swaps"][0], "closes": -0.1}]})
+    # Under half of the miss closed: no one cost carries it, and where every cost leaves it.
+    weak = {"swaps": [{**run["swaps"][0], "closes": 0.19}],
+            "every_cost_at_others": {"time_error": 0.14}}
+    assert misses.swap_text(weak) == (
+        "no one cost carries it (swap_extra 76.4 us here, 6.5 us on the others closes at most "
+        "19% of it); every cost at the others' median: +14%"), misses.swap_text(weak)
+    assert "at most 0% of it" in misses.swap_text({**weak, "swaps": [{**weak["swaps"][0],
+                                                                       "closes": -0.3}]})
+    assert "no cost differs" in misses.swap_text({**weak, "swaps": []})
     assert misses.swap_text(None) is None
+    count = {"cost": "fault_parallelism", "here": 513, "others": 256}
+    assert misses.cost_text(count) == "fault_parallelism 513 here, 256 on the others"
     curve = {"cost": "host_link.reverse.bandwidth_gbps", "here": [[1, 13.0]],
              "others": [[1, 17.1]]}
     assert misses.cost_text(curve) == \
@@ -77,6 +88,30 @@ def test_shipped_value():
         raise AssertionError("taken: an unknown cost")
     except SystemExit as e:
         assert "no cost swap_extra; expected one of" in str(e) and "swap_extra_ns" in str(e)
+        assert "host_link.reverse.bandwidth_gbps" in str(e)
+
+
+def test_bad_files():
+    """A missing or malformed report is named, with what was expected."""
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "h200.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        for call, message in ((lambda: misses.load_swaps(bad), "not JSON"),
+                              (lambda: cost_swap.report_profile("h200-nowhere"),
+                               "h200-nowhere/summary.json: No such file")):
+            try:
+                call()
+                raise AssertionError(f"taken: {message}")
+            except SystemExit as e:
+                assert message in str(e), str(e)
+        with open(bad, "w") as f:
+            f.write('{"runs": [{"campaign": "x"}]}')
+        try:
+            misses.load_swaps(bad)
+            raise AssertionError("taken: a run without its keys")
+        except SystemExit as e:
+            assert f"{bad}: expected cost_swap.py's report" in str(e), str(e)
 
 
 def test_real_campaign():
@@ -90,11 +125,17 @@ def test_real_campaign():
         dear = pooled_cost.campaign_runs(CAMPAIGN, ["pump"], "swap_extra_ns", own + 200_000,
                                          FAULTLINE, 2, d)
     assert len(same) == 2
-    for trace, policy, budget, live, sim, pooled in same:
+    for trace, policy, budget, live, sim, pooled, revision in same:
         assert trace == "hash-join" and policy == "pump" and live > 0
-        assert sim == rows[(policy, budget)] and abs(pooled - sim) < 1e-9, (pooled, sim)
-    for (_, _, _, _, sim, pooled) in dear:
+        assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", revision), revision
+        # simulated afresh at the campaign's own value: its report's time, to the nanosecond
+        assert abs(pooled - rows[(policy, budget)]) < 1e-9, (pooled, rows[(policy, budget)])
+    for (_, _, _, _, sim, pooled, _) in dear:
         assert pooled > sim * 1.05, (pooled, sim)
+    # a campaign whose report used a shipped profile has no own value to pool
+    assert not cost_swap.calibrated("h200-other-instance")
+    assert pooled_cost.campaign_runs("h200-other-instance", [], "swap_extra_ns", own, FAULTLINE,
+                                     2, "unused") == []
     summary = pooled_cost.medians(same)
     assert summary["runs"] == 2
     assert summary["own_median_abs_time_error"] == summary["pooled_median_abs_time_error"]
@@ -122,7 +163,7 @@ def test_calibration_noise():
             calibration_noise.refit_alone(FAULTLINE, bad, "h200", d)
             raise AssertionError("taken: a calibration without measurements")
         except SystemExit as e:
-            assert f"refitting {bad}" in str(e), str(e)
+            assert f"calibration_noise: faultline calibrate --refit {bad}" in str(e), str(e)
 
 
 if __name__ == "__main__":
@@ -131,6 +172,7 @@ if __name__ == "__main__":
     test_with_costs()
     test_swap_text()
     test_shipped_value()
+    test_bad_files()
     test_real_campaign()
     test_calibration_noise()
     print("cost swap: ok")

@@ -149,20 +149,22 @@ def test_speeds():
         return {"trace": t, "policy": "pump", "budget": "0.5", "live_s": str(live),
                 "sim_s": str(sim), "time_error": str(sim / live - 1) if timed else ""}
     reports = {"h200-aaa": [row("a", 11, 10), row("b", 22, 21), row("c", 5, 5)],
+               "h200-aaa-holdout": [row("b", 24, 21)],  # aaa's b twice: the median, 23 s
                "h200-bbb-holdout": [row("a", 10, 10), row("b", 20, 20), row("c", 9, 9, False)],
                "h200-ccc": [row("a", 9, 10), row("b", 19, 20)],
                "h200-ddd": [row("c", 1, 1)]}
     s = speeds.speeds(reports)
     by = {e["instance"]: e for e in s["instances"]}
     assert sorted(by) == ["aaa", "bbb", "ccc"]  # c: on two timed instances only
-    assert by["aaa"]["runs"] == 2 and abs(by["aaa"]["live_shift"] - 0.1) < 1e-9
+    assert by["aaa"]["runs"] == 2 and abs(by["aaa"]["live_shift"] - 0.125) < 1e-9  # 10%, 15%
+    assert by["aaa"]["campaigns"] == ["h200-aaa", "h200-aaa-holdout"]
     assert abs(by["aaa"]["sim_shift"] - 0.025) < 1e-9  # median of 0 and +5%
     assert by["bbb"]["campaigns"] == ["h200-bbb-holdout"] and by["bbb"]["live_shift"] == 0
     assert [e["instance"] for e in s["instances"]] == ["ccc", "bbb", "aaa"]  # fastest first
     assert s["correlation"] is None  # under MIN_RUNS runs an instance
     assert abs(speeds.correlation([1, 2, 3], [2, 4, 7]) - 0.9933992677987828) < 1e-12
     assert speeds.correlation([1, 2, 3], [5, 5, 5]) is None
-    assert "| aaa | 1 | 2 | +10.0% | +2.5% |" in speeds.readme_section(s)
+    assert "| aaa | 2 | 2 | +12.5% | +2.5% |" in speeds.readme_section(s)
 
 
 def test_causes_file():

@@ -19,16 +19,16 @@ out/live/calibration-noise/).
 """
 import argparse
 import glob
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cost_swap  # noqa: E402  (beside this file)
+import fidelity  # noqa: E402
 import results  # noqa: E402
+import speeds  # noqa: E402
 
 import common  # noqa: E402
 
@@ -48,15 +48,11 @@ def cv(values):
 def refit_alone(faultline, calibration, gpu, out_dir):
     """The costs of one calibration refitted with GPU's shipped fault path."""
     name = os.path.basename(calibration)[:-len(".json")]
-    out = subprocess.run([faultline, "calibrate", "--refit", calibration, "--from", gpu,
-                          "--name", name, "--out-dir", out_dir], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"calibration_noise: refitting {calibration}: "
-                         + (out.stderr.strip().splitlines() or ["failed"])[-1])
-    with open(os.path.join(out_dir, "gpus", name + ".json")) as f:
-        profile = json.load(f)
-    with open(os.path.join(out_dir, "links", profile["host_link"] + ".json")) as f:
-        return cost_swap.costs(profile, json.load(f))
+    path = fidelity.refit(faultline, ["--refit", calibration, "--from", gpu], name, out_dir,
+                          "calibration_noise")
+    profile = common.read_json(path, "calibration_noise")
+    return cost_swap.costs(profile, common.read_json(
+        os.path.join(out_dir, "links", profile["host_link"] + ".json"), "calibration_noise"))
 
 
 def repeated(gpu):
@@ -65,7 +61,7 @@ def repeated(gpu):
     out, seen = {}, set()
     for folder in sorted(glob.glob(os.path.join(results.LIVE, "data", gpu + "-*"))):
         atk = sorted(glob.glob(os.path.join(folder, "profile", "calibration", "*-at[0-9]*.json")))
-        instance = os.path.basename(folder).split("-")[1]
+        instance = speeds.instance_of(os.path.basename(folder))
         if len(atk) >= 2 and instance not in seen:
             seen.add(instance)
             out[os.path.basename(folder)] = atk
@@ -74,17 +70,19 @@ def repeated(gpu):
 
 def kept_costs(calibration):
     """The costs a per-machine calibration keeps from the shipped profile."""
-    with open(calibration) as f:
-        kept = json.load(f)["measurements"].get("fault_path_from", {})
+    doc = common.read_json(calibration, "calibration_noise")
+    kept = doc.get("measurements", {}).get("fault_path_from", {})
     return {k for k in kept if k != "profile"} | ({"host_link.forward.overhead_ns",
                                                    "host_link.reverse.overhead_ns"}
                                                   if "copy_overhead_ns" in kept else set())
 
 
 def noise(gpu, faultline):
-    within, kept = {}, set()
+    """Per cost its spread within the instances calibrated more than once and across the GPU
+    model's instances (the module's text)."""
+    within, kept, made = {}, set(), repeated(gpu)
     with tempfile.TemporaryDirectory() as tmp:
-        for campaign, calibrations in repeated(gpu).items():
+        for campaign, calibrations in made.items():
             costs = [refit_alone(faultline, c, gpu, tmp) for c in calibrations]
             kept |= kept_costs(calibrations[0])
             for key in costs[0]:
@@ -105,7 +103,7 @@ def noise(gpu, faultline):
                                              if own else None),
                      "within_by_campaign": within[key], "across": cv(across.get(key, [])),
                      "instances": len(across.get(key, []))})
-    return {"gpu": gpu, "campaigns": {c: len(a) for c, a in repeated(gpu).items()},
+    return {"gpu": gpu, "campaigns": {c: len(a) for c, a in made.items()},
             "kept_from_shipped": sorted(kept), "costs": rows}
 
 
@@ -132,6 +130,9 @@ def main():
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
     args = ap.parse_args()
+    if not os.access(args.faultline, os.X_OK):
+        raise SystemExit(f"calibration_noise: {args.faultline}: no faultline binary (build it "
+                         "first)")
     out_dir = (os.path.join(results.LIVE, "reports", "calibration-noise") if args.write else
                os.path.join(common.REPO, "out", "live", "calibration-noise"))
     os.makedirs(out_dir, exist_ok=True)

@@ -32,20 +32,31 @@ NOT_COSTS = {"memory_bytes"}  # the GPU's size, not a calibrated cost
 LINK = "host_link."
 
 
+def sim_config(campaign):
+    """The run config (less trace, policy and budget) the campaign's report simulated with."""
+    path = os.path.join(results.LIVE, "reports", campaign, "summary.json")
+    summary = common.read_json(path, "cost_swap")
+    if not isinstance(summary.get("sim_config"), dict):
+        raise SystemExit(f"cost_swap: {path}: expected fidelity.py's summary with a sim_config")
+    return summary["sim_config"]
+
+
+def calibrated(campaign):
+    """Whether the campaign's report simulated with its instance's own profile (not a shipped
+    one, named without a host link)."""
+    return "host_link" in sim_config(campaign)
+
+
 def report_profile(campaign):
     """(GPU profile, host link) documents the campaign's report simulated with."""
-    with open(os.path.join(results.LIVE, "reports", campaign, "summary.json")) as f:
-        config = json.load(f)["sim_config"]
+    config = sim_config(campaign)
     if "host_link" not in config:  # a shipped profile, by its name
-        with open(os.path.join(common.REPO, "configs", "gpus", config["gpu"] + ".json")) as f:
-            gpu = json.load(f)
-        with open(os.path.join(common.REPO, "configs", "links", gpu["host_link"] + ".json")) as f:
-            return gpu, json.load(f)
-    docs = []
-    for key in ("gpu", "host_link"):
-        with open(os.path.join(common.REPO, config[key])) as f:
-            docs.append(json.load(f))
-    return tuple(docs)
+        shipped = os.path.join(common.REPO, "configs")
+        gpu = common.read_json(os.path.join(shipped, "gpus", config["gpu"] + ".json"), "cost_swap")
+        return gpu, common.read_json(os.path.join(shipped, "links", gpu["host_link"] + ".json"),
+                                     "cost_swap")
+    return tuple(common.read_json(os.path.join(common.REPO, config[key]), "cost_swap")
+                 for key in ("gpu", "host_link"))
 
 
 def costs(gpu, link):
@@ -61,8 +72,9 @@ def costs(gpu, link):
 
 
 def median_cost(values):
-    """The median of the others' values of one cost: a number, or per point of bandwidth curves
-    that share their sizes; None where they do not."""
+    """The median of the others' values of one cost: a number (rounded to an integer where all
+    are integers, half to even), or per point of bandwidth curves that share their sizes; None
+    where they do not."""
     if all(isinstance(v, (int, float)) for v in values):
         m = statistics.median(values)
         return round(m) if all(isinstance(v, int) for v in values) else m
@@ -106,7 +118,8 @@ def swap_run(miss, siblings, faultline, jobs, tmp):
     """The miss simulated with its profile, with each cost at the others' median, and with all."""
     gpu, link = report_profile(miss["campaign"])
     here = costs(gpu, link)
-    others = [costs(*report_profile(s)) for s in siblings if s != miss["campaign"]]
+    others = [costs(*report_profile(s)) for s in siblings
+              if s != miss["campaign"] and calibrated(s)]
     medians = {}
     for key, value in here.items():
         values = [o[key] for o in others if key in o]
@@ -130,6 +143,10 @@ def swap_run(miss, siblings, faultline, jobs, tmp):
     times = [t for t, _ in sims]
     live = miss["live_s"]
     base = times[0]
+    if abs(base / miss["sim_s"] - 1) > 1e-6:  # the miss is the report's: it must reproduce
+        raise SystemExit(f"cost_swap: {miss['campaign']} {miss['trace']} {miss['policy']} "
+                         f"{miss['budget']:g}: simulated {base:.6f} s, its report "
+                         f"{miss['sim_s']:.6f} s: regenerate the report (fidelity.sh) first")
     swaps = [{"cost": name, "here": here[name], "others": medians[name], "sim_s": t,
               "time_error": t / live - 1,
               "closes": (abs(base - live) - abs(t - live)) / abs(base - live)}
@@ -152,7 +169,8 @@ def calibration_misses(gpu):
             rows = results.report(m["campaign"])[1]
             row = next(r for r in rows if (r["trace"], r["policy"], float(r["budget"])) ==
                        (m["trace"], m["policy"], m["budget"]))
-            out.append(({**m, "live_s": float(row["live_s"])}, siblings[m["set"]]))
+            out.append(({**m, "live_s": float(row["live_s"]), "sim_s": float(row["sim_s"])},
+                        siblings[m["set"]]))
     return out
 
 
@@ -160,19 +178,20 @@ def markdown(gpu, runs):
     lines = [f"# {gpu}: the calibrated cost that carries each miss lying in its calibration", "",
              "Made by `experiments/live/cost_swap.py --write`: each run simulated with its "
              "campaign's profile, with one cost at a time set to the median of the other "
-             "instances' profiles for the same set, and with every cost so set; the three "
-             "swaps that close most of the miss.", ""]
+             "instances' own profiles for the same set (n), and with every cost so set; the "
+             "three swaps that close most of the miss.", ""]
     if not runs:
         return "\n".join(lines + ["No miss lies in its calibration.", ""])
-    lines += ["| set | run | campaign | error | every cost at the others' | swaps that close most "
-              "(error after) |", "|---|---|---|---|---|---|"]
+    lines += ["| set | run | campaign | error | every cost at the others' (n) | swaps that close "
+              "most (error after) |", "|---|---|---|---|---|---|"]
     for r in runs:
         top = "; ".join(f"{misses.cost_text(s)}: {s['time_error']:+.1%} "
                         f"({s['closes']:.0%} of the miss)"
                         for s in r["swaps"][:3] if s["closes"] > 0) or "none closes it"
         lines.append(f"| {r['set']} | {r['trace']} {r['policy']} {r['budget']:.0%} | "
                      f"`{r['campaign']}` | {r['time_error']:+.1%} | "
-                     f"{r['every_cost_at_others']['time_error']:+.1%} | {top} |")
+                     f"{r['every_cost_at_others']['time_error']:+.1%} ({r['others']}) | "
+                     f"{top} |")
     return "\n".join(lines + [""])
 
 
@@ -184,6 +203,8 @@ def main():
     ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    if not os.access(args.faultline, os.X_OK):
+        raise SystemExit(f"cost_swap: {args.faultline}: no faultline binary (build it first)")
     out_dir = (os.path.join(results.LIVE, "reports", "cost-swap") if args.write else
                os.path.join(common.REPO, "out", "live", "cost-swap"))
     os.makedirs(out_dir, exist_ok=True)

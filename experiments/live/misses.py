@@ -13,6 +13,10 @@ results.py writes them into results/GPU/misses.json and a README section.
 import json
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
 
 TARGET_MAX = 0.15  # issue 21: max |time error| <= 15%
 SAME_ELSEWHERE = 0.10
@@ -102,11 +106,11 @@ def moved(row, same):
 
 
 def lies_in(error, kind, elsewhere):
-    """Which side moved the run off the model, from moved(): "live" where its live time left
-    the other instances' more than its simulated time did, in the direction of the error (a
-    slower GPU makes the simulator read fast); "calibration" where the simulated time moved
-    more, in the direction of the error; "model" where the run misses on the other instances
-    too (systematic); None where neither moved a third of the error in its direction."""
+    """Which side moved the run off the model, from moved(). Only moves in the error's direction
+    count (a slower live run or a faster simulation make the simulator read fast), each at least
+    a third of the error: "live" where the live time's is the larger, "calibration" where the
+    simulated time's is; "model" where the run misses on the other instances too (systematic);
+    None where neither side so moved."""
     if kind == "systematic":
         return "model"
     if "live_moved" not in elsewhere:
@@ -134,29 +138,39 @@ def load_swaps(path):
     """{(campaign, trace, policy, budget): run} of a cost_swap.py report, or {} without one."""
     if not os.path.exists(path):
         return {}
-    with open(path) as f:
-        doc = json.load(f)
-    return {(r["campaign"], r["trace"], r["policy"], float(r["budget"])): r for r in doc["runs"]}
+    doc = common.read_json(path, "misses")
+    try:
+        return {(r["campaign"], r["trace"], r["policy"], float(r["budget"])): r
+                for r in doc["runs"]}
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"misses: {path}: expected cost_swap.py's report: {e!r}") from None
+
+
+CARRIES = 0.5  # a cost carries a miss where at the others' value it closes half of it
 
 
 def swap_text(run):
-    """The cost that carries a miss lying in its calibration (cost_swap.py): the swap that
-    closes most of it."""
+    """What cost_swap.py found for a miss lying in its calibration: the cost that carries it
+    (its swap closes CARRIES of the miss or more), else the most one cost closes and where every
+    cost at the others' median leaves the run."""
     if run is None:
         return None
     best = run["swaps"][0] if run["swaps"] else None
-    if best is None or best["closes"] <= 0:
-        return "no one cost at the others' value closes it"
-    return (f"carried by {cost_text(best)}: at theirs {best['time_error']:+.0%} "
-            f"({best['closes']:.0%} of the miss)")
+    if best is not None and best["closes"] >= CARRIES:
+        return (f"carried by {cost_text(best)}: at theirs {best['time_error']:+.0%} "
+                f"({best['closes']:.0%} of the miss)")
+    most = (f"{cost_text(best)} closes at most {max(best['closes'], 0):.0%} of it"
+            if best is not None else "no cost differs from the others'")
+    return (f"no one cost carries it ({most}); every cost at the others' median: "
+            f"{run['every_cost_at_others']['time_error']:+.0%}")
 
 
 def cost_text(swap):
     """One cost here and its median on the other instances."""
     def value(v):
-        if isinstance(v, (int, float)):
-            return f"{v / 1e3:.1f} us"
-        return "/".join(f"{p[1]:.1f}" for p in v) + " GB/s"
+        if isinstance(v, list):  # a bandwidth curve
+            return "/".join(f"{p[1]:.1f}" for p in v) + " GB/s"
+        return f"{v / 1e3:.1f} us" if swap["cost"].endswith("_ns") else f"{v:g}"
     name = swap["cost"].removesuffix("_ns").removesuffix("_gbps")
     return f"{name} {value(swap['here'])} here, {value(swap['others'])} on the others"
 

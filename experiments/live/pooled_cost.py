@@ -16,7 +16,6 @@ and GPU, the median |time error| both ways over the same runs, and per campaign.
 """
 import argparse
 import concurrent.futures
-import json
 import os
 import statistics
 import sys
@@ -24,25 +23,31 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cost_swap  # noqa: E402  (beside this file)
+import fidelity  # noqa: E402
 import results  # noqa: E402
 
 import common  # noqa: E402
 
 
 def shipped_value(gpu, cost):
-    with open(os.path.join(common.REPO, "configs", "gpus", gpu + ".json")) as f:
-        doc = json.load(f)
-    with open(os.path.join(common.REPO, "configs", "links", doc["host_link"] + ".json")) as f:
-        value = cost_swap.costs(doc, json.load(f)).get(cost)
-    if value is None:
+    """COST's value in the GPU model's shipped profile (configs/gpus/GPU.json, its host link)."""
+    doc = common.read_json(os.path.join(common.REPO, "configs", "gpus", gpu + ".json"),
+                           "pooled_cost")
+    link = common.read_json(os.path.join(common.REPO, "configs", "links",
+                                         doc["host_link"] + ".json"), "pooled_cost")
+    known = cost_swap.costs(doc, link)
+    if cost not in known:
         raise SystemExit(f"pooled_cost: configs/gpus/{gpu}.json: no cost {cost}; expected one of "
-                         + ", ".join(sorted(cost_swap.costs(doc, {}))))
-    return value
+                         + ", ".join(sorted(known)))
+    return known[cost]
 
 
 def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp):
     """[(trace, policy, budget, live s, simulated s as calibrated, simulated s at VALUE)] of the
-    campaign's runs under POLICIES; [] where its report is not there."""
+    campaign's timed runs under POLICIES (every policy where empty); [] where its report
+    simulated with a shipped profile, not its instance's own."""
+    if not cost_swap.calibrated(campaign):
+        return []
     gpu, link = cost_swap.report_profile(campaign)
     machine = cost_swap.with_costs(gpu, link, {cost: value}, os.path.join(tmp, campaign))
     rows = [r for r in results.report(campaign)[1]
@@ -51,19 +56,20 @@ def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp):
     def simulate(row):
         budget = float(row["budget"])
         trace = cost_swap.trace_of(campaign, row["trace"], row["policy"], budget)
-        config = {**cost_swap.fidelity.sim_config(machine["gpu"], row["policy"], budget),
+        config = {**fidelity.sim_config(machine["gpu"], row["policy"], budget),
                   "host_link": machine["host_link"]}
-        return common.simulate(trace, config, faultline)["results"]["total_time_ns"] / 1e9
+        doc = common.simulate(trace, config, faultline)
+        return doc["results"]["total_time_ns"] / 1e9, doc["faultline"]["git_revision"]
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         pooled = list(pool.map(simulate, rows))
     return [(r["trace"], r["policy"], float(r["budget"]), float(r["live_s"]), float(r["sim_s"]),
-             p) for r, p in zip(rows, pooled)]
+             p, revision) for r, (p, revision) in zip(rows, pooled)]
 
 
 def medians(runs):
-    own = [abs(s / live - 1) for _, _, _, live, s, _ in runs]
-    pooled = [abs(p / live - 1) for _, _, _, live, _, p in runs]
+    own = [abs(r[4] / r[3] - 1) for r in runs]
+    pooled = [abs(r[5] / r[3] - 1) for r in runs]
     return {"runs": len(runs), "own_median_abs_time_error": statistics.median(own),
             "pooled_median_abs_time_error": statistics.median(pooled),
             "own_max_abs_time_error": max(own), "pooled_max_abs_time_error": max(pooled)}
@@ -77,7 +83,8 @@ def markdown(doc):
              "campaign's runs" + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
              + " simulated with its own calibration and with " + doc["cost"] + " at the shipped "
              "profile's value. Median / max |time error|.", "",
-             "| GPU | set | pooled value | campaigns | runs | own calibration | pooled value |",
+             "| GPU | set | pooled value | campaigns | runs | own calibration | at the pooled "
+             "value |",
              "|---|---|---|---|---|---|---|"]
     for gpu, sets in doc["gpus"].items():
         for label, s in sets["sets"].items():
@@ -86,6 +93,27 @@ def markdown(doc):
                          f" | {s['pooled_median_abs_time_error']:.1%} / "
                          f"{s['pooled_max_abs_time_error']:.1%} |")
     return "\n".join(lines + [""])
+
+
+def gpu_sets(gpu, args, policies):
+    """The GPU model's sets: per set its campaigns' runs summed up (medians), per campaign its
+    own; the simulator revisions that made them."""
+    c, value = results.CAMPAIGNS[gpu], shipped_value(gpu, args.cost)
+    made, sets = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, _, key in results.SETS:
+            for campaign in c.get(key, []):
+                if campaign not in made:
+                    made[campaign] = campaign_runs(campaign, policies, args.cost, value,
+                                                   args.faultline, args.jobs, tmp)
+            runs = [r for campaign in c.get(key, []) for r in made[campaign]]
+            if runs:
+                sets[label] = {"campaigns": sum(bool(made[x]) for x in c.get(key, [])),
+                               **medians(runs)}
+            print(f"{gpu} {label}: {sets.get(label)}", flush=True)
+    return {"value": value, "sets": sets,
+            "campaigns": {name: medians(runs) for name, runs in made.items() if runs},
+            "revisions": sorted({r[6] for runs in made.values() for r in runs})}
 
 
 def main():
@@ -98,26 +126,18 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     policies = [p for p in args.policies.split(",") if p]
+    unknown = [p for p in policies if p not in fidelity.POLICIES]
+    if unknown:
+        raise SystemExit(f"pooled_cost: --policies: unknown {', '.join(unknown)}; expected "
+                         f"some of {', '.join(fidelity.POLICIES)}")
+    if not os.access(args.faultline, os.X_OK):
+        raise SystemExit(f"pooled_cost: {args.faultline}: no faultline binary (build it first)")
     doc = {"cost": args.cost, "policies": policies, "gpus": {}}
+    revisions = set()
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
-        c, value = results.CAMPAIGNS[gpu], shipped_value(gpu, args.cost)
-        sets, per_campaign = {}, {}
-        with tempfile.TemporaryDirectory() as tmp:
-            for label, _, key in results.SETS:
-                runs = []
-                for campaign in c.get(key, []):
-                    if campaign not in per_campaign:
-                        made = campaign_runs(campaign, policies, args.cost, value,
-                                             args.faultline, args.jobs, tmp)
-                        per_campaign[campaign] = medians(made) if made else None
-                        per_campaign[campaign + "/runs"] = made
-                    runs += per_campaign[campaign + "/runs"]
-                if runs:
-                    sets[label] = {"campaigns": len(c.get(key, [])), **medians(runs)}
-                print(f"{gpu} {label}: {sets.get(label)}", flush=True)
-        doc["gpus"][gpu] = {"value": value, "sets": sets,
-                            "campaigns": {k: v for k, v in per_campaign.items()
-                                          if not k.endswith("/runs") and v}}
+        doc["gpus"][gpu] = gpu_sets(gpu, args, policies)
+        revisions |= set(doc["gpus"][gpu].pop("revisions"))
+    doc["sim_revision"] = sorted(revisions)
     out_dir = (os.path.join(results.LIVE, "reports", "pooled-cost") if args.write else
                os.path.join(common.REPO, "out", "live", "pooled-cost"))
     os.makedirs(out_dir, exist_ok=True)
