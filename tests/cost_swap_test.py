@@ -125,7 +125,7 @@ def test_real_campaign():
         dear = pooled_cost.campaign_runs(CAMPAIGN, ["pump"], "swap_extra_ns", own + 200_000,
                                          FAULTLINE, 2, d)
     assert len(same) == 2
-    for trace, policy, budget, live, sim, pooled, revision in same:
+    for trace, policy, budget, live, _sim, pooled, revision in same:
         assert trace == "hash-join" and policy == "pump" and live > 0
         assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", revision), revision
         # simulated afresh at the campaign's own value: its report's time, to the nanosecond
