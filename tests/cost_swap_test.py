@@ -155,6 +155,16 @@ def test_calibration_noise():
     by = {r["cost"]: r for r in doc["costs"]}
     assert not kept & set(by) and by["swap_extra_ns"]["within"] > 0
     assert by["host_fault_ns"]["instances"] == len(results.CAMPAIGNS["h200"]["instances"])
+    # One instance's calibrations at 15 repeats: each cost's spread and values, without the
+    # kept fault path and the costs no calibration measured (the base profile's peer costs).
+    r15 = os.path.join(root, "experiments", "live", "data", "h200-1f2ea222-calibrations", "r15",
+                       "calibration")
+    table = calibration_noise.spread_table(
+        [os.path.join(r15, f"h200-1f2ea222-r15-{k}.json") for k in range(1, 5)], "h200",
+        FAULTLINE)
+    assert "| discarded_fault_ns | 3% | 80.1 us, 77.8 us, 83.1 us, 83.1 us |" in table, table
+    assert "peer_eviction_ns" not in table and "per_fault_ns" not in table
+    assert doc["campaigns"]["h200-1f2ea222-calibrations"] == 4  # at1-at4, not the r15 ones
     with tempfile.TemporaryDirectory() as d:
         bad = os.path.join(d, "x-at1.json")
         with open(bad, "w") as f:

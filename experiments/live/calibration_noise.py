@@ -2,6 +2,7 @@
 two calibrations of one instance minutes apart.
 
     python3 experiments/live/calibration_noise.py [--gpu GPU] [--write] [--faultline BIN]
+    python3 experiments/live/calibration_noise.py [--gpu GPU] --calibrations CAL.json...
 
 Within: the campaigns that calibrated their instance more than once (profile/calibration/
 NAME-atK.json: campaign.sh calibrate, then recalibrate), each calibration refitted alone with
@@ -77,16 +78,22 @@ def kept_costs(calibration):
                                                   if "copy_overhead_ns" in kept else set())
 
 
+def values_of(calibrations, gpu, faultline, tmp):
+    """{cost: [its value in each calibration that has it]}, each refitted alone with GPU's
+    shipped fault path (into TMP)."""
+    costs = [refit_alone(faultline, c, gpu, tmp) for c in calibrations]
+    return {key: [scalar(c[key]) for c in costs if key in c]
+            for key in sorted(set().union(*costs))}
+
+
 def noise(gpu, faultline):
     """Per cost its spread within the instances calibrated more than once and across the GPU
     model's instances (the module's text)."""
     within, kept, made = {}, set(), repeated(gpu)
     with tempfile.TemporaryDirectory() as tmp:
         for campaign, calibrations in made.items():
-            costs = [refit_alone(faultline, c, gpu, tmp) for c in calibrations]
             kept |= kept_costs(calibrations[0])
-            for key in costs[0]:
-                values = [scalar(c[key]) for c in costs if key in c]
+            for key, values in values_of(calibrations, gpu, faultline, tmp).items():
                 within.setdefault(key, {})[campaign] = cv(values)
     across = {}
     for campaign in results.CAMPAIGNS[gpu]["instances"]:
@@ -124,15 +131,36 @@ def markdown(doc):
     return "\n".join(lines + [""])
 
 
+def spread_table(calibrations, gpu, faultline):
+    """The Markdown table of one set of calibrations' costs: each cost's coefficient of
+    variation and values (the costs kept from the shipped profile left out)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        values = values_of(calibrations, gpu, faultline, tmp)
+    kept = kept_costs(calibrations[0])
+    lines = ["| cost | coefficient of variation | values |", "|---|---|---|"]
+    for key, v in values.items():
+        c = cv(v)
+        if key not in kept and c != 0:  # exactly equal everywhere: the base's, not measured
+            lines.append(f"| {key} | {f'{c:.0%}' if c is not None else '-'} | " + ", ".join(
+                f"{x / 1e3:.1f} us" if key.endswith("_ns") else f"{x:.4g}" for x in v) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--calibrations", nargs="+", metavar="CAL.json",
+                    help="instead: print the spread of these calibrations of one instance (the "
+                         "first --gpu's shipped fault path)")
     args = ap.parse_args()
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"calibration_noise: {args.faultline}: no faultline binary (build it "
                          "first)")
+    if args.calibrations:
+        print(spread_table(args.calibrations, (args.gpu or ["h200"])[0], args.faultline), end="")
+        return
     out_dir = (os.path.join(results.LIVE, "reports", "calibration-noise") if args.write else
                os.path.join(common.REPO, "out", "live", "calibration-noise"))
     os.makedirs(out_dir, exist_ok=True)
