@@ -34,6 +34,9 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     "$python" experiments/live/calibration_noise.py --write >/dev/null
     "$python" experiments/live/pooled_cost.py --cost swap_extra_ns --policies pump,oracle,deepum \
       --write >/dev/null
+    # strided on the H100s at the H200's measured price of an evicted run (no H100 measured it)
+    "$python" experiments/live/pooled_cost.py --cost eviction_run_ns --value 1721 --gpu h100 \
+      --traces strided --write >/dev/null
     "$python" experiments/live/results.py --write ;;
   multigpu)
     for c in h200x2-harvest h200x2-harvest-idle-neighbour; do

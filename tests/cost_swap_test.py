@@ -136,6 +136,17 @@ def test_real_campaign():
     assert not cost_swap.calibrated("h200-other-instance")
     assert pooled_cost.campaign_runs("h200-other-instance", [], "swap_extra_ns", own, FAULTLINE,
                                      2, "unused") == []
+    with tempfile.TemporaryDirectory() as d:  # only the traces asked for
+        assert pooled_cost.campaign_runs(CAMPAIGN, ["pump"], "swap_extra_ns", own, FAULTLINE, 2, d,
+                                         ("strided",)) == []
+    doc = {"cost": "swap_extra_ns", "value": 5, "policies": ["pump"], "traces": ["hash-join"],
+           "gpus": {"h200": {"value": 5, "sets": {"s": {"campaigns": 1, **pooled_cost.medians(
+               same)}}, "campaigns": {CAMPAIGN: {"runs": [dict(zip(
+                   ("trace", "policy", "budget", "live_s", "sim_s", "pooled_s"), r[:6]))
+                   for r in same]}}}}}
+    text = pooled_cost.markdown(doc)
+    assert "--value 5 --policies pump --traces hash-join --write" in text, text
+    assert f"| h200 | `{CAMPAIGN}` | hash-join pump 75% |" in text
     summary = pooled_cost.medians(same)
     assert summary["runs"] == 2
     assert summary["own_median_abs_time_error"] == summary["pooled_median_abs_time_error"]

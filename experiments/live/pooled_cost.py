@@ -2,17 +2,20 @@
 simulated again with that cost alone at one value for all instances, against the campaign's
 own calibration.
 
-    python3 experiments/live/pooled_cost.py --cost NAME [--gpu GPU] [--policies P,P]
+    python3 experiments/live/pooled_cost.py --cost NAME [--value V] [--gpu GPU]
+                                            [--policies P,P] [--traces T,T]
                                             [--write] [--faultline BIN] [--jobs N]
 
 For each GPU model, each campaign the results read (results.py CAMPAIGNS: the instances and the
 three hold-out sets), each run under the given policies (default: all) is simulated with the
 profile its report used and the cost NAME set to the GPU model's shipped profile's value
-(configs/gpus/GPU.json); the run's error as calibrated comes from the report. A cost whose
-per-machine value follows what the instance pays lowers the errors as measured; one whose
-benchmark reads the moment's noise lowers them at the pooled value. Writes NAME.json and NAME.md
-into experiments/live/reports/pooled-cost/ with --write (else out/live/pooled-cost/): per set
-and GPU, the median |time error| both ways over the same runs, and per campaign.
+(configs/gpus/GPU.json), or to V; the run's error as calibrated comes from the report. A cost
+whose per-machine value follows what the instance pays lowers the errors as measured; one whose
+benchmark reads the moment's noise lowers them at the pooled value; a cost no instance measured
+(a shipped profile's stand-in) shows what the runs hinge on. With --traces only those traces'
+runs, each listed too. Writes NAME[-at-V][-TRACES].json and .md into
+experiments/live/reports/pooled-cost/ with --write (else out/live/pooled-cost/): per set and
+GPU, the median |time error| both ways over the same runs, and per campaign.
 """
 import argparse
 import concurrent.futures
@@ -42,16 +45,17 @@ def shipped_value(gpu, cost):
     return known[cost]
 
 
-def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp):
-    """[(trace, policy, budget, live s, simulated s as calibrated, simulated s at VALUE)] of the
-    campaign's timed runs under POLICIES (every policy where empty); [] where its report
-    simulated with a shipped profile, not its instance's own."""
+def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp, traces=()):
+    """[(trace, policy, budget, live s, simulated s as calibrated, simulated s at VALUE,
+    simulator revision)] of the campaign's timed runs under POLICIES and of TRACES (every one
+    where empty); [] where its report simulated with a shipped profile, not its instance's own."""
     if not cost_swap.calibrated(campaign):
         return []
     gpu, link = cost_swap.report_profile(campaign)
     machine = cost_swap.with_costs(gpu, link, {cost: value}, os.path.join(tmp, campaign))
     rows = [r for r in results.report(campaign)[1]
-            if r["time_error"] and (not policies or r["policy"] in policies)]
+            if r["time_error"] and (not policies or r["policy"] in policies)
+            and (not traces or r["trace"] in traces)]
 
     def simulate(row):
         budget = float(row["budget"])
@@ -76,13 +80,17 @@ def medians(runs):
 
 
 def markdown(doc):
+    options = "".join(f" --{k} {','.join(doc[k]) if isinstance(doc[k], list) else doc[k]}"
+                      for k in ("value", "policies", "traces") if doc.get(k))
     lines = [f"# {doc['cost']}: each instance's own value against one for all", "",
-             "Made by `experiments/live/pooled_cost.py --cost " + doc["cost"]
-             + (f" --policies {','.join(doc['policies'])}" if doc["policies"] else "")
-             + " --write`: every "
-             "campaign's runs" + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
-             + " simulated with its own calibration and with " + doc["cost"] + " at the shipped "
-             "profile's value. Median / max |time error|.", "",
+             f"Made by `experiments/live/pooled_cost.py --cost {doc['cost']}{options} --write`: "
+             "every campaign's runs"
+             + (f" of {', '.join(doc['traces'])}" if doc.get("traces") else "")
+             + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
+             + " simulated with its own calibration and with " + doc["cost"] + " at "
+             + (str(doc["value"]) if doc.get("value") is not None else
+                "the shipped profile's value")
+             + ". Median / max |time error|.", "",
              "| GPU | set | pooled value | campaigns | runs | own calibration | at the pooled "
              "value |",
              "|---|---|---|---|---|---|---|"]
@@ -92,33 +100,49 @@ def markdown(doc):
                          f"{s['own_median_abs_time_error']:.1%} / {s['own_max_abs_time_error']:.1%}"
                          f" | {s['pooled_median_abs_time_error']:.1%} / "
                          f"{s['pooled_max_abs_time_error']:.1%} |")
+    listed = [(gpu, name, r) for gpu, sets in doc["gpus"].items()
+              for name, c in sets["campaigns"].items() for r in c.get("runs", [])]
+    if listed:
+        lines += ["", "| GPU | campaign | run | live | own calibration | at the pooled value |",
+                  "|---|---|---|---|---|---|"]
+        for gpu, name, r in listed:
+            lines.append(f"| {gpu} | `{name}` | {r['trace']} {r['policy']} {r['budget']:.0%} | "
+                         f"{r['live_s']:.2f} s | {r['sim_s'] / r['live_s'] - 1:+.1%} | "
+                         f"{r['pooled_s'] / r['live_s'] - 1:+.1%} |")
     return "\n".join(lines + [""])
 
 
 def gpu_sets(gpu, args, policies):
     """The GPU model's sets: per set its campaigns' runs summed up (medians), per campaign its
     own; the simulator revisions that made them."""
-    c, value = results.CAMPAIGNS[gpu], shipped_value(gpu, args.cost)
+    c = results.CAMPAIGNS[gpu]
+    value = shipped_value(gpu, args.cost) if args.value is None else args.value
+    traces = [t for t in args.traces.split(",") if t]
     made, sets = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, _, key in results.SETS:
             for campaign in c.get(key, []):
                 if campaign not in made:
                     made[campaign] = campaign_runs(campaign, policies, args.cost, value,
-                                                   args.faultline, args.jobs, tmp)
+                                                   args.faultline, args.jobs, tmp, traces)
             runs = [r for campaign in c.get(key, []) for r in made[campaign]]
             if runs:
                 sets[label] = {"campaigns": sum(bool(made[x]) for x in c.get(key, [])),
                                **medians(runs)}
             print(f"{gpu} {label}: {sets.get(label)}", flush=True)
     return {"value": value, "sets": sets,
-            "campaigns": {name: medians(runs) for name, runs in made.items() if runs},
+            "campaigns": {name: {**medians(runs), **({"runs": [
+                dict(zip(("trace", "policy", "budget", "live_s", "sim_s", "pooled_s"), r[:6]))
+                for r in runs]} if traces else {})} for name, runs in made.items() if runs},
             "revisions": sorted({r[6] for runs in made.values() for r in runs})}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cost", required=True)
+    ap.add_argument("--value", type=float,
+                    help="the value for every instance (default: the shipped profile's)")
+    ap.add_argument("--traces", default="", help="comma-separated (default: every trace)")
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--policies", default="", help="comma-separated (default: every policy)")
     ap.add_argument("--write", action="store_true")
@@ -132,7 +156,11 @@ def main():
                          f"some of {', '.join(fidelity.POLICIES)}")
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"pooled_cost: {args.faultline}: no faultline binary (build it first)")
-    doc = {"cost": args.cost, "policies": policies, "gpus": {}}
+    if args.value is not None and args.value == int(args.value):
+        args.value = int(args.value)  # ns and counts are integers in a profile
+    doc = {"cost": args.cost, **({"value": args.value} if args.value is not None else {}),
+           "policies": policies,
+           **({"traces": args.traces.split(",")} if args.traces else {}), "gpus": {}}
     revisions = set()
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
         doc["gpus"][gpu] = gpu_sets(gpu, args, policies)
@@ -141,8 +169,10 @@ def main():
     out_dir = (os.path.join(results.LIVE, "reports", "pooled-cost") if args.write else
                os.path.join(common.REPO, "out", "live", "pooled-cost"))
     os.makedirs(out_dir, exist_ok=True)
-    common.write_json(os.path.join(out_dir, args.cost + ".json"), doc)
-    with open(os.path.join(out_dir, args.cost + ".md"), "w") as f:
+    name = (args.cost + (f"-at-{args.value}" if args.value is not None else "")
+            + (f"-{args.traces.replace(',', '-')}" if args.traces else ""))
+    common.write_json(os.path.join(out_dir, name + ".json"), doc)
+    with open(os.path.join(out_dir, name + ".md"), "w") as f:
         f.write(markdown(doc))
 
 
