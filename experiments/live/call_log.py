@@ -30,13 +30,12 @@ def read(path):
     file and line."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        want = HEADER
-        if reader.fieldnames != want:
-            raise ValueError(f"{path}: line 1: expected the header {','.join(want)}")
+        if reader.fieldnames != HEADER:
+            raise ValueError(f"{path}: line 1: expected the header {','.join(HEADER)}")
         rows = []
         for line, r in enumerate(reader, start=2):
             try:
-                row = {k: int(r[k]) for k in want if k != "kind"}
+                row = {k: int(r[k]) for k in HEADER if k != "kind"}
             except (TypeError, ValueError):
                 raise ValueError(f"{path}: line {line}: expected integers besides the kind") from None
             if r["kind"] not in KINDS:

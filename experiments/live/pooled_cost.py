@@ -18,6 +18,7 @@ experiments/live/reports/pooled-cost/ with --write (else out/live/pooled-cost/):
 GPU, the median |time error| both ways over the same runs, and per campaign.
 """
 import argparse
+import collections
 import concurrent.futures
 import os
 import statistics
@@ -45,10 +46,14 @@ def shipped_value(gpu, cost):
     return known[cost]
 
 
+# One run: its live time, simulated as calibrated (its report's), at the pooled value (afresh).
+Run = collections.namedtuple("Run", "trace policy budget live_s sim_s pooled_s revision")
+
+
 def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp, traces=()):
-    """[(trace, policy, budget, live s, simulated s as calibrated, simulated s at VALUE,
-    simulator revision)] of the campaign's timed runs under POLICIES and of TRACES (every one
-    where empty); [] where its report simulated with a shipped profile, not its instance's own."""
+    """[Run] of the campaign's timed runs under POLICIES and of TRACES (every one where empty),
+    COST at VALUE; [] where its report simulated with a shipped profile, not its instance's
+    own."""
     if not cost_swap.calibrated(campaign):
         return []
     gpu, link = cost_swap.report_profile(campaign)
@@ -67,13 +72,13 @@ def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp, traces=
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         pooled = list(pool.map(simulate, rows))
-    return [(r["trace"], r["policy"], float(r["budget"]), float(r["live_s"]), float(r["sim_s"]),
-             p, revision) for r, (p, revision) in zip(rows, pooled)]
+    return [Run(r["trace"], r["policy"], float(r["budget"]), float(r["live_s"]), float(r["sim_s"]),
+                p, revision) for r, (p, revision) in zip(rows, pooled)]
 
 
 def medians(runs):
-    own = [abs(r[4] / r[3] - 1) for r in runs]
-    pooled = [abs(r[5] / r[3] - 1) for r in runs]
+    own = [abs(r.sim_s / r.live_s - 1) for r in runs]
+    pooled = [abs(r.pooled_s / r.live_s - 1) for r in runs]
     return {"runs": len(runs), "own_median_abs_time_error": statistics.median(own),
             "pooled_median_abs_time_error": statistics.median(pooled),
             "own_max_abs_time_error": max(own), "pooled_max_abs_time_error": max(pooled)}
@@ -130,11 +135,13 @@ def gpu_sets(gpu, args, policies):
                 sets[label] = {"campaigns": sum(bool(made[x]) for x in c.get(key, [])),
                                **medians(runs)}
             print(f"{gpu} {label}: {sets.get(label)}", flush=True)
+    def campaign(runs):  # with --traces, each run listed too
+        listed = [{k: v for k, v in r._asdict().items() if k != "revision"} for r in runs]
+        return {**medians(runs), **({"runs": listed} if traces else {})}
+
     return {"value": value, "sets": sets,
-            "campaigns": {name: {**medians(runs), **({"runs": [
-                dict(zip(("trace", "policy", "budget", "live_s", "sim_s", "pooled_s"), r[:6]))
-                for r in runs]} if traces else {})} for name, runs in made.items() if runs},
-            "revisions": sorted({r[6] for runs in made.values() for r in runs})}
+            "campaigns": {name: campaign(runs) for name, runs in made.items() if runs},
+            "revisions": sorted({r.revision for runs in made.values() for r in runs})}
 
 
 def main():

@@ -180,7 +180,8 @@ def eviction_cost_ns(gpu, link, pages):
     gbps = points[0][1] if size < points[0][0] else points[-1][1]
     for (b0, g0), (b1, g1) in zip(points, points[1:]):
         if b0 < size < b1:
-            gbps = g0 + (g1 - g0) * (math.log2(size) - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
+            at = (math.log2(size) - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
+            gbps = g0 + (g1 - g0) * at
     return (gpu["eviction_ns"] + pages * gpu.get("eviction_page_ns", 0) + reverse["overhead_ns"]
             + size / gbps)
 

@@ -5,9 +5,10 @@ README.
 
 Each run (trace, policy, budget) made on MIN_INSTANCES instances or more gives every instance
 that made it two shifts against the run's median over those instances: its live time's and its
-simulated time's (each simulated with that instance's own profile). An instance's speed is the
-median of its runs' shifts; the correlation over instances of the two says how much of the
-instances' differences the calibrations see.
+simulated time's (each simulated with the profile its report used: the instance's own, but for a
+campaign calibrated with none, simulated with the shipped profile: H100 d84f7d54's hold-out). An
+instance's speed is the median of its runs' shifts; the correlation over instances of the two
+says how much of the instances' differences the calibrations see.
 """
 import statistics
 
