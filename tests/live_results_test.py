@@ -191,6 +191,26 @@ def test_causes_file():
                 assert message in str(e), (message, str(e))
 
 
+def test_holdout_bytes():
+    import results
+    base = {"campaign": "h200-153bc426-holdout3", "bytes_runs": 22}
+    same = results.holdout_bytes("the set", dict(base, bytes_campaign="h200-153bc426-drained"))
+    assert "on instance 153bc426)" in same[0], same
+    other = results.holdout_bytes("the set", dict(base,
+                                                  bytes_campaign="h200-d0a1cf3e-holdout3-drained"))
+    assert "on instance d0a1cf3e, not the timed runs' instance" in other[0], other
+    assert "lower bounds" in results.holdout_bytes("the set", base)[0]
+    # every set whose bytes come from drained runs reports numbers, not the undrained bounds
+    for gpu, c in results.CAMPAIGNS.items():
+        for main in ("holdout", "holdout2", "holdout3"):
+            if c.get(main + "_bytes"):
+                with open(os.path.join(root, "experiments", "live", "results", gpu, main,
+                                       "summary.json")) as f:
+                    s = json.load(f)
+                assert s["bytes_campaign"] == c[main + "_bytes"], (gpu, main)
+                assert 0 <= s["median_abs_htod_error"] < 1 and 0 <= s["median_abs_dtoh_error"] < 1
+
+
 def test_results_rebuild():
     subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "results.py")],
                    check=True, capture_output=True)
@@ -216,5 +236,6 @@ if __name__ == "__main__":
     test_misses()
     test_speeds()
     test_causes_file()
+    test_holdout_bytes()
     test_results_rebuild()
     print("live results: ok")

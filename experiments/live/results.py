@@ -77,6 +77,7 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       # the third set (bfs, vit, lstm), captured after read_since_discard; on
                       # 80d0d4ec and 632ef450 its runs were split between the two
                       "holdout3": "h200-153bc426-holdout3",
+                      "holdout3_bytes": "h200-d0a1cf3e-holdout3-drained",
                       "holdouts3": ["h200-153bc426-holdout3", "h200-8369fa7f-holdout3",
                                     "h200-80d0d4ec-holdout3", "h200-632ef450-holdout3",
                                     "h200-c9770d01-holdout3", "h200-2f4aa42a-holdout3",
@@ -278,8 +279,11 @@ def holdout_bytes(label, s):
     """Where a hold-out set's bytes come from: drained runs where a campaign made them, else the
     timed runs' own, which are lower bounds (the cells in parentheses)."""
     if s.get("bytes_campaign"):
+        where = speeds.instance_of(s["bytes_campaign"])
+        if where != speeds.instance_of(s["campaign"]):
+            where += ", not the timed runs' instance"
         return [f"Bytes of {label}: from `{s['bytes_campaign']}` ({s['bytes_runs']} drained runs "
-                "of them, on that campaign's instance)." + not_conserved(s)]
+                f"of them, on instance {where})." + not_conserved(s)]
     return [f"Bytes of {label}: no drained runs of them on this GPU, so only the timed runs' "
             "own, lower bounds (in parentheses)."]
 
@@ -443,7 +447,7 @@ def main():
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
         held2 = holdouts(c.get("holdouts2", []))
-        holdout3 = fidelity(c["holdout3"]) if c.get("holdout3") else None
+        holdout3 = fidelity(c["holdout3"], c.get("holdout3_bytes")) if c.get("holdout3") else None
         held3 = holdouts(c.get("holdouts3", []))
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
