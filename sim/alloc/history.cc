@@ -1,20 +1,17 @@
 #include "sim/alloc/history.h"
 
+#include "sim/alloc/history_bytes.h"
 #include "sim/alloc/pickle.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
 #include "sim/trace/reader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
-#include <zstd.h>
 
 namespace faultline::alloc {
 namespace {
@@ -37,61 +34,6 @@ std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
   return buf;
-}
-
-std::string read_file(const std::string& path, size_t limit) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  std::string out;
-  std::vector<char> buf(1 << 16);
-  while (out.size() < limit) {
-    const size_t n = std::fread(buf.data(), 1, std::min(buf.size(), limit - out.size()), f.get());
-    out.append(buf.data(), n);
-    if (n == 0) break;
-  }
-  if (std::ferror(f.get())) throw TraceError(path + ": cannot read: " + std::strerror(errno));
-  return out;
-}
-
-bool is_zstd(std::string_view bytes) {
-  return bytes.size() >= 4 && bytes.substr(0, 4) == std::string_view("\x28\xb5\x2f\xfd", 4);
-}
-
-using Dctx = std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)>;
-
-// Up to `want` bytes from the start of a zstd stream's content; fewer where they cannot be had
-// (the full decompression then says why).
-std::string zstd_head(std::string_view compressed, size_t want) {
-  Dctx d(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-  std::string out(want, '\0');
-  ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
-  ZSTD_outBuffer o{out.data(), out.size(), 0};
-  while (o.pos < o.size && in.pos < in.size) {
-    const size_t before = in.pos + o.pos;
-    if (ZSTD_isError(ZSTD_decompressStream(d.get(), &o, &in)) || in.pos + o.pos == before) break;
-  }
-  out.resize(o.pos);
-  return out;
-}
-
-std::string zstd_decompress(std::string_view compressed, const std::string& path) {
-  Dctx d(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-  std::string out;
-  std::vector<char> buf(ZSTD_DStreamOutSize());
-  ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
-  for (;;) {
-    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
-    const size_t hint = ZSTD_decompressStream(d.get(), &o, &in);
-    if (ZSTD_isError(hint)) {
-      throw TraceError(path + ": byte " + std::to_string(in.pos) +
-                       " of the compressed file: zstd: " + ZSTD_getErrorName(hint));
-    }
-    out.append(buf.data(), o.pos);
-    if (in.pos < in.size || o.pos == o.size) continue;
-    if (hint != 0)
-      throw TraceError(path + ": the zstd stream ends inside a frame (a truncated file?)");
-    return out;
-  }
 }
 
 // Turns allocs and frees, in the allocator's order, into a History's events. A free of a block
@@ -451,93 +393,6 @@ History from_document(const json& doc, const std::string& label, const ReadOptio
                    describe(doc));
 }
 
-// Builds the document as nlohmann's parser does, but never builds the values of "frames" keys:
-// stack frames are most of a snapshot's bytes and no part of its allocation history.
-class WithoutFrames : public json::json_sax_t {
-public:
-  json root;
-  size_t error_at = 0;
-  std::string error;
-
-  bool null() override { return put(nullptr); }
-  bool boolean(bool v) override { return put(v); }
-  bool number_integer(number_integer_t v) override { return put(v); }
-  bool number_unsigned(number_unsigned_t v) override { return put(v); }
-  bool number_float(number_float_t v, const string_t&) override { return put(v); }
-  bool string(string_t& v) override { return put(std::move(v)); }
-  bool binary(binary_t& v) override { return put(json::binary(std::move(v))); }
-  bool start_object(std::size_t) override { return open(json::object()); }
-  bool start_array(std::size_t) override { return open(json::array()); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-  bool key(string_t& k) override {
-    if (skip_depth_ == 0) skip_next_ = k == "frames";
-    if (skip_depth_ == 0 && !skip_next_) key_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&,
-                   const nlohmann::detail::exception& e) override {
-    error_at = position > 0 ? position - 1 : 0; // nlohmann counts from 1
-    error = e.what();
-    const size_t bracket = error.find("] ");
-    if (bracket != std::string::npos) error.erase(0, bracket + 2);
-    return false;
-  }
-
-private:
-  // Where the next value goes; nullptr while it is skipped.
-  json* place(json&& v) {
-    if (skip_depth_ > 0 || skip_next_) return nullptr;
-    if (stack_.empty()) {
-      root = std::move(v);
-      return &root;
-    }
-    json& parent = *stack_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(v));
-      return &parent.back();
-    }
-    json& slot = parent[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-  bool put(json&& v) {
-    place(std::move(v));
-    skip_next_ = false;
-    return true;
-  }
-  bool open(json&& container) {
-    if (skip_depth_ > 0 || skip_next_) {
-      ++skip_depth_;
-      skip_next_ = false;
-    } else {
-      stack_.push_back(place(std::move(container)));
-    }
-    return true;
-  }
-  bool close() {
-    if (skip_depth_ > 0)
-      --skip_depth_;
-    else
-      stack_.pop_back();
-    return true;
-  }
-
-  std::vector<json*> stack_; // the open containers being filled
-  std::string key_;
-  bool skip_next_ = false;
-  size_t skip_depth_ = 0; // open containers inside a skipped value
-};
-
-json parse_json(const std::string& text, const std::string& label) {
-  WithoutFrames sax;
-  if (!json::sax_parse(text, &sax)) {
-    throw TraceError(label + ": byte " + std::to_string(sax.error_at) +
-                     ": not valid JSON: " + sax.error);
-  }
-  return std::move(sax.root);
-}
-
 History from_content(const std::string& bytes, const std::string& label,
                      const ReadOptions& options) {
   if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) == 0x80) { // PROTO, protocol 2 and up
@@ -547,7 +402,7 @@ History from_content(const std::string& bytes, const std::string& label,
   }
   const size_t first = bytes.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && bytes[first] == '{')
-    return from_document(parse_json(bytes, label), label, options);
+    return from_document(parse_json_without_frames(bytes, label), label, options);
   throw TraceError(label + ": " + kNotHistory);
 }
 
@@ -609,13 +464,13 @@ History from_trace(const std::string& path) {
 } // namespace
 
 History read_history(const std::string& path, const ReadOptions& options) {
-  std::string bytes = read_file(path, kSniffBytes);
+  std::string bytes = read_file_head(path, kSniffBytes);
   if (is_zstd(bytes)) {
     const std::string head = zstd_head(bytes, trace::kMagic.size());
     if (head == std::string_view(trace::kMagic.data(), trace::kMagic.size()))
       return from_trace(path);
   }
-  if (bytes.size() == kSniffBytes) bytes = read_file(path, SIZE_MAX);
+  if (bytes.size() == kSniffBytes) bytes = read_file_head(path, SIZE_MAX);
   if (!is_zstd(bytes)) return from_content(bytes, path, options);
   return from_content(zstd_decompress(bytes, path), path + " (decompressed)", options);
 }
