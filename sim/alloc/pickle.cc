@@ -1,5 +1,6 @@
 #include "sim/alloc/pickle.h"
 
+#include "sim/alloc/pickle_opcodes.h"
 #include "sim/core/error.h"
 #include "sim/core/utf8.h"
 
@@ -22,106 +23,7 @@ constexpr int kMaxDepth = 1000; // a snapshot nests 6 deep; deeper input is host
 constexpr uint64_t kValuesPerByte = 64;
 constexpr uint64_t kMinValues = uint64_t{1} << 20;
 
-struct OpcodeName {
-  uint8_t code;
-  const char* name;
-};
-
-// Every opcode of protocols 0 to 5 (Python's pickletools), so that a refusal names it.
-constexpr OpcodeName kOpcodeNames[] = {
-    {0x28, "MARK"},         {0x29, "EMPTY_TUPLE"},
-    {0x2e, "STOP"},         {0x30, "POP"},
-    {0x31, "POP_MARK"},     {0x32, "DUP"},
-    {0x42, "BINBYTES"},     {0x43, "SHORT_BINBYTES"},
-    {0x46, "FLOAT"},        {0x47, "BINFLOAT"},
-    {0x49, "INT"},          {0x4a, "BININT"},
-    {0x4b, "BININT1"},      {0x4c, "LONG"},
-    {0x4d, "BININT2"},      {0x4e, "NONE"},
-    {0x50, "PERSID"},       {0x51, "BINPERSID"},
-    {0x52, "REDUCE"},       {0x53, "STRING"},
-    {0x54, "BINSTRING"},    {0x55, "SHORT_BINSTRING"},
-    {0x56, "UNICODE"},      {0x58, "BINUNICODE"},
-    {0x5d, "EMPTY_LIST"},   {0x61, "APPEND"},
-    {0x62, "BUILD"},        {0x63, "GLOBAL"},
-    {0x64, "DICT"},         {0x65, "APPENDS"},
-    {0x67, "GET"},          {0x68, "BINGET"},
-    {0x69, "INST"},         {0x6a, "LONG_BINGET"},
-    {0x6c, "LIST"},         {0x6f, "OBJ"},
-    {0x70, "PUT"},          {0x71, "BINPUT"},
-    {0x72, "LONG_BINPUT"},  {0x73, "SETITEM"},
-    {0x74, "TUPLE"},        {0x75, "SETITEMS"},
-    {0x7d, "EMPTY_DICT"},   {0x80, "PROTO"},
-    {0x81, "NEWOBJ"},       {0x82, "EXT1"},
-    {0x83, "EXT2"},         {0x84, "EXT4"},
-    {0x85, "TUPLE1"},       {0x86, "TUPLE2"},
-    {0x87, "TUPLE3"},       {0x88, "NEWTRUE"},
-    {0x89, "NEWFALSE"},     {0x8a, "LONG1"},
-    {0x8b, "LONG4"},        {0x8c, "SHORT_BINUNICODE"},
-    {0x8d, "BINUNICODE8"},  {0x8e, "BINBYTES8"},
-    {0x8f, "EMPTY_SET"},    {0x90, "ADDITEMS"},
-    {0x91, "FROZENSET"},    {0x92, "NEWOBJ_EX"},
-    {0x93, "STACK_GLOBAL"}, {0x94, "MEMOIZE"},
-    {0x95, "FRAME"},        {0x96, "BYTEARRAY8"},
-    {0x97, "NEXT_BUFFER"},  {0x98, "READONLY_BUFFER"},
-};
-
-enum Op : uint8_t {
-  kMark = 0x28,
-  kEmptyTuple = 0x29,
-  kStop = 0x2e,
-  kBinbytes = 0x42,
-  kShortBinbytes = 0x43,
-  kBinfloat = 0x47,
-  kBinint = 0x4a,
-  kBinint1 = 0x4b,
-  kBinint2 = 0x4d,
-  kNone = 0x4e,
-  kReduce = 0x52,
-  kBinunicode = 0x58,
-  kGlobal = 0x63,
-  kEmptyList = 0x5d,
-  kAppend = 0x61,
-  kAppends = 0x65,
-  kBinget = 0x68,
-  kLongBinget = 0x6a,
-  kBinput = 0x71,
-  kLongBinput = 0x72,
-  kSetitem = 0x73,
-  kTuple = 0x74,
-  kSetitems = 0x75,
-  kEmptyDict = 0x7d,
-  kProto = 0x80,
-  kNewobj = 0x81,
-  kTuple1 = 0x85,
-  kTuple2 = 0x86,
-  kTuple3 = 0x87,
-  kNewtrue = 0x88,
-  kNewfalse = 0x89,
-  kLong1 = 0x8a,
-  kShortBinunicode = 0x8c,
-  kBinunicode8 = 0x8d,
-  kBinbytes8 = 0x8e,
-  kStackGlobal = 0x93,
-  kMemoize = 0x94,
-  kFrame = 0x95,
-};
-
-const char* opcode_name(uint8_t code) {
-  for (const auto& o : kOpcodeNames)
-    if (o.code == code) return o.name;
-  return nullptr;
-}
-
-// "0x63 ('c' GLOBAL)", or "0x93 (STACK_GLOBAL)" where the byte is not printable.
-std::string describe(uint8_t code) {
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", code);
-  const char* known = opcode_name(code);
-  if (!known) return hex;
-  const std::string name = known;
-  if (code >= 0x20 && code < 0x7f) return std::string(hex) + " ('" + char(code) + "' " + name + ")";
-  return std::string(hex) + " (" + name + ")";
-}
+using namespace pickle;
 
 std::string latin1_to_utf8(std::string_view s) {
   std::string out;
