@@ -25,8 +25,8 @@
 using faultline::kBigPageSize;
 using faultline::kBlockSize;
 namespace live = faultline::live;
-using fltest::FakeDevice;
 using fltest::dnn_trace;
+using fltest::FakeDevice;
 using fltest::fault_log;
 
 TEST_CASE("budget mode: the simulator hands a policy the faults the replay hands it",
