@@ -3,7 +3,9 @@ pair ordered differently is flagged, a tie in the simulator counts as a differen
 pair whose repeats on the GPU overlap is marked as one the GPU does not separate, and a group
 whose every such pair is one the GPU does not separate is consistent with it; the byte errors
 leave out runs that moved too little to give a ratio, count only runs that drained CUPTI's
-records, and of those only runs whose counters conserve bytes."""
+records, and of those only runs whose counters conserve bytes. rank_spread.py's reading across
+instances: a pair another instance's GPU orders the other way is within the GPU's spread, one no
+other instance ran is not, and its counts agree with the report's own on the committed sets."""
 import json
 import os
 import sys
@@ -11,6 +13,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments", "live"))
 import fidelity  # noqa: E402
+import rank_spread  # noqa: E402
 
 
 def write_run(directory, policy, seconds, repeat):
@@ -30,6 +33,52 @@ def row(run, sim_s):
             "live_repeats": len(run["repeats_s"]),
             "live_min_s": run["repeats_s"][0], "live_max_s": run["repeats_s"][-1],
             "by_repeat": run["by_repeat"]}
+
+
+def csv_row(trace, budget, policy, live_s, sim_s, repeats=1, low=None, high=None):
+    """A fidelity.csv row as csv.DictReader gives it: every field a string."""
+    return {"trace": trace, "budget": str(budget), "policy": policy, "live_s": str(live_s),
+            "sim_s": str(sim_s), "live_repeats": str(repeats),
+            "live_min_s": str(low if low is not None else live_s),
+            "live_max_s": str(high if high is not None else live_s)}
+
+
+def check_rank_spread():
+    mine = [csv_row("t", 0.5, "a", 1.0, 1.0), csv_row("t", 0.5, "b", 1.1, 0.9),  # swapped
+            csv_row("t", 0.75, "a", 1.0, 1.0), csv_row("t", 0.75, "b", 2.0, 2.0),  # same
+            csv_row("u", 0.5, "a", 1.0, 1.0), csv_row("u", 0.5, "b", 1.2, 1.0)]  # sim tie
+    flip = [csv_row("t", 0.5, "a", 1.2, 1.0), csv_row("t", 0.5, "b", 1.0, 1.0),
+            csv_row("u", 0.5, "a", 1.0, 1.0), csv_row("u", 0.5, "b", 1.1, 1.0)]
+    groups = rank_spread.rank_spread(mine, {"other": flip, "third": flip})
+    by = {(g["trace"], g["budget"]): g for g in groups}
+    assert by[("t", 0.75)]["same"] and not by[("t", 0.75)]["pairs"]
+    t = by[("t", 0.5)]["pairs"][0]
+    assert t["pair"] == ["a", "b"] and not t["sim_tie"] and t["instances_against"] == 2
+    assert t["within_gpu_spread"] and abs(t["live_gap"] - 0.1) < 1e-9
+    u = by[("u", 0.5)]["pairs"][0]
+    assert u["sim_tie"] and u["instances_agree"] == 2 and not u["within_gpu_spread"], u
+    assert rank_spread.counts(groups) == {"rankings": 3, "rankings_same": 1,
+                                          "rankings_within_gpu_spread": 2}
+    # Alone, one run each: a swapped pair is beyond the spread; overlapping repeats are within.
+    alone = rank_spread.rank_spread(mine[:2], {})
+    assert not alone[0]["within_gpu_spread"]
+    assert "no other instance ran both: beyond" in rank_spread.pair_text(alone[0],
+                                                                          alone[0]["pairs"][0])
+    repeated = [csv_row("t", 0.5, "a", 1.0, 1.0, 3, 0.9, 1.2),
+                csv_row("t", 0.5, "b", 1.1, 0.9, 3, 1.0, 1.3)]
+    assert rank_spread.rank_spread(repeated, {})[0]["within_gpu_spread"]
+    # Untimed runs (drained) hold no live time: left out.
+    assert rank_spread.rank_spread([dict(mine[0], live_s=""), mine[1]], {}) == []
+    # The committed sets: the same count of groups ranked alike as the fidelity report's.
+    import results
+    for gpu, c in results.CAMPAIGNS.items():
+        for label, (campaign, groups) in results.gpu_rankings(c).items():
+            summary = results.report(campaign)[0]
+            counted = rank_spread.counts(groups)
+            assert counted["rankings"] == summary["rankings"], (gpu, label)
+            assert counted["rankings_same"] == summary["rankings_same"], (gpu, label)
+            assert counted["rankings_within_gpu_spread"] >= summary[
+                "rankings_consistent_with_gpu_spread"], (gpu, label)
 
 
 def main():
@@ -102,6 +151,7 @@ def main():
     assert fidelity.drained({"config": {"counters_drained": "after every kernel"}})
     assert not fidelity.drained({"config": {"counters_drained": "at step boundaries"}})
     assert fidelity.drained({"config": {}}, "around every eviction")
+    check_rank_spread()
     print("fidelity ranking: ok")
 
 

@@ -21,6 +21,10 @@ fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
                         speeds.py)
   misses.json           every set's runs beyond 15%, the same runs on the other instances, and
                         their measured causes (misses.py, causes.json)
+  rankings_within_gpu_spread (each set's summary): the (trace, budget) groups whose every pair
+                        of policies the simulator orders otherwise than the headline instance's
+                        GPU is one the other instances' GPUs order the other way (rank_spread.py;
+                        the README's "Policy rankings" lists the pairs)
   README.md             these as tables
 
     python3 experiments/live/results.py [--write]   (without --write: into out/live/results/)
@@ -35,6 +39,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import misses  # noqa: E402  (beside this file)
+import rank_spread  # noqa: E402
 import speeds  # noqa: E402
 from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
 
@@ -414,6 +419,33 @@ def gpu_misses(gpu, c, causes):
     return found
 
 
+def gpu_rankings(c):
+    """Each set's policy rankings in its headline campaign against the GPU's spread across the
+    other instances that ran the set (rank_spread.py): {label: (campaign, groups)}."""
+    out = {}
+    for label, main, siblings in SETS:
+        if not c.get(main):
+            continue
+        here = speeds.instance_of(c[main])
+        others = {name: report(name)[1] for name in c.get(siblings, [])
+                  if speeds.instance_of(name) != here}
+        out[label] = (c[main], rank_spread.rank_spread(report(c[main])[1], others))
+    return out
+
+
+def rankings_section(ranked):
+    """The results README's section on the policy rankings."""
+    lines = ["", "## Policy rankings", "",
+             "Made by `experiments/live/rank_spread.py`: in each set's headline campaign, the "
+             "(trace, budget) groups whose policies the simulator orders as the GPU did, and each "
+             "pair it orders otherwise (or ties), with how the other instances that ran the set "
+             "ordered the same pair: a pair the GPUs order both ways (or whose repeats overlap) "
+             "is within the GPU's spread.", ""]
+    for label, (campaign, groups) in ranked.items():
+        lines += rank_spread.readme_lines(label, campaign, groups)
+    return lines + [""]
+
+
 def campaigns():
     """Every campaign CAMPAIGNS names, each once, in order."""
     out = []
@@ -449,6 +481,11 @@ def main():
         held2 = holdouts(c.get("holdouts2", []))
         holdout3 = fidelity(c["holdout3"], c.get("holdout3_bytes")) if c.get("holdout3") else None
         held3 = holdouts(c.get("holdouts3", []))
+        ranked = gpu_rankings(c)
+        for (label, _, _), summary in zip(SETS, (shipped, holdout, holdout2, holdout3)):
+            if summary and label in ranked:
+                summary["rankings_within_gpu_spread"] = rank_spread.counts(
+                    ranked[label][1])["rankings_within_gpu_spread"]
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
         common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
         common.write_json(os.path.join(root, gpu, "instances.json"), inst)
@@ -465,7 +502,7 @@ def main():
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
             f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3)
                     + "\n".join(speeds.readme_section(inst["speeds"]) +
-                                misses.readme_section(found)))
+                                rankings_section(ranked) + misses.readme_section(found)))
         print(f"{gpu}: " + ", ".join(
             f"{label} {pct(s['median_abs_time_error'])} / {pct(s['max_abs_time_error'])}"
             for label, s in (("shipped", shipped), ("hold-out", holdout),

@@ -1,0 +1,104 @@
+"""Whether each policy ranking of a set's headline campaign is consistent with the GPU's spread
+(issue 21, item 8), the spread measured across the instances that ran the set.
+
+A (trace, budget) group's ranking is the same where the simulator orders every pair of policies
+as this instance's GPU did. A pair it orders differently (or ties, fidelity.SIM_TIE, where the
+GPU did not) is within the GPU's spread where the GPU does not separate the two: where the
+campaign's repeats of the two overlap (fidelity.py's test), or where another instance's GPU
+ordered the same pair at the same trace and budget the other way, so that the GPUs order it
+both ways and the simulator's order (or tie) is one of them. A campaign of one run each and one
+instance cannot tell; another instance can. results.py writes each set's counts into its
+summary (rankings_within_gpu_spread) and the pairs into the results README.
+"""
+import itertools
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fidelity import SIM_TIE  # noqa: E402  (beside this file)
+
+
+def _runs(rows):
+    """(trace, budget, policy) -> the row, its times as numbers."""
+    return {(r["trace"], float(r["budget"]), r["policy"]): r for r in rows
+            if r.get("live_s") not in (None, "") and r.get("sim_s") not in (None, "")}
+
+
+def _overlap(a, b):
+    """Whether the GPU's repeats of two runs overlap; None with one run of either."""
+    if int(a["live_repeats"]) < 2 or int(b["live_repeats"]) < 2:
+        return None
+    return (float(a["live_min_s"]) <= float(b["live_max_s"])
+            and float(b["live_min_s"]) <= float(a["live_max_s"]))
+
+
+def rank_spread(rows, others):
+    """ROWS: the headline campaign's fidelity.csv rows; OTHERS: {campaign: rows} of the other
+    instances that ran the set. Per (trace, budget) group with two policies or more: whether
+    the simulator's order is the GPU's (same) and, pair by pair where not, how many other
+    instances ordered the pair as this one's GPU (agree) and the other way (against), and
+    whether the pair is within the GPU's spread."""
+    mine = _runs(rows)
+    theirs = {name: _runs(r) for name, r in others.items()}
+    groups = {}
+    for (trace, budget, policy) in mine:
+        groups.setdefault((trace, budget), []).append(policy)
+    out = []
+    for (trace, budget), policies in sorted(groups.items()):
+        if len(policies) < 2:
+            continue
+        pairs = []
+        for p, q in itertools.combinations(sorted(policies), 2):
+            a, b = mine[(trace, budget, p)], mine[(trace, budget, q)]
+            live_a, live_b = float(a["live_s"]), float(b["live_s"])
+            sim_a, sim_b = float(a["sim_s"]), float(b["sim_s"])
+            tie = abs(sim_a - sim_b) <= SIM_TIE * min(sim_a, sim_b)
+            if not tie and (live_a < live_b) == (sim_a < sim_b):
+                continue
+            agree = against = 0
+            for runs in theirs.values():
+                x, y = runs.get((trace, budget, p)), runs.get((trace, budget, q))
+                if x is None or y is None:
+                    continue
+                if (float(x["live_s"]) < float(y["live_s"])) == (live_a < live_b):
+                    agree += 1
+                else:
+                    against += 1
+            overlap = _overlap(a, b)
+            pairs.append({"pair": [p, q], "live_gap": abs(live_a - live_b) / min(live_a, live_b),
+                          "sim_tie": tie, "repeats_overlap": overlap,
+                          "instances_agree": agree, "instances_against": against,
+                          "within_gpu_spread": bool(overlap) or against > 0})
+        out.append({"trace": trace, "budget": budget, "same": not pairs, "pairs": pairs,
+                    "within_gpu_spread": all(s["within_gpu_spread"] for s in pairs)})
+    return out
+
+
+def counts(groups):
+    """The summary keys: groups, groups ranked the same, groups within the GPU's spread."""
+    return {"rankings": len(groups), "rankings_same": sum(g["same"] for g in groups),
+            "rankings_within_gpu_spread": sum(g["within_gpu_spread"] for g in groups)}
+
+
+def pair_text(g, s):
+    """One pair ordered differently, in words: 'bfs 75% ondemand / deepum: 2% apart on this
+    instance's GPU; 5 other instances order it so, 2 the other way: within the GPU's spread'."""
+    how = "tied in the simulator" if s["sim_tie"] else "ordered the other way in the simulator"
+    seen = s["instances_agree"] + s["instances_against"]
+    elsewhere = (f"{s['instances_agree']} of {seen} other instances order it as this one, "
+                 f"{s['instances_against']} the other way" if seen else "no other instance ran both")
+    if s["repeats_overlap"]:
+        elsewhere = "its repeats overlap; " + elsewhere
+    verdict = "within the GPU's spread" if s["within_gpu_spread"] else "beyond the GPU's spread"
+    return (f"{g['trace']} {g['budget']:.0%} {' / '.join(s['pair'])}: {s['live_gap']:.1%} apart "
+            f"on this instance's GPU, {how}; {elsewhere}: {verdict}")
+
+
+def readme_lines(label, campaign, groups):
+    """The results README's lines for one set."""
+    c = counts(groups)
+    lines = [f"- {label} (`{campaign}`): the same order in {c['rankings_same']} of "
+             f"{c['rankings']} (trace, budget) groups, within the GPU's spread in "
+             f"{c['rankings_within_gpu_spread']}."]
+    lines += [f"  - {pair_text(g, s)}" for g in groups for s in g["pairs"]]
+    return lines
