@@ -7,9 +7,9 @@ oversubscription (ondemand at 100% capacity of the same trace), speedup over ond
 of the oracle (oracle time / policy time), and faults and bytes moved at 50% capacity. Each
 (trace, capacity) also gets `faultline bound` for the same steps, a lower bound no policy can beat
 (sim/run/bound.h): the table gives every policy's fraction of it (bound / policy time). The script
-fails, after writing its outputs, if a run is faster than its bound or an online policy is faster
-than the oracle (the offline policy that reads the trace, policies/oracle/; the faster of it and
-its variant that discards freed blocks).
+fails, after writing its outputs, if a run is faster than its bound; it names the online runs
+faster than the oracle (the offline policy that reads the trace, policies/oracle/; the faster of
+it and its variant that discards freed blocks), a strong policy but not a bound.
 """
 import csv
 import json
