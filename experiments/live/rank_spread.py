@@ -102,3 +102,16 @@ def readme_lines(label, campaign, groups):
              f"{c['rankings_within_gpu_spread']}."]
     lines += [f"  - {pair_text(g, s)}" for g in groups for s in g["pairs"]]
     return lines
+
+
+def readme_section(ranked):
+    """The results README's section: RANKED is {set label: (campaign, rank_spread's groups)}."""
+    lines = ["", "## Policy rankings", "",
+             "Made by `experiments/live/rank_spread.py`: in each set's headline campaign, the "
+             "(trace, budget) groups whose policies the simulator orders as the GPU did, and each "
+             "pair it orders otherwise (or ties), with how the other instances that ran the set "
+             "ordered the same pair: a pair the GPUs order both ways (or whose repeats overlap) "
+             "is within the GPU's spread.", ""]
+    for label, (campaign, groups) in ranked.items():
+        lines += readme_lines(label, campaign, groups)
+    return lines + [""]

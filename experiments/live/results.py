@@ -433,19 +433,6 @@ def gpu_rankings(c):
     return out
 
 
-def rankings_section(ranked):
-    """The results README's section on the policy rankings."""
-    lines = ["", "## Policy rankings", "",
-             "Made by `experiments/live/rank_spread.py`: in each set's headline campaign, the "
-             "(trace, budget) groups whose policies the simulator orders as the GPU did, and each "
-             "pair it orders otherwise (or ties), with how the other instances that ran the set "
-             "ordered the same pair: a pair the GPUs order both ways (or whose repeats overlap) "
-             "is within the GPU's spread.", ""]
-    for label, (campaign, groups) in ranked.items():
-        lines += rank_spread.readme_lines(label, campaign, groups)
-    return lines + [""]
-
-
 def campaigns():
     """Every campaign CAMPAIGNS names, each once, in order."""
     out = []
@@ -502,7 +489,7 @@ def main():
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
             f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3)
                     + "\n".join(speeds.readme_section(inst["speeds"]) +
-                                rankings_section(ranked) + misses.readme_section(found)))
+                                rank_spread.readme_section(ranked) + misses.readme_section(found)))
         print(f"{gpu}: " + ", ".join(
             f"{label} {pct(s['median_abs_time_error'])} / {pct(s['max_abs_time_error'])}"
             for label, s in (("shipped", shipped), ("hold-out", holdout),
