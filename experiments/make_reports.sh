@@ -39,9 +39,11 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       --traces strided --write >/dev/null
     "$python" experiments/live/results.py --write ;;
   multigpu)
-    for c in h200x2-harvest h200x2-harvest-idle-neighbour; do
+    # Every two-GPU campaign with a committed report, then HUVM's live headline from them.
+    for c in $(ls experiments/multigpu/reports); do
       experiments/multigpu/fidelity.sh "$c" --write-reports
-    done ;;
+    done
+    "$python" experiments/papers/huvm/live_report.py --write-reports >/dev/null ;;
   papers)
     for run in experiments/papers/*/run.sh; do
       "$run" --write-reports
