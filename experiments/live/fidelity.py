@@ -242,6 +242,21 @@ def sim_order_text(group):
     return text
 
 
+def ordered_differently(a, b):
+    """Whether the simulator orders two runs otherwise than the GPU, a tie in the simulator
+    against an order on the GPU counting as otherwise: (differs, sim_tie)."""
+    sim_tie = abs(a["sim_s"] - b["sim_s"]) <= SIM_TIE * min(a["sim_s"], b["sim_s"])
+    return sim_tie or (a["live_s"] < b["live_s"]) != (a["sim_s"] < b["sim_s"]), sim_tie
+
+
+def repeats_overlap(a, b):
+    """Whether the GPU's repeats of two runs overlap (then it does not separate them); None with
+    one run of either."""
+    if a["live_repeats"] < 2 or b["live_repeats"] < 2:
+        return None
+    return a["live_min_s"] <= b["live_max_s"] and b["live_min_s"] <= a["live_max_s"]
+
+
 def rankings(rows):
     """Per (trace, budget) with at least two policies: the order by live (median) and by simulated
     time, and the pairs ordered differently (a tie in the simulator against an order on the GPU
@@ -259,12 +274,10 @@ def rankings(rows):
         sim = [r["policy"] for r in sorted(g, key=lambda r: r["sim_s"])]
         swapped = []
         for a, b in itertools.combinations(g, 2):
-            sim_tie = abs(a["sim_s"] - b["sim_s"]) <= SIM_TIE * min(a["sim_s"], b["sim_s"])
-            if not sim_tie and (a["live_s"] < b["live_s"]) == (a["sim_s"] < b["sim_s"]):
+            differs, sim_tie = ordered_differently(a, b)
+            if not differs:
                 continue
-            overlap = None  # unknown from one run each
-            if a["live_repeats"] > 1 and b["live_repeats"] > 1:
-                overlap = a["live_min_s"] <= b["live_max_s"] and b["live_min_s"] <= a["live_max_s"]
+            overlap = repeats_overlap(a, b)
             gap = abs(a["live_s"] - b["live_s"]) / min(a["live_s"], b["live_s"])
             swapped.append({"pair": [a["policy"], b["policy"]], "live_gap": gap,
                             "sim_tie": sim_tie, "repeats_overlap": overlap})

@@ -15,21 +15,17 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fidelity import SIM_TIE  # noqa: E402  (beside this file)
+from fidelity import ordered_differently, repeats_overlap  # noqa: E402  (beside this file)
+
+TIMES = ("live_s", "sim_s", "live_min_s", "live_max_s")
 
 
 def _runs(rows):
-    """(trace, budget, policy) -> the row, its times as numbers."""
-    return {(r["trace"], float(r["budget"]), r["policy"]): r for r in rows
-            if r.get("live_s") not in (None, "") and r.get("sim_s") not in (None, "")}
-
-
-def _overlap(a, b):
-    """Whether the GPU's repeats of two runs overlap; None with one run of either."""
-    if int(a["live_repeats"]) < 2 or int(b["live_repeats"]) < 2:
-        return None
-    return (float(a["live_min_s"]) <= float(b["live_max_s"])
-            and float(b["live_min_s"]) <= float(a["live_max_s"]))
+    """(trace, budget, policy) -> the run's times and repeats as numbers (fidelity.csv holds
+    strings); untimed (drained) runs left out."""
+    return {(r["trace"], float(r["budget"]), r["policy"]):
+            {**{k: float(r[k]) for k in TIMES}, "live_repeats": int(r["live_repeats"])}
+            for r in rows if r.get("live_s") not in (None, "") and r.get("sim_s") not in (None, "")}
 
 
 def rank_spread(rows, others):
@@ -50,22 +46,21 @@ def rank_spread(rows, others):
         pairs = []
         for p, q in itertools.combinations(sorted(policies), 2):
             a, b = mine[(trace, budget, p)], mine[(trace, budget, q)]
-            live_a, live_b = float(a["live_s"]), float(b["live_s"])
-            sim_a, sim_b = float(a["sim_s"]), float(b["sim_s"])
-            tie = abs(sim_a - sim_b) <= SIM_TIE * min(sim_a, sim_b)
-            if not tie and (live_a < live_b) == (sim_a < sim_b):
+            differs, tie = ordered_differently(a, b)
+            if not differs:
                 continue
             agree = against = 0
             for runs in theirs.values():
                 x, y = runs.get((trace, budget, p)), runs.get((trace, budget, q))
                 if x is None or y is None:
                     continue
-                if (float(x["live_s"]) < float(y["live_s"])) == (live_a < live_b):
+                if (x["live_s"] < y["live_s"]) == (a["live_s"] < b["live_s"]):
                     agree += 1
                 else:
                     against += 1
-            overlap = _overlap(a, b)
-            pairs.append({"pair": [p, q], "live_gap": abs(live_a - live_b) / min(live_a, live_b),
+            overlap = repeats_overlap(a, b)
+            gap = abs(a["live_s"] - b["live_s"]) / min(a["live_s"], b["live_s"])
+            pairs.append({"pair": [p, q], "live_gap": gap,
                           "sim_tie": tie, "repeats_overlap": overlap,
                           "instances_agree": agree, "instances_against": against,
                           "within_gpu_spread": bool(overlap) or against > 0})

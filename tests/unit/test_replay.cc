@@ -8,7 +8,6 @@
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
 #include "sim/live/residency.h"
-#include "sim/run/simulator.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"

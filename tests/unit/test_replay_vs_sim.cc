@@ -1,31 +1,22 @@
 // The simulator in capacity mode "budget" against the live replay on the fake device: the same
-// faults handed to a policy, the same actions taken, on real and random traces.
+// faults handed to a policy, the same actions taken, on real traces.
 #include "fake_device.h"
 #include "policies/registry.h"
 #include "replay_support.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
-#include "sim/live/residency.h"
 #include "sim/run/simulator.h"
-#include "sim/synth/synth.h"
-#include "sim/trace/reader.h"
-#include "sim/trace/writer.h"
 #include "sim_fixture.h"
 #include "source_dir.h"
 #include "test_support.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
 #include <vector>
 
 using faultline::kBigPageSize;
 using faultline::kBlockSize;
 namespace live = faultline::live;
-using fltest::dnn_trace;
 using fltest::FakeDevice;
 using fltest::fault_log;
 
