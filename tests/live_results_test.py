@@ -193,13 +193,30 @@ def test_causes_file():
 
 def test_holdout_bytes():
     import results
+    import results_readme
     base = {"campaign": "h200-153bc426-holdout3", "bytes_runs": 22}
-    same = results.holdout_bytes("the set", dict(base, bytes_campaign="h200-153bc426-drained"))
+    text = results_readme.holdout_bytes
+    same = text("the set", dict(base, bytes_campaign="h200-153bc426-drained"))
     assert "on instance 153bc426)" in same[0], same
-    other = results.holdout_bytes("the set", dict(base,
-                                                  bytes_campaign="h200-d0a1cf3e-holdout3-drained"))
+    other = text("the set", dict(base, bytes_campaign="h200-d0a1cf3e-holdout3-drained"))
     assert "on instance d0a1cf3e, not the timed runs' instance" in other[0], other
-    assert "lower bounds" in results.holdout_bytes("the set", base)[0]
+    both = text("the set", dict(base, bytes_campaign=["h200-d0a1cf3e-holdout3-drained",
+                                                      "h200-153bc426-drained"]))
+    assert "on instances d0a1cf3e and 153bc426)" in both[0], both
+    assert "lower bounds" in text("the set", base)[0]
+    # Pooling one drained campaign's rows gives its own report's byte keys: the CSV is read back
+    # as fidelity.py wrote it (flags, empty cells), conserved and non-conserved runs alike.
+    for campaign in ("h200-f398f79a-holdout2-drained", "h200-d0a1cf3e-holdout3-drained"):
+        summary, _ = results.report(campaign)
+        pooled = results.pooled_bytes([campaign])
+        for key in results.BYTE_KEYS + ["bytes_runs"]:
+            assert pooled[key] == summary[key], (campaign, key, pooled[key], summary[key])
+    # Two campaigns pool their runs: the counts add up.
+    two = results.pooled_bytes(["h200-f398f79a-holdout2-drained", "h200-9887cdf3-holdout2-drained"])
+    one = [results.report(c)[0] for c in ("h200-f398f79a-holdout2-drained",
+                                          "h200-9887cdf3-holdout2-drained")]
+    assert two["drained_runs"] == sum(s["drained_runs"] for s in one)
+    assert two["bytes_runs"] == sum(s["bytes_runs"] for s in one)
     # every set whose bytes come from drained runs reports numbers, not the undrained bounds
     for gpu, c in results.CAMPAIGNS.items():
         for main in ("holdout", "holdout2", "holdout3"):

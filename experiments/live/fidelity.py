@@ -391,6 +391,26 @@ def byte_errors(rows, way, drained_runs=True, conserved_only=True):
             and (not conserved_only or r["bytes_conserved"] is not False)]
 
 
+def byte_summary(rows):
+    """The byte errors of the runs that drained CUPTI's records (the others' live bytes are lower
+    bounds, records lost): of those whose counters conserve bytes (excess_bytes_back), their
+    median and max each way; all_drained_* count the others too. Rows of several campaigns may
+    be pooled (results.py: a set's drained runs made on more than one instance)."""
+    errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
+    all_drained = {way: byte_errors(rows, way, conserved_only=False) for way in ("htod", "dtoh")}
+    return {"drained_runs": sum(r["counters_drained"] for r in rows),
+            "bytes_runs": sum(r["bytes_conserved"] is True for r in rows),
+            "bytes_not_conserved": [{"trace": r["trace"], "policy": r["policy"],
+                                     "budget": r["budget"],
+                                     "excess_bytes_back_gb": r["excess_bytes_back_gb"]}
+                                    for r in rows if r["bytes_conserved"] is False],
+            **{f"{name}_abs_{way}_error": stat(f, e)
+               for way, e in errors.items()
+               for name, f in (("median", statistics.median), ("max", max))},
+            **{f"all_drained_median_abs_{way}_error": stat(statistics.median, e)
+               for way, e in all_drained.items()}}
+
+
 def stat(f, values):
     return f(values) if values else None
 
@@ -438,11 +458,6 @@ def main():
                          "the first: " + json.dumps(failed[0]))
     ranks = rankings([r for r in rows if not r["counters_drained"]])
     errors = [abs(r["time_error"]) for r in rows if not r["counters_drained"]]
-    bytes_errors = {way: byte_errors(rows, way) for way in ("htod", "dtoh")}
-    all_drained = {way: byte_errors(rows, way, conserved_only=False) for way in ("htod", "dtoh")}
-    not_conserved = [{"trace": r["trace"], "policy": r["policy"], "budget": r["budget"],
-                      "excess_bytes_back_gb": r["excess_bytes_back_gb"]}
-                     for r in rows if r["bytes_conserved"] is False]
     undrained = {way: byte_errors(rows, way, False) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
     summary = {"runs": len(rows), "gpu_profile": common.repo_relative(calibrated),
@@ -457,18 +472,7 @@ def main():
                "median_abs_time_error": stat(statistics.median, errors),
                "max_abs_time_error": stat(max, errors),
                "runs_within_10_percent": sum(e <= 0.10 for e in errors),
-               # Bytes from runs that drained CUPTI's records; the others' live bytes are lower
-               # bounds (records lost), kept apart for comparison with older reports.
-               "drained_runs": sum(r["counters_drained"] for r in rows),
-               # Of those, the runs whose counters conserve bytes (excess_bytes_back): the byte
-               # errors are theirs; all_drained_* count the others too.
-               "bytes_runs": sum(r["bytes_conserved"] is True for r in rows),
-               "bytes_not_conserved": not_conserved,
-               **{f"{name}_abs_{way}_error": stat(f, e)
-                  for way, e in bytes_errors.items()
-                  for name, f in (("median", statistics.median), ("max", max))},
-               **{f"all_drained_median_abs_{way}_error": stat(statistics.median, e)
-                  for way, e in all_drained.items()},
+               **byte_summary(rows),
                **{f"undrained_median_abs_{way}_error": stat(statistics.median, e)
                   for way, e in undrained.items()},
                "rankings_same": sum(k["same"] for k in ranks), "rankings": len(ranks),

@@ -38,10 +38,11 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import fidelity as fidelity_module  # noqa: E402  (beside this file)
 import misses  # noqa: E402  (beside this file)
 import rank_spread  # noqa: E402
 import speeds  # noqa: E402
-from fidelity import LATER_KEYS  # noqa: E402  (beside this file)
+from results_readme import POLICIES, pct, readme  # noqa: E402
 
 import common  # noqa: E402
 
@@ -74,7 +75,8 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                    "h200-b6da2e9e-holdout", "h200-73e906f0-holdout",
                                    "h200-eb0c0b30-holdout", "h200-47aad059-holdout"],
                       "holdout2": "h200-153bc426-holdout2",
-                      "holdout2_bytes": "h200-f398f79a-holdout2-drained",
+                      "holdout2_bytes": ["h200-f398f79a-holdout2-drained",
+                                         "h200-9887cdf3-holdout2-drained"],
                       "holdouts2": ["h200-153bc426-holdout2", "h200-8369fa7f-holdout2",
                                     "h200-f398f79a-holdout2", "h200-4569ca28-holdout2",
                                     "h200-b6da2e9e-holdout2", "h200-73e906f0-holdout2",
@@ -82,11 +84,13 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       # the third set (bfs, vit, lstm), captured after read_since_discard; on
                       # 80d0d4ec and 632ef450 its runs were split between the two
                       "holdout3": "h200-153bc426-holdout3",
-                      "holdout3_bytes": "h200-d0a1cf3e-holdout3-drained",
+                      "holdout3_bytes": ["h200-d0a1cf3e-holdout3-drained",
+                                         "h200-9887cdf3-holdout3-drained"],
                       "holdouts3": ["h200-153bc426-holdout3", "h200-8369fa7f-holdout3",
                                     "h200-80d0d4ec-holdout3", "h200-632ef450-holdout3",
                                     "h200-c9770d01-holdout3", "h200-2f4aa42a-holdout3",
-                                    "h200-4569ca28-holdout3", "h200-b6da2e9e-holdout3"],
+                                    "h200-4569ca28-holdout3", "h200-b6da2e9e-holdout3",
+                                    "h200-9887cdf3-holdout3"],
                       "instances": ["h200-153bc426", "h200-8369fa7f", "h200-7fd75295",
                                     "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56",
                                     "h200-d628e5be", "h200-d44298ce", "h200-1ce9b187",
@@ -98,7 +102,6 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                       # calibrated before and after their runs (campaign.sh recalibrate); the
                       # first two in passes, drift.py's reports beside
                       "drift": ["h200-9bc851db-drift", "h200-a74c9e80-drift", "h200-98f3d6e5"]}}
-POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
 KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_percent",
         "median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_error",
         "max_abs_dtoh_error", "undrained_median_abs_htod_error",
@@ -106,14 +109,6 @@ KEYS = ["runs", "median_abs_time_error", "max_abs_time_error", "runs_within_10_p
 BYTE_KEYS = ["median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_error",
              "max_abs_dtoh_error", "drained_runs", "all_drained_median_abs_htod_error",
              "all_drained_median_abs_dtoh_error", "bytes_not_conserved"]
-
-
-def bytes_cell(s, way):
-    """A set's median byte error: from drained runs, else the undrained one, marked so."""
-    if s[f"median_abs_{way}_error"] is not None:
-        return pct(s[f"median_abs_{way}_error"])
-    undrained = s.get(f"undrained_median_abs_{way}_error")
-    return f"({pct(undrained)} undrained)" if undrained is not None else ""
 
 
 # The profiles a campaign's runs are simulated with (fidelity.sh): the report's folder for each.
@@ -159,17 +154,47 @@ def by_policy(rows):
     return out
 
 
+def drained_report(campaign):
+    summary, rows = report(campaign)
+    if summary is None:
+        raise SystemExit(f"results: no report of the bytes campaign {campaign}: run "
+                         f"experiments/live/fidelity.sh {campaign} --write-reports")
+    return summary, rows
+
+
+def byte_row(row):
+    """A fidelity.csv row with the fields fidelity.byte_summary reads, typed."""
+    flag = {"True": True, "False": False, "": None}
+    excess = row["excess_bytes_back_gb"]
+    return {**{k: row[k] for k in ("trace", "policy")}, "budget": float(row["budget"]),
+            **{f"{side}_{way}_gb": float(row[f"{side}_{way}_gb"])
+               for side in ("live", "sim") for way in ("htod", "dtoh")},
+            "counters_drained": flag[row["counters_drained"]],
+            "bytes_conserved": flag[row["bytes_conserved"]],
+            "excess_bytes_back_gb": float(excess) if excess else None}
+
+
+def pooled_bytes(campaigns):
+    """The byte keys over the drained runs of several campaigns (one set's runs made on more
+    than one instance, each simulated with its own instance's profile)."""
+    rows = [byte_row(r) for c in campaigns for r in drained_report(c)[1]]
+    return fidelity_module.byte_summary(rows)
+
+
 def fidelity(campaign, bytes_campaign=None):
-    """The campaign's summary; its byte errors from BYTES_CAMPAIGN's drained runs where given."""
+    """The campaign's summary; its byte errors from the drained runs of BYTES_CAMPAIGN (a
+    campaign, or a list of them whose runs are pooled) where given."""
     summary, rows = report(campaign)
     out = {"campaign": campaign, "report": f"experiments/live/reports/{campaign}/",
            "gpu_profile": summary["gpu_profile"], "sim_revision": summary["sim_revision"],
            **{k: summary.get(k) for k in KEYS}, "by_policy": by_policy(rows)}
-    if bytes_campaign:
-        drained, _ = report(bytes_campaign)
-        if drained is None:
-            raise SystemExit(f"results: no report of the bytes campaign {bytes_campaign}: run "
-                             f"experiments/live/fidelity.sh {bytes_campaign} --write-reports")
+    if isinstance(bytes_campaign, list):
+        pooled = pooled_bytes(bytes_campaign)
+        out.update({k: pooled[k] for k in BYTE_KEYS}, bytes_runs=pooled["bytes_runs"],
+                   bytes_campaign=bytes_campaign,
+                   bytes_report=[f"experiments/live/reports/{c}/" for c in bytes_campaign])
+    elif bytes_campaign:
+        drained, _ = drained_report(bytes_campaign)
         # The byte errors come from other runs than `runs`: bytes_runs says how many.
         # bytes_runs: the drained runs whose counters conserve bytes (fidelity.py), whose errors
         # the medians are; reports made before that check compared every drained run.
@@ -244,149 +269,6 @@ def holdouts(names):
                                                         else "shipped")[1])
         out.append(entry)
     return out
-
-
-def pct(x):
-    return "" if x is None else f"{x:.1%}"
-
-
-def holdout_table(held):
-    """A hold-out set's campaigns, one a row: with their instance's calibration and the shipped
-    profile."""
-    lines = ["| campaign | runs | its instance's calibration | shipped profile |",
-             "|---|---|---|---|"]
-    for h in held:
-        cells = [f"{pct(h[f'{w}_median_abs_time_error'])} / "
-                 f"{pct(h[f'{w}_max_abs_time_error'])} ({h[f'{w}_median_time_error']:+.1%})"
-                 for w in ("own", "shipped")]
-        if not h["calibrated"]:
-            cells[0] = "not calibrated"
-        lines.append(f"| `{h['campaign']}` | {h['runs']} | {cells[0]} | {cells[1]} |")
-    return lines
-
-
-def not_conserved(s):
-    """What a set's byte errors leave out: drained runs whose counters report more bytes back
-    than could have left the GPU (fidelity.py's excess_bytes_back), and the medians with them."""
-    left = s.get("bytes_not_conserved") or []
-    if not left:
-        return ""
-    runs = ", ".join(f"{r['trace']} {r['policy']} {r['budget']:.0%} (+{r['excess_bytes_back_gb']} GB)"
-                     for r in left)
-    return (f" {len(left)} more drained runs are left out: their counters report more bytes "
-            f"back than had arrived or could have been created on the GPU ({runs}), so they "
-            f"lost bytes to the GPU; with them the medians read "
-            f"{pct(s['all_drained_median_abs_htod_error'])} HtoD and "
-            f"{pct(s['all_drained_median_abs_dtoh_error'])} DtoH.")
-
-
-def holdout_bytes(label, s):
-    """Where a hold-out set's bytes come from: drained runs where a campaign made them, else the
-    timed runs' own, which are lower bounds (the cells in parentheses)."""
-    if s.get("bytes_campaign"):
-        where = speeds.instance_of(s["bytes_campaign"])
-        if where != speeds.instance_of(s["campaign"]):
-            where += ", not the timed runs' instance"
-        return [f"Bytes of {label}: from `{s['bytes_campaign']}` ({s['bytes_runs']} drained runs "
-                f"of them, on instance {where})." + not_conserved(s)]
-    return [f"Bytes of {label}: no drained runs of them on this GPU, so only the timed runs' "
-            "own, lower bounds (in parentheses)."]
-
-
-def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held2=(),
-           holdout3=None):
-    lines = [f"# Live fidelity on the {gpu.upper()}: results", "",
-             "Made by `experiments/live/results.py --write` from the campaigns' reports; each "
-             "campaign's runs simulated with the profile of the instance they ran on (calibrated "
-             "in the same session by `experiments/live/campaign.sh`).", "",
-             "| set | campaign | runs | median abs time error | max | median HtoD | median DtoH "
-             "| " + " | ".join(f"{p}: median / max (signed median)" for p in POLICIES) + " |",
-             "|---|---|---|---|---|---|---|" + "---|" * len(POLICIES)]
-    for label, s in (("shipped traces", shipped), ("hold-out programs, first set", holdout),
-                     ("hold-out programs, second set", holdout2),
-                     ("hold-out programs, third set", holdout3),
-                     ("shipped traces, policy schedule", schedule)):
-        if s is None:
-            continue
-        cells = [f"{pct(w['median_abs_time_error'])} / {pct(w['max_abs_time_error'])} "
-                 f"({w['median_time_error']:+.1%})" if w else ""
-                 for w in (s["by_policy"].get(p) for p in POLICIES)]
-        lines.append(f"| {label} | `{s['campaign']}` | {s['runs']} | "
-                     f"{pct(s['median_abs_time_error'])} | {pct(s['max_abs_time_error'])} | "
-                     f"{bytes_cell(s, 'htod')} | {bytes_cell(s, 'dtoh')} | "
-                     + " | ".join(cells) + " |")
-    if shipped.get("bytes_campaign"):
-        lines += ["", f"Bytes (HtoD, DtoH) of the shipped traces: from `{shipped['bytes_campaign']}` "
-                  f"({shipped['bytes_runs']} runs of some of these traces that drained CUPTI's "
-                  "records after every kernel or eviction, on another instance; "
-                  "`experiments/live/data/bytes-back/`). Without drains CUPTI loses byte records "
-                  "in migration-heavy runs, so a timed campaign's bytes are lower bounds, shown "
-                  "in parentheses where no drained runs exist."]
-        if shipped.get("undrained_median_abs_htod_error") is not None:
-            lines[-1] += (" Against this campaign's own undrained bytes the simulator's median "
-                          f"|error| would read {pct(shipped['undrained_median_abs_htod_error'])} "
-                          f"HtoD and {pct(shipped['undrained_median_abs_dtoh_error'])} DtoH.")
-    for label, s in (("the first hold-out set", holdout), ("the second hold-out set", holdout2),
-                     ("the third hold-out set", holdout3)):
-        if s:
-            lines += ["", *holdout_bytes(label, s)]
-    # Named: the second hold-out set's campaigns were calibrated with these benchmarks, so
-    # "these campaigns" would be wrong.
-    older = [s for s in (shipped, holdout, holdout2) if s and s.get("filled_from_shipped_profile")]
-    filled = sorted({k for s in older for k in s["filled_from_shipped_profile"]})
-    if filled:
-        names = ", ".join(f"`{s['campaign']}`" for s in older)
-        lines += ["", f"The calibrations of {names} predate the benchmarks of {', '.join(filled)}"
-                  f" ({'; '.join(LATER_KEYS[k] for k in filled)}): their "
-                  "runs are simulated with those costs from the shipped profile, the rest from "
-                  "their own."]
-    if len(held) > 1:
-        lines += ["", "## The first hold-out set on each instance", "",
-                  "The first set's three programs (hash-join, transpose2d, llama: "
-                  "`experiments/live/holdout/`), never used to tune the model (but see its "
-                  "README: hash-join and transpose2d showed the host's first-touch cost). "
-                  "Median / max |time error| (signed median).", "", *holdout_table(held)]
-    if held2:
-        # Apart from the first set: these programs were captured after it had shown the host's
-        # first-touch cost; radix-sort's kernels then showed the fault order (holdout/README.md).
-        lines += ["", "## The second hold-out set", "",
-                  "Three more programs (radix-sort, cg, unet: `experiments/live/holdout/`), "
-                  "captured after the host's first-touch cost entered the model; radix-sort's and "
-                  "cg's per-kernel rows led to the strided fault benchmarks (a calibration "
-                  "change, nothing fitted to these runs: see that README). Median / max |time "
-                  "error| (signed median).", "",
-                  *holdout_table(held2)]
-    lines += ["", "## Instances", "",
-              "Each instance's runs simulated with its per-machine calibration (`faultline "
-              "calibrate --from`, under a minute; for campaigns calibrated in full, derived from "
-              "those measurements by `calibrate --refit FULL --from`), its full calibration "
-              "(about 3 minutes) and the shipped profile (one profile for every instance). "
-              "Median / max |time error|; * marks the profile the campaign's report uses.", "",
-              "| campaign | runs | per-machine calibration | full calibration | shipped profile "
-              "| on its runs that another instance also made: per-machine / full / shipped |",
-              "|---|---|---|---|---|---|"]
-    for i in inst["instances"]:
-        cells = [(f"{pct(i[f'{w}_median_abs_time_error'])} / {pct(i[f'{w}_max_abs_time_error'])}"
-                  + (" *" if i["calibration"] == w else ""))
-                 if i[f"{w}_median_abs_time_error"] is not None else "not made"
-                 for w in ("per_machine", "full", "shipped")]
-        common_cells = " / ".join(pct(i[f"{w}_median_abs_time_error_on_common_runs"]) or "-"
-                                  for w in ("per_machine", "full", "shipped"))
-        lines.append(f"| `{i['campaign']}` | {i['runs']} | " + " | ".join(cells) +
-                     f" | {common_cells} |")
-    ways = inst["by_calibration"]
-    lines += ["", "Over the instances, the median of their medians (the worst instance's): " +
-              ", ".join(f"{label} {pct(ways[w]['median_of_medians'])} "
-                        f"({pct(ways[w]['max_of_medians'])}, {ways[w]['instances']} instances)"
-                        for w, label in (("per_machine", "per-machine calibration"),
-                                         ("full", "full calibration"),
-                                         ("shipped", "shipped profile"))) + "."]
-    if len(inst["instances"]) > 1:
-        lines += ["", f"The {len(inst['common_runs'])} runs made on two instances or more: "
-                  f"slowest over fastest live time {inst['median_live_ratio']:.2f}x median, "
-                  f"{inst['max_live_ratio']:.2f}x max."]
-    lines.append("")
-    return "\n".join(lines)
 
 
 def write_holdout(folder, summary, held):
