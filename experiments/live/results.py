@@ -369,7 +369,8 @@ def main():
         found = gpu_misses(gpu, c, causes)
         common.write_json(os.path.join(root, gpu, "misses.json"), found)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
-            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3)
+            f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3,
+                           held3)
                     + "\n".join(speeds.readme_section(inst["speeds"]) +
                                 rank_spread.readme_section(ranked) + misses.readme_section(found)))
         print(f"{gpu}: " + ", ".join(
