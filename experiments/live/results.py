@@ -345,6 +345,10 @@ def main():
         inst["speeds"] = speeds.speeds({name: report(name)[1] for name in dict.fromkeys(
             c["instances"] + c.get("holdouts", []) + c.get("holdouts2", [])
             + c.get("holdouts3", []))})
+        median = os.path.join(LIVE, "reports", "median-profile", gpu, "summary.json")
+        if os.path.exists(median):  # median_profile.py --evaluate: one profile for any instance
+            inst["median_profile"] = {k: common.read_json(median, "results")[k]
+                                      for k in ("instances", "all", "holdout")}
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
         held2 = holdouts(c.get("holdouts2", []))

@@ -165,6 +165,19 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held
                         for w, label in (("per_machine", "per-machine calibration"),
                                          ("full", "full calibration"),
                                          ("shipped", "shipped profile"))) + "."]
+    if inst.get("median_profile"):
+        m = inst["median_profile"]
+        lines += ["", f"One profile for an instance nobody calibrated (`configs/gpus/{gpu}-median"
+                  f".json`: each per-machine cost the median over {len(m['instances'])} "
+                  "instances, `experiments/live/median_profile.py`), each campaign simulated with "
+                  "the median of the other instances (its own left out): "
+                  + "; ".join(f"{label} ({o['campaigns']}) median of the medians "
+                              f"{pct(o['median_of_others']['median_of_medians'])} against "
+                              f"{pct(o['shipped']['median_of_medians'])} with the shipped profile "
+                              f"and {pct(o['own']['median_of_medians'])} with its own calibration"
+                              for label, o in (("every campaign", m["all"]),
+                                               ("the hold-out campaigns", m["holdout"])))
+                  + f" (`experiments/live/reports/median-profile/{gpu}/`)."]
     if len(inst["instances"]) > 1:
         lines += ["", f"The {len(inst['common_runs'])} runs made on two instances or more: "
                   f"slowest over fastest live time {inst['median_live_ratio']:.2f}x median, "
