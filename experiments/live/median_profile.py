@@ -28,12 +28,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cost_swap  # noqa: E402  (beside this file)
+import speeds  # noqa: E402
 
 import common  # noqa: E402
 
 LIVE = os.path.join(common.REPO, "experiments", "live")
-# Kept from the shipped profile: the fault path (every per-machine calibration keeps it), what no
-# per-machine calibration measures (memory size, the peer path), the names.
+# Kept from the shipped profile: the fault path and the host link's copy overhead, fitted with it
+# (every per-machine calibration keeps both), and what none measures (memory size, the peer path).
 FAULT_PATH = {"batch_fixed_ns", "per_fault_ns", "per_vablock_ns", "page_table_update_ns",
               "populate_ns", "fault_migrate_ns", "fault_parallelism"}
 NOT_MEASURED = {"memory_bytes", "peer_eviction_ns", "peer_fault_migrate_ns",
@@ -47,10 +48,6 @@ MEASURED_BY = {"eviction_run_ns": ("eviction_runs",), "eviction_page_ns": ("evic
                "discarded_fault_ns": ("discarded_touch",),
                "discarded_resident_fault_ns": ("discarded_touch",),
                "host_populate_ns": ("host_populate",)}
-
-
-def instance_of(campaign):
-    return campaign.split("-")[1]
 
 
 def calibrated_campaigns(gpu):
@@ -76,7 +73,7 @@ def calibrated_campaigns(gpu):
         unmeasured = [k for k, (bench, *within) in MEASURED_BY.items()
                       if bench not in measurements or any(w not in measurements[bench]
                                                           for w in within)]
-        out.append({"campaign": campaign, "instance": instance_of(campaign),
+        out.append({"campaign": campaign, "instance": speeds.instance_of(campaign),
                     "unmeasured": sorted(set(unmeasured)
                                          | set(summary.get("filled_from_shipped_profile", []))),
                     "timed_runs": summary.get("timed_runs") or 0})
@@ -132,7 +129,7 @@ def median_profile(gpu, costs, name, leave_out=None):
         f"the fault path, the memory size and the peer path: the shipped profile {gpu} "
         "(every per-machine calibration keeps its fault path)"])
     link.update(name=name + "-host", sources=[
-        f"bandwidth each way: the median over the same {len(used)} instances' per point; "
+        f"bandwidth each way: the median over the same {len(used)} instances' curves, per point; "
         f"overhead_ns: the shipped profile's (fitted with its fault path)"])
     return dict(sorted(profile.items())), link
 
