@@ -90,7 +90,7 @@ CAMPAIGNS = {"h100": {"shipped": "h100-5d0a844e", "holdout": "h100-d45e9c4d-hold
                                     "h200-80d0d4ec-holdout3", "h200-632ef450-holdout3",
                                     "h200-c9770d01-holdout3", "h200-2f4aa42a-holdout3",
                                     "h200-4569ca28-holdout3", "h200-b6da2e9e-holdout3",
-                                    "h200-9887cdf3-holdout3"],
+                                    "h200-9887cdf3-holdout3", "h200-72c31ee3-holdout3"],
                       "instances": ["h200-153bc426", "h200-8369fa7f", "h200-7fd75295",
                                     "h200-d4fa298c", "h200-b10745b3", "h200-99f28b56",
                                     "h200-d628e5be", "h200-d44298ce", "h200-1ce9b187",
