@@ -37,6 +37,11 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     # strided on the H100s at the H200's measured price of an evicted run (no H100 measured it)
     "$python" experiments/live/pooled_cost.py --cost eviction_run_ns --value 1721 --gpu h100 \
       --traces strided --write >/dev/null
+    # One profile for any instance: the median over the calibrated ones (configs/gpus/GPU-median),
+    # each campaign simulated with the other instances' median (read by results.py; 8 minutes).
+    for gpu in h200 h100; do
+      "$python" experiments/live/median_profile.py --gpu "$gpu" --write --evaluate >/dev/null
+    done
     "$python" experiments/live/results.py --write ;;
   multigpu)
     # Every two-GPU campaign with a committed report, then HUVM's live headline from them.
