@@ -1,0 +1,86 @@
+"""What moves with the eviction's level: reads the outputs of experiments/live/probes/eviction_level
+and prints, per output, its rounds in the low and the high level (a 2 MB eviction's median CPU
+time under or over SPLIT_US), every other column's median in each, and each column's correlation
+with the eviction's time over the rounds.
+
+    python3 experiments/live/eviction_level.py PROBE_OUTPUT...
+
+A column that moves with the level names where the level comes from: the pinned copy is the link
+and the GPU's copy engines, the arithmetic loop the CPU's own speed, steal the hypervisor taking
+the CPUs, the fresh-memory touch and pageable copies the guest's page allocation and faults.
+"""
+import statistics
+import sys
+
+SPLIT_US = 230  # between the two levels the probes meet (about 180 and 260-290 us)
+COLUMNS = {"pinned_us": "copy to pinned", "warm_us": "copy to warm pageable",
+           "fresh_us": "copy to fresh pageable", "touch_us_per_2MB": "CPU touch of fresh memory",
+           "arith_us": "arithmetic loop", "steal_ms": "steal (ms a round)"}
+
+
+def read(path):
+    """{column: [values]} of the probe's rounds; exits naming the line that does not parse."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or not lines[0].startswith("s "):
+        raise SystemExit(f"eviction_level: {path}: line 1: expected the probe's header 's ...'")
+    header = lines[0].split()
+    columns = {name: [] for name in header}
+    for number, line in enumerate(lines[1:], start=2):
+        if not line or not line[0].isdigit():
+            continue  # the call script's rc= line
+        fields = line.split()
+        if len(fields) != len(header):
+            raise SystemExit(f"eviction_level: {path}: line {number}: {len(fields)} fields, "
+                             f"expected {len(header)}")
+        for name, value in zip(header, fields):
+            columns[name].append(float(value))
+    if not columns["evict_us"]:
+        raise SystemExit(f"eviction_level: {path}: no rounds")
+    return columns
+
+
+def summary(path):
+    c = read(path)
+    evict = c["evict_us"]
+    high = [e > SPLIT_US for e in evict]
+    lows, highs = high.count(False), high.count(True)
+    quantiles = statistics.quantiles(evict, n=10)
+    out = {"file": path, "rounds": len(evict), "seconds": c["s"][-1],
+           "evict_median": statistics.median(evict), "evict_p10": quantiles[0],
+           "evict_p90": quantiles[-1], "high_share": highs / len(evict), "columns": {}}
+    for name in COLUMNS:
+        if name not in c:
+            continue
+        values = c[name]
+        def median_where(level):
+            chosen = [v for v, h in zip(values, high) if h == level]
+            return statistics.median(chosen) if chosen else float("nan")
+        constant = len(set(values)) == 1
+        out["columns"][name] = {
+            "low": median_where(False) if lows else float("nan"),
+            "high": median_where(True) if highs else float("nan"),
+            "correlation": 0.0 if constant else statistics.correlation(evict, values)}
+    return out
+
+
+def main(paths):
+    if not paths:
+        raise SystemExit(__doc__)
+    rows = [summary(p) for p in paths]
+    print(f"| output | rounds (s) | eviction us: median (p10-p90) | share high (> {SPLIT_US} us) | "
+          + " | ".join(f"{label}: low / high (r)" for label in COLUMNS.values()) + " |")
+    print("|---" * (4 + len(COLUMNS)) + "|")
+    for r in rows:
+        cells = []
+        for name in COLUMNS:
+            col = r["columns"].get(name)
+            cells.append("-" if col is None else
+                         f"{col['low']:.1f} / {col['high']:.1f} ({col['correlation']:+.2f})")
+        print(f"| `{r['file']}` | {r['rounds']} ({r['seconds']:.0f}) | {r['evict_median']:.0f} "
+              f"({r['evict_p10']:.0f}-{r['evict_p90']:.0f}) | {r['high_share']:.0%} | "
+              + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
