@@ -13,14 +13,13 @@
 // median); the CPU writing one byte in each 4 KB page of fresh anonymous memory (us per 2 MB);
 // and the guest kernel's counters that moved (/proc/vmstat). Asks for CHUNKS x 2 MB of managed
 // memory once, and refuses when the GPU has not that much free with 2 GB to spare.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cuda_runtime.h>
 #include <fstream>
 #include <map>
 #include <sched.h>
@@ -137,9 +136,9 @@ int main(int argc, char** argv) {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   cudaMemLocation gpu{cudaMemLocationTypeDevice, 0}, host{cudaMemLocationTypeHost, 0};
 
-  const char* watched[] = {"pgfault",        "thp_fault_alloc", "pgalloc_normal", "pgalloc_dma32",
-                           "pgalloc_movable", "pgfree",         "compact_stall",  "thp_split_pmd",
-                           "nr_free_pages"};
+  const char* watched[] = {"pgfault",       "thp_fault_alloc", "pgalloc_normal",
+                           "pgalloc_dma32", "pgalloc_movable", "pgfree",
+                           "compact_stall", "thp_split_pmd",   "nr_free_pages"};
   std::printf("s cpu arith_us steal_ms evict_us pinned_us warm_us fresh_us touch_us_per_2MB");
   for (const char* w : watched) std::printf(" %s", w);
   std::printf("\n");
