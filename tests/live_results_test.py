@@ -138,6 +138,16 @@ def test_misses():
     assert "280 us" in found["b"]["at_its_eviction_price"]
     assert "within the target" in found["b"]["at_its_eviction_price"]
     assert found["c"]["at_its_eviction_price"] is None
+    # b, within the target at its own price and named by no curated cause: the moment's level;
+    # a keeps its curated cause; priced beyond the target, no cause is given.
+    assert found["b"]["cause"] == misses.MOMENT_CAUSE["cause"]
+    assert found["b"]["evidence"].endswith("h200-eviction-level/README.md")
+    assert found["a"]["cause"] == "specific" and found["c"]["cause"] is None
+    assert misses.moment_cause("h100", priced[("b", "deepum", 0.5)]) is None  # not measured there
+    priced[("b", "deepum", 0.5)]["error_run_priced"] = -0.2
+    found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
+                                                  priced)}
+    assert found["b"]["cause"] is None and "still beyond" in found["b"]["at_its_eviction_price"]
 
 
 def test_speeds():
