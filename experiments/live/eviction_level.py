@@ -40,6 +40,11 @@ def read(path):
     return columns
 
 
+def median_where(values, high, level):
+    """The median of the values of the rounds in `level` (True: high)."""
+    return statistics.median(v for v, h in zip(values, high) if h == level)
+
+
 def summary(path):
     c = read(path)
     evict = c["evict_us"]
@@ -53,13 +58,10 @@ def summary(path):
         if name not in c:
             continue
         values = c[name]
-        def median_where(level):
-            chosen = [v for v, h in zip(values, high) if h == level]
-            return statistics.median(chosen) if chosen else float("nan")
         constant = len(set(values)) == 1
         out["columns"][name] = {
-            "low": median_where(False) if lows else float("nan"),
-            "high": median_where(True) if highs else float("nan"),
+            "low": median_where(values, high, False) if lows else float("nan"),
+            "high": median_where(values, high, True) if highs else float("nan"),
             "correlation": 0.0 if constant else statistics.correlation(evict, values)}
     return out
 
