@@ -147,6 +147,11 @@ def test_real_campaign():
     text = pooled_cost.markdown(doc)
     assert "--value 5 --policies pump --traces hash-join --write" in text, text
     assert f"| h200 | `{CAMPAIGN}` | hash-join pump 75% |" in text
+    # Without --traces a campaign holds medians() alone, its "runs" a count: no run is listed.
+    doc["gpus"]["h200"]["campaigns"] = {CAMPAIGN: pooled_cost.medians(same)}
+    del doc["traces"]
+    text = pooled_cost.markdown(doc)
+    assert "| h200 | s | 5 | 1 | 2 |" in text and "hash-join pump 75%" not in text, text
     summary = pooled_cost.medians(same)
     assert summary["runs"] == 2
     assert summary["own_median_abs_time_error"] == summary["pooled_median_abs_time_error"]

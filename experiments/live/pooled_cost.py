@@ -105,8 +105,10 @@ def markdown(doc):
                          f"{s['own_median_abs_time_error']:.1%} / {s['own_max_abs_time_error']:.1%}"
                          f" | {s['pooled_median_abs_time_error']:.1%} / "
                          f"{s['pooled_max_abs_time_error']:.1%} |")
+    # With --traces a campaign's "runs" lists them; without, it is medians()'s count.
     listed = [(gpu, name, r) for gpu, sets in doc["gpus"].items()
-              for name, c in sets["campaigns"].items() for r in c.get("runs", [])]
+              for name, c in sets["campaigns"].items()
+              if isinstance(c.get("runs"), list) for r in c["runs"]]
     if listed:
         lines += ["", "| GPU | campaign | run | live | own calibration | at the pooled value |",
                   "|---|---|---|---|---|---|"]
