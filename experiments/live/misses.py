@@ -241,7 +241,8 @@ def readme_section(found):
              "the other instances' median, closes most of it: `experiments/live/cost_swap.py`), "
              "the run simulated at the eviction price its own call log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
-             "(`experiments/live/causes.json`; none where none was measured).", ""]
+             "(`experiments/live/causes.json`; else, for a run its own price brings within the "
+             "target, the eviction's level of the moment; none where none was measured).", ""]
     if not found:
         return lines + ["None.", ""]
     lines += ["| set | run | error | other instances: median (range, n) | kind | "
