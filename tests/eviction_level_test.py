@@ -55,7 +55,8 @@ def test_committed():
     """The README's table is what the script makes of the committed outputs."""
     data = os.path.join(root, "experiments", "live", "data", "h200-eviction-level")
     files = ["a/level1.txt", "b/b1-unpinned.txt", "b/b2-cpu3.txt", "b/b3-cpu11.txt",
-             "b/b4-unpinned.txt", "c/c1.txt"]
+             "b/b4-unpinned.txt", "c/c1.txt", "d/d0-alone.txt", "d/d1-copy8.txt",
+             "d/d2-alone.txt", "d/d3-faults4.txt", "d/d4-alone.txt"]
     cwd = os.getcwd()
     os.chdir(data)
     try:

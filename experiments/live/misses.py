@@ -96,9 +96,9 @@ def priced_text(run):
 # the eviction's level of the moment, measured to move with the host beneath the virtual machine.
 MOMENT_CAUSE = {
     "cause": "the eviction's level of the moment: a 2 MB eviction costs about 180 or 260-290 us "
-             "as the host beneath the virtual machine does its memory work slowly or fast (the "
-             "guest's fresh-page touches 15-28% slower in the high level, DMA into pinned memory "
-             "2%; not the GPU's clocks or link, nor the CPU's speed or steal), switching within "
+             "with a state of the host beneath the virtual machine that slows the guest's "
+             "fresh-page touches 15-28% and DMA into pinned memory 2% with it (not the GPU's "
+             "clocks or link, the CPU's speed, steal, or load inside the VM), switching within "
              "seconds, and the calibration met the other level",
     "evidence": "experiments/live/data/h200-eviction-level/README.md", "gpu": ["h200"]}
 
