@@ -148,6 +148,21 @@ def test_misses():
     found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
                                                   priced)}
     assert found["b"]["cause"] is None and "still beyond" in found["b"]["at_its_eviction_price"]
+    # c, whose one calibrated cost at the others' median brings it within the target: that cost;
+    # one that closes half the miss but leaves it beyond the target, or under half, none.
+    def swap(closes, error):
+        return {("me", "c", "oracle", 0.5): {"swaps": [
+            {"cost": "swap_extra_ns", "here": 76400, "others": 6500, "closes": closes,
+             "time_error": error}], "every_cost_at_others": {"time_error": error}}}
+    found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
+                                                  priced, swap(0.7, 0.05))}
+    assert found["c"]["cause"] == ("its calibration's swap_extra 76.4 us here, 6.5 us on the "
+                                   "others: at theirs +5%"), found["c"]["cause"]
+    assert found["c"]["evidence"] == "experiments/live/reports/cost-swap/h200.md"
+    for closes, error in ((0.6, 0.16), (0.4, 0.1)):
+        found = {m["trace"]: m for m in misses.misses("h200", "set", "me", rows, others, causes,
+                                                      priced, swap(closes, error))}
+        assert found["c"]["cause"] is None, (closes, error)
 
 
 def test_speeds():

@@ -195,6 +195,18 @@ def cost_text(swap):
     return f"{name} {value(swap['here'])} here, {value(swap['others'])} on the others"
 
 
+def calibration_cause(gpu, run):
+    """Where one calibrated cost, set to the other instances' median, carries the miss
+    (cost_swap.py's best swap closes CARRIES of it or more) and brings it within the target: that
+    cost as the run's measured cause; None otherwise."""
+    best = run["swaps"][0] if run and run["swaps"] else None
+    if best is None or best["closes"] < CARRIES or abs(best["time_error"]) > TARGET_MAX:
+        return None
+    return {"cause": f"its calibration's {cost_text(best)}: at theirs "
+                     f"{best['time_error']:+.0%}",
+            "evidence": f"experiments/live/reports/cost-swap/{gpu}.md"}
+
+
 def misses(gpu, label, campaign, rows, siblings, causes, priced=None, swaps=None):
     """The set's runs beyond TARGET_MAX. rows: the campaign's fidelity rows; siblings:
     {campaign: rows} of the other instances that ran the set; priced: load_priced's runs of
@@ -210,7 +222,9 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None, swaps=None
         values = [float(s["time_error"]) for s in same]
         kind, shift = kind_of(error, values), moved(r, same)
         priced_run = (priced or {}).get(key)
-        cause = cause_of(causes, gpu, *key) or moment_cause(gpu, priced_run)
+        swap = (swaps or {}).get((campaign, *key))
+        cause = (cause_of(causes, gpu, *key) or moment_cause(gpu, priced_run) or
+                 calibration_cause(gpu, swap))
         out.append({"set": label, "campaign": campaign, "trace": key[0], "policy": key[1],
                     "budget": key[2], "time_error": error,
                     "elsewhere": {"instances": len(values),
@@ -220,7 +234,7 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None, swaps=None
                                   "max": max(values) if values else None,
                                   **shift},
                     "kind": kind, "lies_in": lies_in(error, kind, shift),
-                    "carried_by": swap_text((swaps or {}).get((campaign, *key))),
+                    "carried_by": swap_text(swap),
                     "at_its_eviction_price": priced_text(priced_run),
                     "cause": cause["cause"] if cause else None,
                     "evidence": cause["evidence"] if cause else None})
@@ -242,7 +256,8 @@ def readme_section(found):
              "the run simulated at the eviction price its own call log shows "
              "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; else, for a run its own price brings within the "
-             "target, the eviction's level of the moment; none where none was measured).", ""]
+             "target, the eviction's level of the moment; else the one calibrated cost that "
+             "carries the miss into the target; none where none was measured).", ""]
     if not found:
         return lines + ["None.", ""]
     lines += ["| set | run | error | other instances: median (range, n) | kind | "
