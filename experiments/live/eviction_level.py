@@ -13,7 +13,8 @@ import statistics
 import sys
 
 SPLIT_US = 230  # between the two levels the probes meet (about 180 and 260-290 us)
-COLUMNS = {"pinned_us": "copy to pinned", "warm_us": "copy to warm pageable",
+COLUMNS = {"pinned_us": "copy to pinned", "pinned_far_us": "copy to far pinned",
+           "warm_us": "copy to warm pageable",
            "fresh_us": "copy to fresh pageable", "touch_us_per_2MB": "CPU touch of fresh memory",
            "arith_us": "arithmetic loop", "steal_ms": "steal (ms a round)"}
 
@@ -70,12 +71,13 @@ def main(paths):
     if not paths:
         raise SystemExit(__doc__)
     rows = [summary(p) for p in paths]
+    shown = [name for name in COLUMNS if any(name in r["columns"] for r in rows)]
     print(f"| output | rounds (s) | eviction us: median (p10-p90) | share high (> {SPLIT_US} us) | "
-          + " | ".join(f"{label}: low / high (r)" for label in COLUMNS.values()) + " |")
-    print("|---" * (4 + len(COLUMNS)) + "|")
+          + " | ".join(f"{COLUMNS[name]}: low / high (r)" for name in shown) + " |")
+    print("|---" * (4 + len(shown)) + "|")
     for r in rows:
         cells = []
-        for name in COLUMNS:
+        for name in shown:
             col = r["columns"].get(name)
             cells.append("-" if col is None else
                          f"{col['low']:.1f} / {col['high']:.1f} ({col['correlation']:+.2f})")

@@ -3,16 +3,18 @@
 // (experiments/live/data/h200-eviction-regimes/). This probe follows the level through time beside
 // what could set it, to tell a copy path that slows (the link, the copy engines) from a host that
 // hands out pages slowly (a virtual machine's guest memory the host must back again):
-//   build/probes/eviction_level SECONDS [CHUNKS [CPU]]   (default 64 chunks: 128 MB; CPU: pin the
-//   thread to that CPU, -1: not pinned)
+//   build/probes/eviction_level SECONDS [CHUNKS [CPU [FAR_GB]]]   (default 64 chunks: 128 MB; CPU:
+//   pin the thread to that CPU, -1: not pinned; FAR_GB: also copy into 2 MB slots spread over
+//   that much pinned memory, so that each copy lands where the last ones did not)
 // One line per round: seconds since the start; the CPU the round ended on; a fixed loop of
 // arithmetic (us: the CPU's own speed); the time the hypervisor took from the guest's CPUs (steal,
 // /proc/stat, ms over all of them); the eviction's median us a chunk (each 2 MB
 // cudaMemPrefetchAsync to the host, its CPU time, after a kernel wrote the chunk); 2 MB copies
-// from device memory into pinned, warm pageable and fresh pageable host memory (us each, the
-// median); the CPU writing one byte in each 4 KB page of fresh anonymous memory (us per 2 MB);
-// and the guest kernel's counters that moved (/proc/vmstat). Asks for CHUNKS x 2 MB of managed
-// memory once, and refuses when the GPU has not that much free with 2 GB to spare.
+// from device memory into pinned (and, with FAR_GB, far pinned), warm pageable and fresh
+// pageable host memory (us each, the median); the CPU writing one byte in each 4 KB page of fresh
+// anonymous memory (us per 2 MB); and the guest kernel's counters that moved (/proc/vmstat). Asks
+// for CHUNKS x 2 MB of managed memory once, and refuses when the GPU has not that much free with 2
+// GB to spare.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -105,10 +107,11 @@ char* fresh_map(size_t bytes) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return std::printf("usage: eviction_level SECONDS [CHUNKS]\n"), 2;
+  if (argc < 2) return std::printf("usage: eviction_level SECONDS [CHUNKS [CPU [FAR_GB]]]\n"), 2;
   const double seconds = std::atof(argv[1]);
   const size_t chunks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64;
   const int pin = argc > 3 ? std::atoi(argv[3]) : -1;
+  const size_t far_chunks = (argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0) * 512;
   if (pin >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -129,6 +132,9 @@ int main(int argc, char** argv) {
   check(cudaMallocManaged(&managed, bytes), "cudaMallocManaged");
   check(cudaMalloc(&device, bytes), "cudaMalloc");
   check(cudaMallocHost(&pinned, bytes), "cudaMallocHost");
+  char* far = nullptr;
+  if (far_chunks) check(cudaMallocHost(&far, far_chunks * kChunk), "cudaMallocHost (far)");
+  uint64_t slot = 1;
   char* pageable = fresh_map(bytes);
   std::memset(pageable, 1, bytes);
   check(cudaMemset(device, 7, bytes), "cudaMemset");
@@ -139,7 +145,8 @@ int main(int argc, char** argv) {
   const char* watched[] = {"pgfault",       "thp_fault_alloc", "pgalloc_normal",
                            "pgalloc_dma32", "pgalloc_movable", "pgfree",
                            "compact_stall", "thp_split_pmd",   "nr_free_pages"};
-  std::printf("s cpu arith_us steal_ms evict_us pinned_us warm_us fresh_us touch_us_per_2MB");
+  std::printf("s cpu arith_us steal_ms evict_us pinned_us%s warm_us fresh_us touch_us_per_2MB",
+              far ? " pinned_far_us" : "");
   for (const char* w : watched) std::printf(" %s", w);
   std::printf("\n");
   auto before = vmstat();
@@ -158,6 +165,15 @@ int main(int argc, char** argv) {
     check(cudaStreamSynchronize(stream), "the evictions");
     const double evict_us = median(evict);
     const double pinned_us = copy_us(device, pinned, chunks);
+    std::vector<double> far_times;
+    for (size_t c = 0; far && c < chunks; ++c) {
+      slot = slot * 6364136223846793005ull + 1442695040888963407ull; // a slot the last ones missed
+      const int64_t t0 = now_ns();
+      check(cudaMemcpy(far + (slot >> 33) % far_chunks * kChunk, device + c * kChunk, kChunk,
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy (far)");
+      far_times.push_back((now_ns() - t0) / 1e3);
+    }
     const double warm_us = copy_us(device, pageable, chunks);
     char* fresh = fresh_map(bytes);
     const double fresh_us = copy_us(device, fresh, chunks);
@@ -170,9 +186,10 @@ int main(int argc, char** argv) {
     const double arith_us = arithmetic_us();
     const auto after = vmstat();
     const long long steal = steal_ms();
-    std::printf("%.2f %d %.1f %lld %.1f %.1f %.1f %.1f %.1f", (now_ns() - start) / 1e9,
-                sched_getcpu(), arith_us, steal - steal_before, evict_us, pinned_us, warm_us,
-                fresh_us, touch_us);
+    std::printf("%.2f %d %.1f %lld %.1f %.1f", (now_ns() - start) / 1e9, sched_getcpu(), arith_us,
+                steal - steal_before, evict_us, pinned_us);
+    if (far) std::printf(" %.1f", median(far_times));
+    std::printf(" %.1f %.1f %.1f", warm_us, fresh_us, touch_us);
     steal_before = steal;
     for (const char* w : watched) {
       const long long a = after.count(w) ? after.at(w) : 0, b = before.count(w) ? before.at(w) : 0;
