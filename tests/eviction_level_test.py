@@ -48,7 +48,11 @@ def test_bad_input(folder):
     for name, text, expected in [
             ("empty.txt", "", "line 1: expected the probe's header"),
             ("short.txt", HEADER + "\n0.2 3 3000 0 180\n", "line 2: 5 fields, expected 10"),
-            ("none.txt", HEADER + "\nrc=1\n", "no rounds")]:
+            ("none.txt", HEADER + "\nrc=1\n", "0 rounds, expected 2 or more"),
+            ("one.txt", HEADER + "\n" + " ".join(["1"] * 10) + "\n", "1 rounds, expected 2"),
+            ("word.txt", HEADER + "\n" + " ".join(["1"] * 9) + " x\n",
+             "line 2: pgfault is 'x', expected a number"),
+            ("other.txt", "s a b\n1 2 3\n", "line 1: no evict_us column")]:
         try:
             eviction_level.summary(write(folder, name, text))
         except SystemExit as e:

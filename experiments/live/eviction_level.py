@@ -26,6 +26,8 @@ def read(path):
     if not lines or not lines[0].startswith("s "):
         raise SystemExit(f"eviction_level: {path}: line 1: expected the probe's header 's ...'")
     header = lines[0].split()
+    if "evict_us" not in header:
+        raise SystemExit(f"eviction_level: {path}: line 1: no evict_us column")
     columns = {name: [] for name in header}
     for number, line in enumerate(lines[1:], start=2):
         if not line or not line[0].isdigit():
@@ -35,9 +37,14 @@ def read(path):
             raise SystemExit(f"eviction_level: {path}: line {number}: {len(fields)} fields, "
                              f"expected {len(header)}")
         for name, value in zip(header, fields):
-            columns[name].append(float(value))
-    if not columns["evict_us"]:
-        raise SystemExit(f"eviction_level: {path}: no rounds")
+            try:
+                columns[name].append(float(value))
+            except ValueError:
+                raise SystemExit(f"eviction_level: {path}: line {number}: {name} is {value!r}, "
+                                 "expected a number") from None
+    if len(columns["evict_us"]) < 2:
+        raise SystemExit(f"eviction_level: {path}: {len(columns['evict_us'])} rounds, expected "
+                         "2 or more")
     return columns
 
 

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
     const double pinned_us = copy_us(device, pinned, chunks);
     std::vector<double> far_times;
     for (size_t c = 0; far && c < chunks; ++c) {
-      slot = slot * 6364136223846793005ull + 1442695040888963407ull; // a slot the last ones missed
+      slot = slot * 6364136223846793005ull +
+             1442695040888963407ull; // a pseudo-random slot of the far memory
       const int64_t t0 = now_ns();
       check(cudaMemcpy(far + (slot >> 33) % far_chunks * kChunk, device + c * kChunk, kChunk,
                        cudaMemcpyDeviceToHost),
