@@ -68,7 +68,8 @@ def test_committed():
                "b/b4-unpinned.txt", "c/c1.txt"],
               ["d/d0-alone.txt", "d/d1-copy8.txt", "d/d2-alone.txt", "d/d3-faults4.txt",
                "d/d4-alone.txt"],
-              ["e/e1-far32.txt"]]  # with the far pinned copies: a column the others lack
+              ["e/e1-far32.txt"],  # with the far pinned copies: a column the others lack
+              ["f/f1-wake.txt"]]  # with the empty kernel's waits
     cwd = os.getcwd()
     os.chdir(data)
     out = io.StringIO()

@@ -7,13 +7,15 @@ with the eviction's time over the rounds.
 
 A column that moves with the level names where the level comes from: the pinned copy is the link
 and the GPU's copy engines, the arithmetic loop the CPU's own speed, steal the hypervisor taking
-the CPUs, the fresh-memory touch and pageable copies the guest's page allocation and faults.
+the CPUs, the fresh-memory touch and pageable copies the guest's page allocation and faults, an
+empty kernel waited for by sleeping against by spinning the interrupt that wakes the thread.
 """
 import statistics
 import sys
 
 SPLIT_US = 230  # between the two levels the probes meet (about 180 and 260-290 us)
 COLUMNS = {"pinned_us": "copy to pinned", "pinned_far_us": "copy to far pinned",
+           "spin_us": "empty kernel, spun for", "sleep_us": "empty kernel, slept for",
            "warm_us": "copy to warm pageable",
            "fresh_us": "copy to fresh pageable", "touch_us_per_2MB": "CPU touch of fresh memory",
            "arith_us": "arithmetic loop", "steal_ms": "steal (ms a round)"}

@@ -97,9 +97,9 @@ def priced_text(run):
 MOMENT_CAUSE = {
     "cause": "the eviction's level of the moment: a 2 MB eviction costs about 180 or 260-290 us "
              "with a state of the host beneath the virtual machine that slows the guest's "
-             "fresh-page touches 15-28% and DMA into pinned memory 2% with it (not the GPU's "
-             "clocks or link, the CPU's speed, steal, or load inside the VM), switching within "
-             "seconds, and the calibration met the other level",
+             "fresh-page touches 15-28% and an empty kernel's launch to done 14-22% with it (not "
+             "the GPU's clocks or link, the CPU's speed, steal, or load inside the VM), switching "
+             "within seconds, and the calibration met the other level",
     "evidence": "experiments/live/data/h200-eviction-level/README.md", "gpu": ["h200"]}
 
 

@@ -3,9 +3,11 @@
 // (experiments/live/data/h200-eviction-regimes/). This probe follows the level through time beside
 // what could set it, to tell a copy path that slows (the link, the copy engines) from a host that
 // hands out pages slowly (a virtual machine's guest memory the host must back again):
-//   build/probes/eviction_level SECONDS [CHUNKS [CPU [FAR_GB]]]   (default 64 chunks: 128 MB; CPU:
-//   pin the thread to that CPU, -1: not pinned; FAR_GB: also copy into 2 MB slots spread over
-//   that much pinned memory, so that each copy lands where the last ones did not)
+//   build/probes/eviction_level SECONDS [CHUNKS [CPU [FAR_GB [WAKE]]]]   (default 64 chunks:
+//   128 MB; CPU: pin the thread to that CPU, -1: not pinned; FAR_GB: also copy into 2 MB slots
+//   spread over that much pinned memory, so that each copy lands where the last ones did not;
+//   WAKE 1: also time an empty kernel waited for by spinning and by sleeping until the driver's
+//   interrupt wakes the thread)
 // One line per round: seconds since the start; the CPU the round ended on; a fixed loop of
 // arithmetic (us: the CPU's own speed); the time the hypervisor took from the guest's CPUs (steal,
 // /proc/stat, ms over all of them); the eviction's median us a chunk (each 2 MB
@@ -107,11 +109,13 @@ char* fresh_map(size_t bytes) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return std::printf("usage: eviction_level SECONDS [CHUNKS [CPU [FAR_GB]]]\n"), 2;
+  if (argc < 2)
+    return std::printf("usage: eviction_level SECONDS [CHUNKS [CPU [FAR_GB [WAKE]]]]\n"), 2;
   const double seconds = std::atof(argv[1]);
   const size_t chunks = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64;
   const int pin = argc > 3 ? std::atoi(argv[3]) : -1;
   const size_t far_chunks = (argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0) * 512;
+  const bool wake = argc > 5 && std::atoi(argv[5]) == 1;
   if (pin >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -141,12 +145,29 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   cudaMemLocation gpu{cudaMemLocationTypeDevice, 0}, host{cudaMemLocationTypeHost, 0};
+  cudaEvent_t spin, sleep;
+  check(cudaEventCreateWithFlags(&spin, cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaEventCreateWithFlags(&sleep, cudaEventDisableTiming | cudaEventBlockingSync),
+        "cudaEventCreate (blocking)");
+  // us from an empty kernel's launch to the thread seeing it done, waiting on `e`, the median
+  // of 16.
+  const auto kernel_wait_us = [&](cudaEvent_t e) {
+    std::vector<double> t;
+    for (int i = 0; i < 16; ++i) {
+      const int64_t t0 = now_ns();
+      write_words<<<1, 32, 0, stream>>>(reinterpret_cast<uint64_t*>(device), 0, 0);
+      check(cudaEventRecord(e, stream), "cudaEventRecord");
+      check(cudaEventSynchronize(e), "cudaEventSynchronize");
+      t.push_back((now_ns() - t0) / 1e3);
+    }
+    return median(t);
+  };
 
   const char* watched[] = {"pgfault",       "thp_fault_alloc", "pgalloc_normal",
                            "pgalloc_dma32", "pgalloc_movable", "pgfree",
                            "compact_stall", "thp_split_pmd",   "nr_free_pages"};
-  std::printf("s cpu arith_us steal_ms evict_us pinned_us%s warm_us fresh_us touch_us_per_2MB",
-              far ? " pinned_far_us" : "");
+  std::printf("s cpu arith_us steal_ms evict_us pinned_us%s%s warm_us fresh_us touch_us_per_2MB",
+              far ? " pinned_far_us" : "", wake ? " spin_us sleep_us" : "");
   for (const char* w : watched) std::printf(" %s", w);
   std::printf("\n");
   auto before = vmstat();
@@ -190,6 +211,7 @@ int main(int argc, char** argv) {
     std::printf("%.2f %d %.1f %lld %.1f %.1f", (now_ns() - start) / 1e9, sched_getcpu(), arith_us,
                 steal - steal_before, evict_us, pinned_us);
     if (far) std::printf(" %.1f", median(far_times));
+    if (wake) std::printf(" %.1f %.1f", kernel_wait_us(spin), kernel_wait_us(sleep));
     std::printf(" %.1f %.1f %.1f", warm_us, fresh_us, touch_us);
     steal_before = steal;
     for (const char* w : watched) {
