@@ -8,7 +8,8 @@ with the eviction's time over the rounds.
 A column that moves with the level names where the level comes from: the pinned copy is the link
 and the GPU's copy engines, the arithmetic loop the CPU's own speed, steal the hypervisor taking
 the CPUs, the fresh-memory touch and pageable copies the guest's page allocation and faults, an
-empty kernel waited for by sleeping against by spinning the interrupt that wakes the thread.
+empty kernel waited for by spinning the CPU-GPU round trip, and by sleeping also the interrupt
+that wakes the thread.
 """
 import statistics
 import sys

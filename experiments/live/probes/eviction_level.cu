@@ -17,8 +17,9 @@
 // anonymous memory (us per 2 MB); and the guest kernel's counters that moved (/proc/vmstat). Asks
 // for CHUNKS x 2 MB of managed memory once, and refuses when the GPU has not that much free with 2
 // GB to spare.
+#include "experiments/live/probes/probe_device.h"
+
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +34,9 @@
 
 namespace {
 
-constexpr size_t kChunk = 2u << 20;
+using probe::now_ns;
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+constexpr size_t kChunk = 2u << 20;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
