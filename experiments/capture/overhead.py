@@ -2,7 +2,10 @@
     python3 experiments/capture/overhead.py RUNS_DIR... > OUT.json
 (the committed report: experiments/make_reports.sh, from capture/data/h100-runs-*)
 One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s", "steps",
-"ratio", "cupti_ratio", "machines"}; a mode that was not run is null; "machines" names, per mode,
+"ratio", "cupti_ratio", "plain_step_s", "capture_step_s", "machines"}; a mode that was not run
+is null; "plain_step_s" lists the plain run's own time for each measured step (the program
+reports them), "capture_step_s" the same steps as the capture's timing pass timed them (the
+trace's program_step_ns, from NAME.stats.json), null where not known; "machines" names, per mode,
 the machine of the folder its run came from (its manifest's machine text). When a workload was
 run more than once in a mode, the last run counts."""
 import glob
@@ -22,11 +25,19 @@ for folder in sys.argv[1:]:
             run = json.loads(line)
             row = rows.setdefault(run["workload"], {"workload": run["workload"], "plain_s": None,
                                                     "capture_s": None, "cupti_capture_s": None,
-                                                    "steps": run.get("steps"), "machines": {}})
+                                                    "steps": run.get("steps"), "plain_step_s": None,
+                                                    "capture_step_s": None, "machines": {}})
             key = {"plain": "plain_s", "capture": "capture_s", "cupti": "cupti_capture_s"}.get(run["mode"])
             if key:
                 row[key] = run["seconds"]
                 row["machines"][run["mode"]] = machine
+            if run["mode"] == "plain":
+                row["plain_step_s"] = (run.get("program") or {}).get("step_seconds")
+    for path in sorted(glob.glob(os.path.join(folder, "*.stats.json"))):
+        name = os.path.basename(path)[:-len(".stats.json")]
+        program = json.load(open(path)).get("program_step_ns")
+        if name in rows and program:
+            rows[name]["capture_step_s"] = [round(t / 1e9, 6) for t in program]
 for row in rows.values():
     plain = row["plain_s"]
     row["ratio"] = round(row["capture_s"] / plain, 2) if plain and row["capture_s"] else None

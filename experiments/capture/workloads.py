@@ -11,7 +11,8 @@ steps run outside the capture range; the measured steps run between torch.cuda.p
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
 boundaries (as does the capture's PyTorch hook after every optimizer step). The script prints one
-JSON line with the workload's settings and the wall time of the measured steps.
+JSON line with the workload's settings, the wall time of the measured steps and each step's own
+wall time (each step ends by waiting for the GPU).
 """
 import argparse
 import json
@@ -357,15 +358,23 @@ def main():
         step()
     torch.cuda.synchronize()
     began = time.perf_counter()
+    # Each step ends by waiting for the GPU, as a loop that logs its loss does, so that the
+    # step's wall time is the program's own step time (the trace's program_step_ns is the same
+    # interval, timed in the capture).
+    step_seconds = []
     for _ in range(args.steps):
+        step_began = time.perf_counter()
         torch.cuda.profiler.start()
         value = step()
+        torch.cuda.synchronize()
+        step_seconds.append(time.perf_counter() - step_began)
     value.item()
     torch.cuda.synchronize()
     seconds = time.perf_counter() - began
     torch.cuda.profiler.stop()
     print(json.dumps({"workload": args.name, "batch": batch, "steps": args.steps,
                       "warmup": args.warmup, "steps_seconds": round(seconds, 4),
+                      "step_seconds": [round(s, 6) for s in step_seconds],
                       "peak_allocated": torch.cuda.max_memory_allocated(),
                       "torch": torch.__version__}))
 

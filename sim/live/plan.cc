@@ -17,6 +17,9 @@ public:
     // kernel's end (before the first kernel: since the trace's first record, where the
     // simulator's clock starts too).
     Time previous_end = -1;
+    plan_.timeline = reader.timeline();
+    plan_.version = reader.version();
+    const bool issue = plan_.timeline == trace::Timeline::kIssue;
     while (reader.next(r)) {
       if (previous_end < 0) previous_end = r.time();
       const size_t steps = plan_.steps.size();
@@ -27,9 +30,14 @@ public:
       if (r.type == trace::RecordType::kHostAccess)
         plan_.steps.push_back({trace::RecordType::kHostAccess, {}, 0, 0, r.host});
       if (r.type == trace::RecordType::kKernel) kernel(r.kernel);
+      if (r.type == trace::RecordType::kSync && issue)
+        plan_.steps.push_back({trace::RecordType::kSync, {}, 0, 0, {}});
       if (plan_.steps.size() > steps)
         plan_.steps.back().gap = std::max<Time>(0, r.time() - previous_end);
-      if (r.type == trace::RecordType::kKernel) previous_end = r.kernel.start + r.kernel.duration;
+      if (issue) // the CPU's previous record ends at its issue, or a sync's at its recorded wait
+        previous_end = r.type == trace::RecordType::kSync ? r.sync.time + r.sync.wait : r.time();
+      else if (r.type == trace::RecordType::kKernel)
+        previous_end = r.kernel.start + r.kernel.duration;
     }
     plan_.iterations = iterations_json(reader);
     return std::move(plan_);

@@ -30,7 +30,10 @@ struct Step {
   uint64_t id = 0;              // for kFree
   uint64_t kernel = 0;          // for kKernel
   trace::HostAccessRecord host; // for kHostAccess
-  Time gap = 0; // recorded host time between the previous kernel's end and this step
+  // Serial traces: the recorded host time between the previous kernel's end and this step.
+  // Issue-time traces: its recorded CPU distance from the CPU's previous record (its issue, or a
+  // sync's end); a kSync step is the CPU's wait for the GPU, which the replay has already done.
+  Time gap = 0;
 };
 
 // A kernel's touches in one 2 MB stretch of an allocation: grouped when the plan is made, so
@@ -49,6 +52,8 @@ struct StepStart {
 };
 
 struct Plan {
+  trace::Timeline timeline = trace::Timeline::kSerial;
+  uint32_t version = trace::kVersion;
   std::vector<Step> steps;
   std::vector<StepStart> training_steps;
   nlohmann::json iterations; // what the StepRepeater ran (results' "iterations")

@@ -51,11 +51,14 @@ public:
     }
     host_.start(start);
     size_t next_training_step = 0;
+    // An issue-time trace's records follow the CPU's own gaps, counted from the previous
+    // record's issue (a kernel's launch: the replay's wait for it is the replay's own cost).
+    const bool issue = plan_.timeline == trace::Timeline::kIssue;
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const Step& step = plan_.steps[i];
       // As in the simulator, the host time before a step's first record belongs to the step
       // before it.
-      clock_.wait_until(last_end_ + step.gap);
+      clock_.wait_until((issue ? cpu_free_ : last_end_) + step.gap);
       for (; next_training_step < plan_.training_steps.size() &&
              plan_.training_steps[next_training_step].at == i;
            ++next_training_step)
@@ -63,6 +66,7 @@ public:
       if (step.type == trace::RecordType::kAlloc) alloc(step.alloc);
       if (step.type == trace::RecordType::kFree) free(step.id);
       if (step.type == trace::RecordType::kHostAccess) host_access(step.host);
+      if (step.type != trace::RecordType::kKernel) cpu_free_ = now();
       if (step.type == trace::RecordType::kKernel) kernel(step.kernel);
     }
     clock_.pause();
@@ -76,6 +80,8 @@ public:
   }
 
   uint64_t peak_chunks() const { return books_.residency().peak_chunks(); }
+  uint32_t plan_version() const { return plan_.version; }
+  trace::Timeline plan_timeline() const { return plan_.timeline; }
 
   // host::Backend
   Bytes free_bytes(unsigned gpu) const override { return books_.free_bytes(gpu); }
@@ -177,6 +183,7 @@ private:
     const Kernel& k = plan_.kernels[index];
     kernel_ = index;
     const Time start = now(); // what runs from here to the kernel's end is its span
+    cpu_free_ = start;
     host_.launch(index, k.name, k.args, start);
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     const std::vector<host::ChunkPages> whole = books_.live_chunks(plan_, k);
@@ -368,6 +375,7 @@ private:
   host::PolicyHost host_;
   Clock clock_;
   Time last_end_ = 0;
+  Time cpu_free_ = 0; // issue-time traces: when the CPU issued the previous record
   // The running kernel's parts' waits for copies (LiveDevice::last_copy_wait_ns).
   Time copy_wait_ = 0;
   MigrationCalls calls_; // issued since the last row
@@ -464,7 +472,10 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
 
   nlohmann::json out;
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
-  out["trace"] = {{"path", request.trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
+  out["trace"] = {{"path", request.trace_path},
+                  {"format_version", replay.plan_version()},
+                  {"timeline", trace::to_string(replay.plan_timeline())},
+                  {"footprint_bytes", stats.footprint_bytes()}};
   out["config"] = resolved_config(request, chunks, device);
   if (request.iterations) out["config"]["iterations"] = request.iterations;
   out["results"] = totals_json(totals_of(m, c, total, skipped, replay.peak_chunks()));

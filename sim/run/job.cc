@@ -8,7 +8,7 @@
 namespace faultline {
 namespace {
 
-enum HostEvent : uint32_t { kStep, kNextPart };
+enum HostEvent : uint32_t { kStep, kNextPart, kGpuNext };
 
 uint64_t chunks_for(Bytes size) {
   return (size + kBlockSize - 1) / kBlockSize;
@@ -51,6 +51,8 @@ Job::Job(Machine m, JobSetup setup)
       capacity_(make_capacity_keeper(
           config_.capacity_mode,
           {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_, prefetch_queue_.get()})) {
+  run_ahead_ = reader_->timeline() == trace::Timeline::kIssue;
+  serial_kernels_ = config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -73,24 +75,44 @@ void Job::start_policy(Time now) {
   engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
-// The host plays records in trace order. A record is due at its recorded time shifted by the
-// delay that simulated kernels have built up so far, so recorded gaps between kernels remain.
+// The host plays records in trace order. Serial traces: a record is due at its recorded time
+// shifted by the delay that simulated kernels have built up so far, so recorded gaps between
+// kernels remain. Issue-time traces: a record is due at its recorded CPU distance from the CPU's
+// previous record (from a sync's end: the CPU's recorded wait is the simulation's to make).
 void Job::handle(uint32_t kind, Time now) {
   if (kind == kNextPart) return launch_part(now);
+  if (kind == kGpuNext) return start_queued(now);
   for (;;) {
     if (!have_pending_) {
-      if (!reader_->next(pending_)) {
+      if (reader_done_ || !reader_->next(pending_)) {
+        reader_done_ = true;
+        if (gpu_busy()) { // the program's end waits for its last kernels
+          cpu_waiting_ = true;
+          return;
+        }
+        reader_done_ = false;
         if (setup_.again && setup_.again()) return restart(now);
         finished_ = true;
         end_time_ = now;
         return;
       }
-      if (reader_->records() == 1) delay_ = pass_start_ - pending_.time(); // a pass starts now
+      if (reader_->records() == 1) { // a pass starts now
+        delay_ = pass_start_ - pending_.time();
+        cpu_free_ = pass_start_;
+        cpu_mark_ = pending_.time();
+      }
       have_pending_ = true;
       pending_step_ = reader_->step();
     }
-    const Time due = std::max(now, pending_.time() + delay_);
+    const Time due = run_ahead_ ? cpu_free_ + std::max<Time>(0, pending_.time() - cpu_mark_)
+                                : std::max(now, pending_.time() + delay_);
     if (due > now) return engine_.schedule(due, Priority::kHost, this, kStep);
+    if (run_ahead_ && gpu_busy() && waits_for_gpu(pending_)) {
+      cpu_waiting_ = true; // the CPU has reached it; gpu_idle() plays it
+      cpu_free_ = due;
+      cpu_mark_ = pending_.time();
+      return;
+    }
     have_pending_ = false;
     if (!step_open_ || new_pass_ || pending_step_ != step_start_.step)
       begin_step(pending_step_, now);
@@ -99,8 +121,54 @@ void Job::handle(uint32_t kind, Time now) {
     if (check_invariants_) memory_.check_invariants();
     engine_.progress();
     if (now < 0) return; // a kernel runs; kernel_done() resumes the host
+    if (run_ahead_) {
+      cpu_free_ = now;
+      cpu_mark_ = pending_.type == trace::RecordType::kSync ? pending_.sync.time + pending_.sync.wait
+                                                            : pending_.time();
+    }
     if (now > engine_.now()) return engine_.schedule(now, Priority::kHost, this, kStep);
   }
+}
+
+// The CPU waits for the GPU's queue to drain before a sync returns, before it touches managed
+// memory (the program synchronised first, or raced the GPU) and before a segment is freed
+// (cudaFree synchronises); a kernel too where the CPU waits for each (the replay's rule).
+bool Job::waits_for_gpu(const trace::Record& r) const {
+  switch (r.type) {
+  case trace::RecordType::kSync:
+  case trace::RecordType::kHostAccess:
+    return true;
+  case trace::RecordType::kFree:
+    return host_.live().at(r.free.id).kind != trace::MemoryKind::kAllocatorBlock;
+  case trace::RecordType::kKernel:
+    return serial_kernels_;
+  default:
+    return false;
+  }
+}
+
+// The GPU takes the items of its queue in order: frees of blocks happen as it reaches them; a
+// kernel runs, and the next item waits for its end.
+void Job::start_queued(Time now) {
+  while (!gpu_running_ && !gpu_queue_.empty()) {
+    Queued q = std::move(gpu_queue_.front());
+    gpu_queue_.pop_front();
+    if (q.is_free) {
+      on_free(q.free, now);
+      continue;
+    }
+    gpu_running_ = true;
+    kernel_index_ = q.index;
+    launch(q.kernel, now, q.issued);
+  }
+  if (!gpu_busy()) gpu_idle(now);
+}
+
+void Job::gpu_idle(Time now) {
+  if (!cpu_waiting_) return;
+  cpu_waiting_ = false;
+  cpu_free_ = std::max(cpu_free_, now);
+  engine_.schedule(now, Priority::kHost, this, kStep);
 }
 
 // A new pass is a new run of the program: what it still holds is freed (in id order, through
@@ -116,6 +184,7 @@ void Job::restart(Time now) {
   for (uint64_t id : ids) on_free({id, 0}, now);
   reader_ = std::make_unique<trace::StepRepeater>(setup_.trace_path, setup_.iterations);
   pass_start_ = now;
+  issued_ = 0;
   ++passes_;
   kernel_index_ = 0;
   host_.restart();
@@ -141,6 +210,7 @@ void Job::close_step(Time now) {
   row.step = step_start_.step;
   row.start = step_start_.start;
   row.end = std::max(now, step_start_.start);
+  row.program_ns = reader_->program_step_ns(row.step);
   stats_.step_rows.push_back(row);
   step_open_ = false;
 }
@@ -151,12 +221,24 @@ Time Job::apply(trace::Record& record, Time now) {
     on_alloc(record.alloc, now);
     return now;
   case trace::RecordType::kFree:
+    if (run_ahead_ && gpu_busy()) { // a block's free, in stream order (waits_for_gpu)
+      gpu_queue_.push_back({true, {}, record.free, 0, now});
+      return now;
+    }
     on_free(record.free, now);
     return now;
   case trace::RecordType::kHostAccess:
     return on_host_access(record.host, now);
   case trace::RecordType::kKernel:
-    launch(record.kernel, now);
+    if (run_ahead_) {
+      // The policy hears the launch as the CPU issues it; the GPU runs it in its turn.
+      host_.launch(issued_, record.kernel.name, record.kernel.args, now);
+      gpu_queue_.push_back({false, std::move(record.kernel), {}, issued_++, now});
+      if (!gpu_running_) start_queued(now);
+      return now;
+    }
+    host_.launch(kernel_index_, record.kernel.name, record.kernel.args, now);
+    launch(record.kernel, now, now);
     return -1;
   default:
     return now; // one GPU runs kernels in order: a sync adds no wait of its own
@@ -218,15 +300,14 @@ Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
   return end;
 }
 
-void Job::launch(trace::KernelRecord& k, Time now) {
-  host_.launch(kernel_index_, k.name, k.args, now);
+void Job::launch(trace::KernelRecord& k, Time now, Time launched) {
   parts_ = capacity_->parts(k, kernel_index_);
   if (parts_.size() > 1) {
     kernel_ = std::move(k);
     part_ = 0;
+    launched_ = launched;
     return launch_part(now);
   }
-  const Time launched = now;
   now = capacity_->before_launch(k, kernel_index_, now);
   const Time recorded_end = k.start + k.duration;
   runner_.start(k, kernel_index_++, now, launched,
@@ -245,7 +326,7 @@ void Job::launch_part(Time now) {
   // access recorded late in the kernel must not stretch its part beyond that share).
   for (trace::Access& a : part.accesses)
     a.offset = std::min(a.offset - kernel_.accesses[first].offset, part.duration);
-  const Time launched = now;
+  const Time launched = part_ == 0 ? launched_ : now;
   now = capacity_->before_launch(part, kernel_index_, now);
   const bool last = ++part_ == parts_.size();
   const Time recorded_end = kernel_.start + kernel_.duration;
@@ -262,7 +343,10 @@ void Job::kernel_done(Time recorded_end, Time now) {
   capacity_->kernel_done(now);
   host_.kernel_end(kernel_index_ - 1, now);
   if (progress_) progress_->on_progress(kernel_index_, now, stats_);
-  engine_.schedule(now, Priority::kHost, this, kStep);
+  if (!run_ahead_) return engine_.schedule(now, Priority::kHost, this, kStep);
+  // The runner is still in its callback: the GPU's next item starts from an event of its own.
+  gpu_running_ = false;
+  engine_.schedule(now, Priority::kHost, this, kGpuNext);
 }
 
 void Job::on_batch(Time now, const std::vector<uint64_t>& big_pages) {

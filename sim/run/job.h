@@ -9,6 +9,7 @@
 #include "sim/topology/topology.h"
 #include "sim/trace/step_repeater.h"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,7 +49,12 @@ struct JobSetup {
 };
 
 // Contract: start() hands the policy its start event and schedules the first record; the
-// engine then drives the job to the trace's end (finished()). The job is the simulator's
+// engine then drives the job to the trace's end (finished()). How records are played follows the
+// trace's timeline (trace::Timeline): an issue-time trace runs the CPU ahead of the GPU (each
+// record issued at its recorded CPU distance from the CPU's previous one, kernels queued on the
+// GPU in order, syncs, host accesses and segment frees waiting for the GPU's queue to drain);
+// in capacity mode "budget" (the live replay's rules) the CPU also waits for each kernel, as the
+// replay does; a serial trace keeps the recorded gap between a kernel's end and the next record. The job is the simulator's
 // backend of the policy host (sim/host/policy_host.h): the host makes the policy's events, the
 // job executes its actions on the memory model, and its capacity keeper (sim/run/capacity.h)
 // applies the run's capacity mode. The policy sees the trace's own addresses; the job
@@ -98,10 +104,17 @@ private:
   void on_alloc(const trace::AllocRecord& r, Time now);
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
-  void launch(trace::KernelRecord& k, Time now);
+  // Runs kernel k (kernel_index_) on the GPU from `now`; the CPU issued it at `launched`.
+  void launch(trace::KernelRecord& k, Time now, Time launched);
   // Runs part `part_` of kernel_ (cut by the capacity keeper), then the next, then ends it.
   void launch_part(Time now);
   void kernel_done(Time recorded_end, Time now);
+  // Issue-time traces: whether the pending record must wait for the GPU's queue to drain, and
+  // the GPU taking the next item of its queue.
+  bool waits_for_gpu(const trace::Record& r) const;
+  bool gpu_busy() const { return gpu_running_ || !gpu_queue_.empty(); }
+  void start_queued(Time now);
+  void gpu_idle(Time now);
   // Calls f(block, pages) for the job's blocks overlapping a range of trace addresses.
   template <class F> void for_each_block(Addr address, Bytes size, F&& f) {
     memory_.for_each_block(address + offset_, size, f);
@@ -128,6 +141,7 @@ private:
   trace::KernelRecord kernel_; // the kernel whose parts are running, when it was cut
   std::vector<size_t> parts_;  // their first accesses
   size_t part_ = 0;            // the next part to run
+  Time launched_ = 0;          // when the CPU issued the kernel whose parts run
   ProgressReporter* progress_ = nullptr;
   bool check_invariants_ = false;
 
@@ -138,7 +152,27 @@ private:
   bool step_open_ = false;
   bool new_pass_ = false; // a neighbour's trace started again: its new policy needs a step begin
   bool finished_ = false;
-  Time delay_ = 0; // simulated minus recorded time, carried from kernel to kernel
+  Time delay_ = 0; // serial traces: simulated minus recorded time, carried from kernel to kernel
+  // Issue-time traces: the CPU ran ahead (false: serial playing).
+  bool run_ahead_ = false;
+  bool serial_kernels_ = false; // the CPU waits for each kernel (capacity mode "budget")
+  Time cpu_free_ = 0;           // simulated time the CPU finished its last record
+  Time cpu_mark_ = 0;           // recorded time it finished it (a sync's end after its wait)
+  bool cpu_waiting_ = false;    // the CPU waits for the GPU's queue to drain
+  bool reader_done_ = false;    // the pass's records are all played
+  // What the CPU issued and the GPU has not started: kernels, and frees of allocator blocks,
+  // which happen in stream order (the program's allocator reuses a block once its stream is
+  // past the free).
+  struct Queued {
+    bool is_free = false;
+    trace::KernelRecord kernel;
+    trace::FreeRecord free;
+    uint64_t index = 0;
+    Time issued = 0;
+  };
+  std::deque<Queued> gpu_queue_;
+  bool gpu_running_ = false;
+  uint64_t issued_ = 0; // kernels the CPU launched
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::map<Addr, Bytes> device_ranges_;

@@ -33,6 +33,11 @@ std::vector<ResultField> declare() {
       {"faultline.git_revision", "text", "both", "the revision of the binary that wrote it"},
       {"faultline.trace_format_version", "count", "both", "the trace format version it reads"},
       {"trace.path", "text", "both", "the trace file"},
+      {"trace.format_version", "count", "both", "the format version of the trace file"},
+      {"trace.timeline", "text", "both",
+       "what its record times are: \"issue\" (the CPU's issue times: the CPU runs ahead of the "
+       "GPU, syncs wait for it) or \"serial\" (gaps as recorded, each record after the kernel "
+       "before it: format version 1 and synthetic traces)"},
       {"trace.footprint_bytes", "bytes", "both",
        "peak of live 2 MB chunks spanned by managed and device allocations"},
       {"trace.metadata.*", "JSON", "sim", "the trace's header (traces/FORMAT.md)"},
@@ -138,6 +143,9 @@ std::vector<ResultField> declare() {
        "as results.prefetch.issued_bytes, for the step"},
       {"steps[].prefetch_used_bytes", "bytes", "sim",
        "as results.prefetch.used_bytes, for the step"},
+      {"steps[].program_ns", "ns", "both",
+       "the program's own time for the step as captured (the trace's program_step_ns; "
+       "repetitions: its last step's); absent where the trace has none"},
       {"kernels[].index", "count", "both", "per_kernel: the kernel's place in the run"},
       {"kernels[].name", "text", "both", "per_kernel: its name"},
       {"kernels[].start_ns", "ns", "both",

@@ -131,6 +131,7 @@ const FieldTable<StepResult>& step_fields() {
       {"evictions", &S::evictions},
       {"prefetch_issued_bytes", &S::prefetch_issued_bytes},
       {"prefetch_used_bytes", &S::prefetch_used_bytes},
+      {"program_ns", &S::program_ns},
   };
   return table;
 }
@@ -233,6 +234,7 @@ nlohmann::json step_rows_json(const std::vector<StepRow>& rows) {
     s.evictions = n(r.evictions);
     s.prefetch_issued_bytes = bytes(r.prefetch_issued);
     s.prefetch_used_bytes = bytes(r.prefetch_used);
+    if (r.program_ns > 0) s.program_ns = r.program_ns;
     out.push_back(step_json(s));
   }
   return out;
@@ -277,6 +279,8 @@ nlohmann::json run_sim(const SimRequest& request) {
   nlohmann::json out;
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", request.trace_path},
+                  {"format_version", sim.reader().version()},
+                  {"timeline", trace::to_string(sim.reader().timeline())},
                   {"metadata", sim.reader().metadata()},
                   {"footprint_bytes", trace_stats.footprint_bytes()}};
   for (size_t i = 1; i < sim.jobs(); ++i) {

@@ -41,6 +41,7 @@ struct StepRow {
   uint64_t evictions = 0;
   uint64_t prefetch_issued = 0;
   uint64_t prefetch_used = 0;
+  Time program_ns = 0; // the program's own time for the step, from the trace (0: unknown)
 };
 
 struct Stats {

@@ -64,6 +64,10 @@ const char* to_string(SyncKind kind) {
   return "?";
 }
 
+const char* to_string(Timeline timeline) {
+  return timeline == Timeline::kIssue ? "issue" : "serial";
+}
+
 Time Record::time() const {
   switch (type) {
   case RecordType::kAlloc:

@@ -1,4 +1,4 @@
-// Trace format v1: the records a trace holds. The byte layout is specified in traces/FORMAT.md.
+// Trace format v2: the records a trace holds. The byte layout is specified in traces/FORMAT.md.
 #pragma once
 
 #include "sim/core/types.h"
@@ -12,7 +12,10 @@
 namespace faultline::trace {
 
 constexpr std::array<char, 8> kMagic = {'F', 'L', 'T', 'R', 'A', 'C', 'E', '\n'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+// The oldest version this build reads: a v1 trace has no queue delays or sync waits, and its
+// record times are played as recorded gaps (Timeline::kSerial).
+constexpr uint32_t kOldestVersion = 1;
 constexpr uint64_t kMaxStringBytes = 1 << 16; // longest kernel name a trace holds
 // Every time in a trace (a record's, a kernel's end) stays below 2^62 ns (146 years), so that
 // sums of two of them (a kernel's end, a step's shift) cannot overflow a Time.
@@ -45,9 +48,19 @@ enum class MemoryKind : uint8_t {
 
 enum class SyncKind : uint8_t { kDevice = 0, kStream = 1, kEvent = 2 };
 
+// What a trace's record times mean (the header's "timeline", traces/FORMAT.md).
+//  kIssue: each record's time is the CPU's issue time (the API call's entry), syncs carry how
+//          long the CPU waited, and every wait of the CPU on the GPU is a sync record; whoever
+//          plays the trace runs the CPU ahead of the GPU, as the program did.
+//  kSerial: times are as recorded with nothing known of the CPU's waits; whoever plays the trace
+//          keeps the recorded gap between one kernel's end and the next record (v1 traces,
+//          synthetic traces).
+enum class Timeline : uint8_t { kSerial, kIssue };
+
 const char* to_string(RecordType type);
 const char* to_string(MemoryKind kind);
 const char* to_string(SyncKind kind);
+const char* to_string(Timeline timeline);
 
 struct AllocRecord {
   uint64_t id = 0; // unique among live allocations; 0 is reserved for "none"
@@ -77,8 +90,9 @@ struct KernelRecord {
   std::string name;
   uint32_t stream = 0;
   Dim3 grid, block;
-  Time start = 0;               // launch time as recorded
+  Time start = 0;               // launch time as recorded (the CPU's issue time, kIssue)
   Time duration = 0;            // compute time with all its data resident
+  Time queued = 0;              // recorded GPU start minus `start` (0 where unknown, v1)
   std::vector<uint64_t> args;   // allocation ids named by its pointer arguments
   std::vector<Access> accesses; // in order, offsets non-decreasing and <= duration
 };
@@ -94,6 +108,7 @@ struct SyncRecord {
   Time time = 0;
   SyncKind kind = SyncKind::kDevice;
   uint32_t stream = 0;
+  Time wait = 0; // how long the CPU was blocked in it, as recorded (0 where unknown, v1)
 };
 
 // One decoded record. Only the member named by `type` is meaningful; the others keep their

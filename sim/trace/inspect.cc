@@ -47,6 +47,7 @@ public:
       return;
     default:
       ++s.syncs;
+      s.sync_wait_ns += r.sync.wait;
       return;
     }
   }
@@ -76,6 +77,7 @@ private:
     names_.insert(k.name);
     s.distinct_kernel_names = names_.size();
     s.compute_ns += k.duration;
+    s.queued_ns += k.queued;
     s.accesses += k.accesses.size();
     for (const Access& a : k.accesses) {
       auto [it, fresh] = last_kernel_.emplace(a.big_page, s.kernels);
@@ -105,7 +107,10 @@ nlohmann::json by_step_json(const std::vector<StepCounts>& rows) {
                    {"start_ns", c.start_ns},
                    {"records", c.records},
                    {"kernels", c.kernels},
-                   {"accesses", c.accesses}});
+                   {"accesses", c.accesses},
+                   {"compute_ns", c.compute_ns},
+                   {"span_ns", c.span_ns},
+                   {"program_ns", c.program_ns > 0 ? nlohmann::json(c.program_ns) : nullptr}});
   }
   return out;
 }
@@ -115,13 +120,18 @@ void count_step(const TraceReader& reader, const Record& r, std::vector<StepCoun
   if (rows.empty() || rows.back().step != reader.step()) {
     const int64_t step = reader.step();
     const Time start = step < 0 ? r.time() : reader.steps()[static_cast<size_t>(step)].start_ns;
-    rows.push_back({step, reader.records() - 1, start, 0, 0, 0});
+    StepCounts row{step, reader.records() - 1, start, 0, 0, 0};
+    const auto& program = reader.program_step_ns();
+    if (step >= 0 && static_cast<size_t>(step) < program.size())
+      row.program_ns = program[static_cast<size_t>(step)];
+    rows.push_back(row);
   }
   StepCounts& c = rows.back();
   ++c.records;
   if (r.type != RecordType::kKernel) return;
   ++c.kernels;
   c.accesses += r.kernel.accesses.size();
+  c.compute_ns += r.kernel.duration;
 }
 
 } // namespace
@@ -149,7 +159,8 @@ nlohmann::json record_json(const Record& r) {
     return {{"type", "sync"},
             {"time", r.sync.time},
             {"kind", to_string(r.sync.kind)},
-            {"stream", r.sync.stream}};
+            {"stream", r.sync.stream},
+            {"wait", r.sync.wait}};
   default:
     break;
   }
@@ -165,12 +176,18 @@ nlohmann::json record_json(const Record& r) {
           {"grid", {k.grid.x, k.grid.y, k.grid.z}},
           {"block", {k.block.x, k.block.y, k.block.z}},
           {"duration", k.duration},
+          {"queued", k.queued},
           {"args", k.args},
           {"accesses", accesses}};
 }
 
 nlohmann::json TraceStats::to_json() const {
-  return {{"records", records},
+  nlohmann::json program = nlohmann::json::array();
+  for (const StepCounts& c : by_step)
+    if (c.program_ns > 0) program.push_back(c.program_ns);
+  return {{"format_version", version},
+          {"timeline", to_string(timeline)},
+          {"records", records},
           {"kernels", kernels},
           {"distinct_kernel_names", distinct_kernel_names},
           {"accesses", accesses},
@@ -186,6 +203,9 @@ nlohmann::json TraceStats::to_json() const {
           {"distinct_64kb_pages", distinct_big_pages},
           {"compute_ns", compute_ns},
           {"span_ns", span_ns},
+          {"sync_wait_ns", sync_wait_ns},
+          {"queued_ns", queued_ns},
+          {"program_step_ns", program},
           {"reuse_fraction", reuse_fraction},
           {"compressed_bytes", compressed_bytes},
           {"compressed_bytes_per_access",
@@ -209,13 +229,18 @@ TraceStats compute_stats(const std::string& path) {
   pass.s.records = reader.records();
   pass.s.steps = reader.steps().size();
   pass.s.span_ns = first < 0 ? 0 : last - first;
+  pass.s.version = reader.version();
+  pass.s.timeline = reader.timeline();
+  auto& rows = pass.s.by_step;
+  for (size_t i = 0; i < rows.size(); ++i)
+    rows[i].span_ns = (i + 1 < rows.size() ? rows[i + 1].start_ns : last) - rows[i].start_ns;
   pass.s.compressed_bytes = std::filesystem::file_size(path);
   return pass.s;
 }
 
 void dump(const std::string& path, std::ostream& out) {
   TraceReader reader(path);
-  out << nlohmann::json{{"type", "header"}, {"version", kVersion}, {"metadata", reader.metadata()}}
+  out << nlohmann::json{{"type", "header"}, {"version", reader.version()}, {"metadata", reader.metadata()}}
              .dump()
       << '\n';
   Record r;

@@ -19,6 +19,9 @@ struct StepCounts {
   uint64_t records = 0;
   uint64_t kernels = 0;
   uint64_t accesses = 0;
+  Time compute_ns = 0; // its kernels' durations, summed
+  Time span_ns = 0;    // from its start to the next step's (the last: to the trace's end)
+  Time program_ns = 0; // the program's own time for it (the header's program_step_ns; 0: none)
 };
 
 struct TraceStats {
@@ -49,6 +52,10 @@ struct TraceStats {
   // (step -1) when records precede step 0.
   uint64_t steps = 1;
   std::vector<StepCounts> by_step;
+  uint32_t version = 0;
+  Timeline timeline = Timeline::kSerial;
+  Time sync_wait_ns = 0; // the CPU's recorded waits in syncs, summed
+  Time queued_ns = 0;    // the kernels' recorded queue delays (issue to GPU start), summed
 
   Bytes footprint_bytes() const { return footprint_chunks * kBlockSize; }
   nlohmann::json to_json() const;

@@ -163,10 +163,12 @@ void TraceReader::read_header() {
   }
   pos_ += kMagic.size();
   const uint32_t version = u32();
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     throw TraceError(path_ + ": byte 8: trace format version " + std::to_string(version) +
-                     ", this build reads version " + std::to_string(kVersion));
+                     ", this build reads versions " + std::to_string(kOldestVersion) + " to " +
+                     std::to_string(kVersion));
   }
+  version_ = version;
   const uint32_t length = u32();
   if (length > kMaxHeaderBytes || !fill(length)) {
     throw TraceError(path_ + ": byte 12: header of " + std::to_string(length) +
@@ -187,6 +189,8 @@ void TraceReader::read_header() {
   check("access_granularity", kBigPageSize);
   steps_ = parse_steps(metadata_, path_);
   steps_declared_ = metadata_.contains("steps");
+  timeline_ = parse_timeline(metadata_, path_, version_);
+  program_step_ns_ = parse_program_steps(metadata_, path_, steps_.size());
 }
 
 // The record about to be returned is its step's first: a declared start must not be later.
@@ -351,6 +355,14 @@ void TraceReader::read_kernel(KernelRecord& r) {
     fail("kernel of " + std::to_string(r.duration) + " ns starting at " + std::to_string(r.start) +
          " ns ends past 2^62 ns");
   }
+  r.queued = 0;
+  if (version_ >= 2) {
+    const uint64_t queued = varint();
+    if (queued > static_cast<uint64_t>(kMaxTraceTime - r.start - r.duration))
+      fail("kernel queued " + std::to_string(queued) + " ns after its issue at " +
+           std::to_string(r.start) + " ns ends past 2^62 ns");
+    r.queued = static_cast<Time>(queued);
+  }
   const uint64_t nargs = varint();
   r.args.clear();
   for (uint64_t i = 0; i < nargs; ++i) {
@@ -412,6 +424,14 @@ void TraceReader::read_sync(SyncRecord& r) {
   }
   r.kind = static_cast<SyncKind>(kind);
   r.stream = static_cast<uint32_t>(varint());
+  r.wait = 0;
+  if (version_ >= 2) {
+    const uint64_t wait = varint();
+    if (wait > static_cast<uint64_t>(kMaxTraceTime - r.time))
+      fail("sync wait of " + std::to_string(wait) + " ns at " + std::to_string(r.time) +
+           " ns ends past 2^62 ns");
+    r.wait = static_cast<Time>(wait);
+  }
 }
 
 void TraceReader::read_end() {

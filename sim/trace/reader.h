@@ -39,6 +39,11 @@ public:
   // The trace's steps (at least one; see parse_steps) and whether its header declares them.
   const std::vector<Step>& steps() const { return steps_; }
   bool steps_declared() const { return steps_declared_; }
+  // The trace's format version, what its times mean, and the program's own step times (empty
+  // when the header has none).
+  uint32_t version() const { return version_; }
+  Timeline timeline() const { return timeline_; }
+  const std::vector<Time>& program_step_ns() const { return program_step_ns_; }
   // The step of the last returned record: -1 for set-up records before step 0.
   int64_t step() const { return step_; }
 
@@ -95,6 +100,9 @@ private:
   Bytes live_bytes_ = 0; // managed and device allocations (blocks lie inside segments)
   std::vector<Step> steps_;
   bool steps_declared_ = false;
+  uint32_t version_ = kVersion;
+  Timeline timeline_ = Timeline::kSerial;
+  std::vector<Time> program_step_ns_;
   size_t next_step_ = 0; // the step whose first record comes next
   int64_t step_ = -1;
 };

@@ -327,4 +327,10 @@ uint64_t StepRepeater::resolve(uint64_t original) const {
   return live_.count(original) ? original : 0;
 }
 
+Time StepRepeater::program_step_ns(int64_t step) const {
+  const auto& program = reader_->program_step_ns();
+  if (program.empty() || step < 0) return 0;
+  return program[std::min(static_cast<size_t>(step), program.size() - 1)];
+}
+
 } // namespace faultline::trace

@@ -71,6 +71,11 @@ public:
   int64_t step() const { return step_; }
   uint64_t iterations() const { return iterations_; }
   uint64_t captured_steps() const { return reader_->steps().size(); }
+  Timeline timeline() const { return reader_->timeline(); }
+  uint32_t version() const { return reader_->version(); }
+  // The program's own time for step `step` (repetitions: the last step's); 0 when the trace
+  // does not say.
+  Time program_step_ns(int64_t step) const;
   const RepeatStats& repeat_stats() const { return stats_; }
 
 private:

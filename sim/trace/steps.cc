@@ -87,6 +87,41 @@ std::vector<Step> parse_steps(const nlohmann::json& metadata, const std::string&
   return out;
 }
 
+Timeline parse_timeline(const nlohmann::json& metadata, const std::string& path, uint32_t version) {
+  if (!metadata.contains("timeline")) return Timeline::kSerial;
+  const nlohmann::json& v = metadata["timeline"];
+  const std::string where = path + ": header: \"timeline\": ";
+  if (!v.is_string() || (v != "issue" && v != "serial"))
+    throw TraceError(where + "expected \"issue\" or \"serial\", got " + shown(v));
+  if (v == "issue" && version < 2)
+    throw TraceError(where + "\"issue\" needs trace format version 2 (sync waits, queue " +
+                     "delays); this trace is version " + std::to_string(version));
+  return v == "issue" ? Timeline::kIssue : Timeline::kSerial;
+}
+
+std::vector<Time> parse_program_steps(const nlohmann::json& metadata, const std::string& path,
+                                      size_t steps) {
+  if (!metadata.contains("program_step_ns")) return {};
+  const nlohmann::json& v = metadata["program_step_ns"];
+  const std::string where = path + ": header: \"program_step_ns\"";
+  if (!v.is_array() || v.size() != steps) {
+    throw TraceError(where + ": expected an array of " + std::to_string(steps) +
+                     " positive integers (one per step), got " +
+                     (v.is_array() ? std::to_string(v.size()) + " values" : v.type_name()) + " " +
+                     shown(v));
+  }
+  std::vector<Time> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const nlohmann::json& t = v[i];
+    if (!t.is_number_integer() || t.get<int64_t>() <= 0 || t.get<int64_t>() > (int64_t{1} << 62))
+      throw TraceError(where + "[" + std::to_string(i) +
+                       "]: expected a positive integer of ns below 2^62, got " + kind_of(t) + " " +
+                       shown(t));
+    out.push_back(t.get<Time>());
+  }
+  return out;
+}
+
 nlohmann::json steps_json(const std::vector<Step>& steps) {
   nlohmann::json out = nlohmann::json::array();
   for (const Step& s : steps)
@@ -94,12 +129,14 @@ nlohmann::json steps_json(const std::vector<Step>& steps) {
   return out;
 }
 
-void rewrite_steps(const std::string& path, const std::vector<Step>& steps) {
+void rewrite_steps(const std::string& path, const std::vector<Step>& steps,
+                   const std::vector<Time>& program_step_ns) {
   const std::string temporary = path + ".steps";
   {
     TraceReader in(path);
     nlohmann::json header = in.metadata();
     header["steps"] = steps_json(steps);
+    if (!program_step_ns.empty()) header["program_step_ns"] = program_step_ns;
     TraceWriter out(temporary, header);
     Record r;
     while (in.next(r)) out.write(r);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sim/core/types.h"
+#include "sim/trace/format.h"
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,12 +23,25 @@ struct Step {
 // Checks against the records (start_ns, first_record within the trace) are the reader's.
 std::vector<Step> parse_steps(const nlohmann::json& metadata, const std::string& path);
 
+// The header's "timeline" (traces/FORMAT.md): "issue" or "serial"; without the key, kSerial. A
+// version 1 trace is always kSerial, and one whose header says "issue" is refused. A bad value
+// throws TraceError naming the file and key: `PATH: header: "timeline": expected ...`.
+Timeline parse_timeline(const nlohmann::json& metadata, const std::string& path, uint32_t version);
+
+// The header's "program_step_ns": the program's own time for each step, one positive integer per
+// step (`steps` of them), measured while it ran; empty without the key. A bad value throws
+// TraceError naming the JSON path: `PATH: header: "program_step_ns"[1]: expected ...`.
+std::vector<Time> parse_program_steps(const nlohmann::json& metadata, const std::string& path,
+                                      size_t steps);
+
 // The "steps" value of a header (what a writer puts into its metadata).
 nlohmann::json steps_json(const std::vector<Step>& steps);
 
 // Rewrites the trace at `path` with the header's "steps" set to `steps` (through a temporary
 // file beside it). For writers that learn where steps begin only after writing the records.
-void rewrite_steps(const std::string& path, const std::vector<Step>& steps);
+// `program_step_ns`, when not empty, is written beside them.
+void rewrite_steps(const std::string& path, const std::vector<Step>& steps,
+                   const std::vector<Time>& program_step_ns = {});
 
 // `PATH: header: "steps"[i].field: what`, the form of every steps error.
 std::string steps_error(const std::string& path, size_t index, const char* field,

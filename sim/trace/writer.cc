@@ -91,6 +91,7 @@ void TraceWriter::write(const FreeRecord& r) {
 void TraceWriter::write(const KernelRecord& r) {
   // Checked before anything is written, so that a refused kernel leaves the trace intact.
   if (r.duration < 0) throw Error(path_ + ": kernel " + r.name + ": negative duration");
+  if (r.queued < 0) throw Error(path_ + ": kernel " + r.name + ": negative queue delay");
   Time prev_offset = 0;
   for (const Access& a : r.accesses) {
     if (a.offset < prev_offset || a.offset > r.duration) {
@@ -107,6 +108,7 @@ void TraceWriter::write(const KernelRecord& r) {
     put_varint(buf_, v);
   }
   put_varint(buf_, static_cast<uint64_t>(r.duration));
+  put_varint(buf_, static_cast<uint64_t>(r.queued));
   put_varint(buf_, r.args.size());
   for (uint64_t a : r.args) put_varint(buf_, a);
   put_varint(buf_, r.accesses.size());
@@ -134,9 +136,11 @@ void TraceWriter::write(const HostAccessRecord& r) {
 }
 
 void TraceWriter::write(const SyncRecord& r) {
+  if (r.wait < 0) throw Error(path_ + ": sync: negative wait");
   begin(RecordType::kSync, r.time);
   buf_.push_back(static_cast<char>(r.kind));
   put_varint(buf_, r.stream);
+  put_varint(buf_, static_cast<uint64_t>(r.wait));
   flush(false);
 }
 

@@ -98,10 +98,12 @@ TEST_CASE("trace: the reader rejects bad files naming the file and place and wha
     CHECK_THAT(trace_error(path), Contains(path) && Contains("shorter than the 8-byte magic"));
   }
   SECTION("wrong version") {
-    const std::string path = dir.file("v2.fltrace");
-    RawTrace(header, 2).end(0).write(path);
-    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 8") && Contains("version 2") &&
-                                      Contains("reads version 1"));
+    const std::string path = dir.file("v3.fltrace");
+    RawTrace(header, 3).end(0).write(path);
+    CHECK_THAT(trace_error(path), Contains(path) && Contains("byte 8") && Contains("version 3") &&
+                                      Contains("reads versions 1 to 2"));
+    RawTrace(header, 0).end(0).write(path);
+    CHECK_THAT(trace_error(path), Contains("version 0") && Contains("reads versions 1 to 2"));
   }
   SECTION("header not JSON") {
     const std::string path = dir.file("json.fltrace");

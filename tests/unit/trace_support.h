@@ -43,7 +43,8 @@ inline void put_u32(std::string& out, uint32_t v) {
 class RawTrace {
 public:
   explicit RawTrace(const std::string& header_text = default_metadata().dump(),
-                    uint32_t version = kVersion) {
+                    uint32_t version = kVersion)
+      : version_(version) {
     bytes_.append(kMagic.data(), kMagic.size());
     put_u32(bytes_, version);
     put_u32(bytes_, static_cast<uint32_t>(header_text.size()));
@@ -83,13 +84,15 @@ public:
     uint64_t offset_delta;
   };
   RawTrace& kernel(uint64_t dt, uint64_t name_id, uint64_t duration,
-                   const std::vector<uint64_t>& args, const std::vector<RawAccess>& accesses) {
+                   const std::vector<uint64_t>& args, const std::vector<RawAccess>& accesses,
+                   uint64_t queued = 0) {
     type(RecordType::kKernel);
     put_varint(bytes_, dt);
     put_varint(bytes_, name_id);
     put_varint(bytes_, 0);                             // stream
     for (int i = 0; i < 6; ++i) put_varint(bytes_, 1); // grid, block
     put_varint(bytes_, duration);
+    if (version_ >= 2) put_varint(bytes_, queued);
     put_varint(bytes_, args.size());
     for (uint64_t a : args) put_varint(bytes_, a);
     put_varint(bytes_, accesses.size());
@@ -107,6 +110,14 @@ public:
     bytes_.push_back(static_cast<char>(AccessType::kRead));
     return *this;
   }
+  RawTrace& sync(uint64_t dt, uint8_t kind, uint64_t wait = 0) {
+    type(RecordType::kSync);
+    put_varint(bytes_, dt);
+    bytes_.push_back(static_cast<char>(kind));
+    put_varint(bytes_, 0); // stream
+    if (version_ >= 2) put_varint(bytes_, wait);
+    return *this;
+  }
   RawTrace& end(uint64_t count) {
     type(RecordType::kEnd);
     put_varint(bytes_, count);
@@ -120,6 +131,7 @@ public:
 
 private:
   void type(RecordType t) { bytes_.push_back(static_cast<char>(t)); }
+  uint32_t version_;
   std::string bytes_;
 };
 

@@ -44,6 +44,8 @@ public:
         cpu_faults_.push_back(&u);
     std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
                      [](auto* a, auto* b) { return a->start < b->start; });
+    // CUPTI's synchronisation records give each sync's end: how long the CPU waited.
+    for (const raw::RawSyncAct& s : raw.syncs) sync_end_[s.corr] = std::max(sync_end_[s.corr], s.end);
   }
 
   void run() {
@@ -75,6 +77,7 @@ public:
             {"host_touched_pages", host_touched_pages_},
             {"argument_set_kernels", argument_set_kernels_},
             {"argument_set_pages", argument_set_pages_},
+            {"syncs", syncs_},
             {"steps", steps_.size()}};
   }
 
@@ -138,9 +141,12 @@ private:
     case RawType::kFree:
       return free_segment(e);
     case RawType::kSync:
-      if (in_range)
+      if (in_range) {
+        auto end = sync_end_.find(e.sync.corr);
         put(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
-                              stream_of(e.sync.handle)});
+                              stream_of(e.sync.handle), wait_until(e.cpu_time, end == sync_end_.end() ? 0 : end->second)});
+        ++syncs_;
+      }
       return;
     case RawType::kLaunch:
     case RawType::kCopy:
@@ -153,12 +159,24 @@ private:
         }
         if (accesses_.argument_sets[next_op]) add_argument_pages(pass_.ops[next_op], next_op);
         emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]);
+        // A blocking cudaMemcpy returns once its copy is done: the CPU's wait is a sync.
+        if (in_range && e.type == RawType::kCopy && e.copy.pad == raw::kCopyBlocking) {
+          const Operation& op = pass_.ops[next_op];
+          put(trace::SyncRecord{at(e.cpu_time), trace::SyncKind::kStream, op.stream,
+                                wait_until(e.cpu_time, op.gpu_end)});
+          ++syncs_;
+        }
         ++next_op;
       }
       return;
     default:
       return;
     }
+  }
+
+  // The CPU's wait from `cpu_time` to `end` (0 when the end is unknown or not later).
+  static Time wait_until(uint64_t cpu_time, uint64_t end) {
+    return end > cpu_time ? static_cast<Time>(end - cpu_time) : 0;
   }
 
   uint32_t stream_of(uint64_t handle) const {
@@ -249,6 +267,7 @@ private:
     k.block = {op.block[0], op.block[1], op.block[2]};
     k.start = at(op.cpu_time);
     k.duration = static_cast<Time>(op.gpu_end > op.gpu_start ? op.gpu_end - op.gpu_start : 0);
+    k.queued = wait_until(op.cpu_time, op.gpu_start);
     for (uint64_t word : op.pointers)
       if (uint64_t id = allocation_at(word);
           id && std::find(k.args.begin(), k.args.end(), id) == k.args.end())
@@ -337,6 +356,8 @@ private:
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, Block> blocks_;
   std::unordered_map<uint64_t, uint32_t> streams_;
+  std::unordered_map<uint32_t, uint64_t> sync_end_; // correlation id -> end of its sync record
+  uint64_t syncs_ = 0;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> due_; // per history event: the earliest bound of it and all later ones
   size_t next_history_ = 0, next_fault_ = 0;
@@ -388,6 +409,8 @@ nlohmann::json header(const ConvertRequest& request, const RawStream& timing,
     h["cuda"] = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
   }
   if (history) h["pytorch"] = history->torch_version;
+  // Records carry the CPU's issue times and every wait of the CPU on the GPU is a sync record.
+  h["timeline"] = "issue";
   return h;
 }
 
@@ -450,7 +473,8 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
   Emitter emitter(writer, timing, tpass, translated, history);
   emitter.run();
   writer.close();
-  if (!emitter.steps().empty()) write_steps(request.out_path, emitter.steps());
+  if (!emitter.steps().empty())
+    write_steps(request.out_path, emitter.steps(), program_step_ns(timing, tpass));
   summary.update(emitter.summary());
   return summary;
 }

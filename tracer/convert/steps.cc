@@ -28,10 +28,35 @@ std::vector<bool> step_starts(const RawStream& raw, const Pass& pass) {
   return starts;
 }
 
-void write_steps(const std::string& path, const std::vector<StepMark>& steps) {
+std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass) {
+  const std::vector<bool> starts = step_starts(raw, pass);
+  std::vector<uint64_t> bounds;
+  size_t last_start = 0;
+  for (size_t i = 0; i < raw.api.size(); ++i)
+    if (starts[i]) {
+      bounds.push_back(raw.api[i].cpu_time);
+      last_start = i;
+    }
+  if (bounds.empty()) return {};
+  uint64_t end = raw.api.back().cpu_time;
+  for (size_t i = last_start + 1; i < raw.api.size(); ++i)
+    if (pass.has_range && raw.api[i].type == raw::RawType::kRange && !raw.api[i].range.on) {
+      end = raw.api[i].cpu_time;
+      break;
+    }
+  bounds.push_back(std::max(end, bounds.back() + 1));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    out.push_back(static_cast<int64_t>(std::max<uint64_t>(bounds[i + 1] - bounds[i], 1)));
+  return out;
+}
+
+void write_steps(const std::string& path, const std::vector<StepMark>& steps,
+                 const std::vector<int64_t>& program_ns) {
   std::vector<trace::Step> out;
   for (const StepMark& s : steps) out.push_back({s.first_record, s.start_ns});
-  trace::rewrite_steps(path, out);
+  trace::rewrite_steps(path, out, program_ns.size() == out.size() ? program_ns
+                                                                   : std::vector<int64_t>{});
 }
 
 } // namespace faultline::capture

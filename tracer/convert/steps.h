@@ -16,12 +16,19 @@ namespace faultline::capture {
 // Per API event of `raw`: whether a step begins there.
 std::vector<bool> step_starts(const RawStream& raw, const Pass& pass);
 
+// The program's own time for each step, on the CPU's clock: from its boundary to the next step's,
+// the last to the end of the range (cudaProfilerStop) or, without one, to the last API event.
+// What the program would measure timing its own loop; empty when no step begins.
+std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass);
+
 struct StepMark {
   uint64_t first_record = 0; // index of the step's first timed record in the trace
   int64_t start_ns = 0;      // its time
 };
 
 // Rewrites the trace at `path` with the header key "steps" (traces/FORMAT.md) added.
-void write_steps(const std::string& path, const std::vector<StepMark>& steps);
+// `program_ns` (one per step, or empty) goes beside them as "program_step_ns".
+void write_steps(const std::string& path, const std::vector<StepMark>& steps,
+                 const std::vector<int64_t>& program_ns = {});
 
 } // namespace faultline::capture

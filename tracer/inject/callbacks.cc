@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <cuda_runtime_api.h>
 #include <string>
 
@@ -24,6 +25,46 @@ void check(CUresult result, const char* what) {
   const char* text = nullptr;
   cuGetErrorString(result, &text);
   fatal(std::string(what) + " failed: " + (text ? text : "unknown error"));
+}
+
+// ---- the timing pass's bookkeeping --------------------------------------------------------
+
+std::set<uint64_t> g_not_resident; // timing mode: managed allocations no launch has named yet
+uint64_t g_timing_prefetches = 0;
+std::vector<uint32_t> g_launch_cost_ns; // timing mode: what each launch's callback cost
+
+void note_not_resident(uint64_t address) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  g_not_resident.insert(address);
+}
+
+void note_freed(uint64_t address) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  g_not_resident.erase(address);
+}
+
+void note_launch_cost(uint64_t ns) {
+  g_launch_cost_ns.push_back(static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX)));
+}
+
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>; // (address, bytes)
+
+// The parts of `ranges` inside live managed allocations (a page the host touched may have been
+// freed since).
+Ranges clip_to_live(const Ranges& ranges) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Ranges out;
+  for (const auto& [address, size] : ranges) {
+    auto it = s.live.upper_bound(address);
+    if (it == s.live.begin()) continue;
+    --it;
+    if (it->second.kind != raw::AllocKind::kManaged) continue;
+    const uint64_t begin = std::max(address, it->first);
+    const uint64_t end = std::min(address + size, it->first + it->second.size);
+    if (begin < end) out.emplace_back(begin, end - begin);
+  }
+  return out;
 }
 
 bool manipulating() {
@@ -84,13 +125,18 @@ void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t
   if (kind == raw::AllocKind::kManaged && s.options.mode == Mode::kAccess)
     populate_on_host(address, size);
   if (s.options.mode == Mode::kSanitize) note_allocation(address, size, kind);
+  if (s.options.mode == Mode::kTiming && kind == raw::AllocKind::kManaged) {
+    note_not_resident(address);
+    host_track(address, size);
+  }
 }
 
 void record_free(uint64_t address, uint32_t corr) {
   if (address == 0) return;
   State& s = state();
   at_api_boundary();
-  if (s.options.mode == Mode::kSanitize) host_untrack(address);
+  if (s.options.mode == Mode::kSanitize || s.options.mode == Mode::kTiming) host_untrack(address);
+  if (s.options.mode == Mode::kTiming) note_freed(address);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.live.find(address);
@@ -105,8 +151,6 @@ void record_free(uint64_t address, uint32_t corr) {
 }
 
 // ---- moving managed memory ---------------------------------------------------------------
-
-using Ranges = std::vector<std::pair<uint64_t, uint64_t>>; // (address, bytes)
 
 Ranges live_managed() {
   State& s = state();
@@ -209,32 +253,44 @@ void after_operation() {
   if (access_mode_active()) evict_all_to_host(raw::EvictPurpose::kAfterOperation);
 }
 
-// Timing mode, before a launch: the managed allocations its arguments name go to the GPU on its
-// stream, so the kernel runs with its data resident.
-void prefetch_to_gpu(const std::vector<uint64_t>& words, CUstream stream) {
+// Timing mode, before a launch: kernels must run with their data resident, without a call per
+// launch that would stretch the program's own timeline. Each managed allocation goes to the GPU
+// once, before the first launch that names it, and the 64 KB pages the host touched since the
+// last launch go back (host_touch.cc sees them); a launch that needs neither costs a check.
+void prefetch_for_launch(const std::vector<uint64_t>& words, CUstream stream) {
   Ranges targets;
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     for (uint64_t word : words) {
-      auto it = s.live.upper_bound(word);
-      if (it == s.live.begin()) continue;
+      if (g_not_resident.empty()) break;
+      auto it = g_not_resident.upper_bound(word);
+      if (it == g_not_resident.begin()) continue;
       --it;
-      if (it->second.kind == raw::AllocKind::kManaged && word < it->first + it->second.size)
-        targets.emplace_back(it->first, it->second.size);
+      auto live = s.live.find(*it);
+      if (live == s.live.end() || word >= *it + live->second.size) continue;
+      targets.emplace_back(*it, live->second.size);
+      g_not_resident.erase(it);
     }
   }
-  // Many words may point into one allocation (a structure of pointers): prefetch it once.
-  std::sort(targets.begin(), targets.end());
-  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  const std::vector<uint64_t> touched = take_host_touched();
+  for (size_t i = 0; i < touched.size();) { // runs of adjacent pages, one call each
+    size_t j = i + 1;
+    while (j < touched.size() && touched[j] == touched[j - 1] + 64 * 1024) ++j;
+    targets.emplace_back(touched[i], (j - i) * 64 * 1024);
+    i = j;
+  }
+  if (targets.empty()) return;
   ToolScope scope;
   CUdevice device = 0;
   check(cuCtxGetDevice(&device), "cuCtxGetDevice");
   CUmemLocation gpu{};
   gpu.type = CU_MEM_LOCATION_TYPE_DEVICE;
   gpu.id = device;
-  for (const auto& [address, size] : targets)
+  for (const auto& [address, size] : clip_to_live(targets)) {
     check(cuMemPrefetchAsync(address, size, gpu, 0, stream), "cuMemPrefetchAsync to GPU");
+    ++g_timing_prefetches;
+  }
 }
 
 void on_launch(uint32_t id, const ApiCall& call) {
@@ -245,9 +301,13 @@ void on_launch(uint32_t id, const ApiCall& call) {
     return;
   }
   if (!call.enter) return after_operation();
+  const uint64_t began = now();
   LaunchArgs a = launch_args(id, call.params);
   std::vector<uint64_t> words = record_launch(a, call.corr, t_runtime_corr);
-  if (state().options.mode == Mode::kTiming && manipulating()) prefetch_to_gpu(words, a.stream);
+  if (state().options.mode == Mode::kTiming) {
+    prefetch_for_launch(words, a.stream);
+    note_launch_cost(now() - began);
+  }
   before_operation(std::move(words));
 }
 
@@ -353,18 +413,19 @@ void on_driver(uint32_t id, const ApiCall& cb) {
 }
 
 void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint64_t bytes,
-             uint32_t kind, uint64_t stream) {
+             uint32_t kind, uint64_t stream, bool blocking = false) {
   if (!cb.enter) return after_operation();
   at_api_boundary();
-  raw::RawCopy record{now(), stream, dst, src, bytes, cb.corr, static_cast<uint32_t>(op), kind, 0};
+  raw::RawCopy record{now(), stream, dst,  src, bytes, cb.corr, static_cast<uint32_t>(op),
+                      kind,  blocking ? raw::kCopyBlocking : 0};
   state().sink.write(RawType::kCopy, record);
   before_operation({dst, src});
 }
 
-template <typename P> void memcpy_call(const ApiCall& cb, uint64_t stream) {
+template <typename P> void memcpy_call(const ApiCall& cb, uint64_t stream, bool blocking) {
   auto* q = static_cast<const P*>(cb.params);
   on_copy(cb, raw::CopyOp::kMemcpy, reinterpret_cast<uint64_t>(q->dst),
-          reinterpret_cast<uint64_t>(q->src), q->count, q->kind, stream);
+          reinterpret_cast<uint64_t>(q->src), q->count, q->kind, stream, blocking);
 }
 
 template <typename P> void memset_call(const ApiCall& cb, uint64_t stream) {
@@ -389,11 +450,11 @@ void on_runtime(uint32_t id, const ApiCall& cb) {
     return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
-    return memcpy_call<cudaMemcpy_v3020_params>(cb, 0);
+    return memcpy_call<cudaMemcpy_v3020_params>(cb, 0, true);
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
-    return memcpy_call<cudaMemcpyAsync_v3020_params>(cb,
-                                                     stream_of<cudaMemcpyAsync_v3020_params>(cb));
+    return memcpy_call<cudaMemcpyAsync_v3020_params>(
+        cb, stream_of<cudaMemcpyAsync_v3020_params>(cb), false);
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
     return memset_call<cudaMemset_v3020_params>(cb, 0);
@@ -419,6 +480,19 @@ void on_runtime(uint32_t id, const ApiCall& cb) {
 }
 
 } // namespace
+
+std::string timing_meta() {
+  std::vector<uint32_t> costs = g_launch_cost_ns;
+  std::sort(costs.begin(), costs.end());
+  const auto at = [&](double q) {
+    return costs.empty() ? 0u : costs[static_cast<size_t>(q * static_cast<double>(costs.size() - 1))];
+  };
+  return "{\"timing_launches\":" + std::to_string(costs.size()) +
+         ",\"timing_launch_cost_median_ns\":" + std::to_string(at(0.5)) +
+         ",\"timing_launch_cost_p90_ns\":" + std::to_string(at(0.9)) +
+         ",\"timing_launch_cost_max_ns\":" + std::to_string(at(1.0)) +
+         ",\"timing_prefetches\":" + std::to_string(g_timing_prefetches) + "}";
+}
 
 std::string drain_meta() {
   return "{\"access_drains\":" + std::to_string(g_drains) +

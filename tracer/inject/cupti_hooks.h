@@ -16,6 +16,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
                                   size_t valid_size);
 std::vector<CUpti_CallbackId> driver_callback_ids();
 std::vector<CUpti_CallbackId> runtime_callback_ids();
-std::string drain_meta(); // access mode: how often and how long the queue was drained
+std::string drain_meta();  // access mode: how often and how long the queue was drained
+std::string timing_meta(); // timing mode: what the launches' callbacks cost, prefetches made
 
 } // namespace faultline::inject

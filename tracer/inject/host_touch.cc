@@ -1,4 +1,5 @@
-// Host touches of managed memory, in sanitize mode. Managed allocations are protected
+// Host touches of managed memory, in sanitize mode (recorded) and timing mode (the pages to send
+// back to the GPU before the next launch, so that kernels run with their data resident). Managed allocations are protected
 // (PROT_NONE) from the CPU; the first touch of a 64 KB big page faults into our SIGSEGV handler,
 // which records a read and opens the page for reading; a write then faults again, is recorded as
 // a write and opens it fully. Before every recorded API event the touches since the last one are
@@ -128,8 +129,11 @@ void publish() {
 }
 
 bool enabled() {
-  return state().options.mode == Mode::kSanitize && state().options.host_touches;
+  const Mode mode = state().options.mode;
+  return (mode == Mode::kSanitize || mode == Mode::kTiming) && state().options.host_touches;
 }
+
+std::vector<uint64_t> g_touched; // timing mode: pages touched since take_host_touched()
 
 } // namespace
 
@@ -171,8 +175,12 @@ void at_api_boundary() {
   const Ranges* ranges = g_ranges.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
     const Touch& t = g_touches[i];
-    raw::RawHostTouch record{t.time, t.address, t.type, 0};
-    state().sink.write(raw::RawType::kHostTouch, record);
+    if (state().options.mode == Mode::kSanitize) {
+      raw::RawHostTouch record{t.time, t.address, t.type, 0};
+      state().sink.write(raw::RawType::kHostTouch, record);
+    } else {
+      g_touched.push_back(t.address);
+    }
     (t.type == raw::kPageWrite ? g_writes : g_reads) += 1;
     const Range* r = find(ranges, t.address);
     if (!r) continue; // freed since
@@ -184,6 +192,16 @@ void at_api_boundary() {
     s = kProtected;
   }
   g_count.store(0);
+}
+
+std::vector<uint64_t> take_host_touched() {
+  if (!enabled()) return {};
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<uint64_t> out;
+  out.swap(g_touched);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 std::string host_touch_meta() {

@@ -138,6 +138,11 @@ void at_exit() {
   } else {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     state().sink.meta(drain_meta());
+    if (state().options.mode == Mode::kTiming) {
+      at_api_boundary();
+      state().sink.meta(timing_meta());
+      state().sink.meta(host_touch_meta());
+    }
   }
   state().sink.finish();
 }

@@ -123,12 +123,15 @@ void stash_launch(const LaunchArgs& a);
 void note_allocation(uint64_t address, uint64_t size, raw::AllocKind kind);
 std::string sanitize_meta();
 
-// Host touches of managed memory (host_touch.cc), sanitize mode only; no-ops otherwise.
+// Host touches of managed memory (host_touch.cc), in sanitize and timing mode; no-ops otherwise.
 void host_track(uint64_t address, uint64_t size);
 void host_untrack(uint64_t address);
-// Called before every recorded API event: writes the host's touches since the last event and
-// protects those pages again, so each interval between GPU operations records its first touches.
+// Called before every recorded API event: protects the pages the host touched since the last
+// event again, so each interval between GPU operations sees its first touches; sanitize mode
+// writes them, timing mode keeps them for take_host_touched().
 void at_api_boundary();
+// Timing mode: the 64 KB pages (addresses) the host touched since the last call, ascending.
+std::vector<uint64_t> take_host_touched();
 std::string host_touch_meta();
 
 } // namespace faultline::inject

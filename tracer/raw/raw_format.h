@@ -52,6 +52,8 @@ struct RawRecordHead {
 };
 
 enum class CopyOp : uint32_t { kMemcpy = 0, kMemset = 1 };
+// RawCopy::pad: the call blocks the CPU until its copy is done (cudaMemcpy, not ...Async).
+constexpr uint32_t kCopyBlocking = 1;
 enum class AllocKind : uint32_t { kManaged = 0, kDevice = 1 };
 enum class SyncOp : uint32_t { kDevice = 0, kStream = 1, kEvent = 2 };
 
@@ -75,7 +77,7 @@ struct RawCopy {
   uint32_t corr;
   uint32_t op;   // CopyOp
   uint32_t kind; // cudaMemcpyKind for memcpy
-  uint32_t pad;
+  uint32_t pad;  // kCopyBlocking, or 0
 };
 
 struct RawAlloc {
