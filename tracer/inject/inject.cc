@@ -89,8 +89,10 @@ void enable_kind(CUpti_ActivityKind kind, bool at_init) {
 void on_first_context() {
   static std::once_flag once;
   std::call_once(once, [] {
-    configure_um_counters();
-    enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
+    if (state().options.um_counters) {
+      configure_um_counters();
+      enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
+    }
     for (CUpti_ActivityKind kind : g_deferred) enable_kind(kind, false);
   });
 }

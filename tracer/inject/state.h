@@ -32,6 +32,7 @@ struct Options {
   // managed memory are recorded (by protecting it between GPU operations).
   uint64_t page_window = 2ull << 40;
   bool host_touches = true;
+  bool um_counters = true; // CUPTI's unified-memory counters (FAULTLINE_UM_COUNTERS=0: off)
   std::string patch_path; // faultline_pages.fatbin
 };
 
