@@ -67,6 +67,11 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
     setenv("FAULTLINE_MARGIN", std::to_string(o.margin).c_str(), 1);
     setenv("FAULTLINE_INJECT_LIB", lib.c_str(), 1); // the PyTorch hook marks steps through it
     setenv("FAULTLINE_HOST_TOUCHES", o.host_touches ? "1" : "0", 1);
+    // The timing pass keeps the program's own timeline: CUPTI's unified-memory counters cost
+    // several microseconds a launch (ResNet-50's step 16% longer on an H100,
+    // experiments/capture/data/h100-timing-probe/). It needs them only for the host's CPU faults
+    // when the access pass records no host touches.
+    setenv("FAULTLINE_UM_COUNTERS", mode == "timing" && o.host_touches ? "0" : "1", 1);
     if (o.managed) {
       setenv("FAULTLINE_MANAGED", "1", 1);
       setenv("LD_PRELOAD", lib.c_str(), 1);

@@ -460,7 +460,10 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
       {"pages_in_no_allocation", sets.unowned_pages},
       {"accesses_outside_page_window", sets.outside_accesses},
       {"untranslated_pages", translated.untranslated},
-      {"timing_pass_faulting_operations", faulting_operations(timing, tpass)},
+      // Unknown without the unified-memory counters, which the timing pass leaves off.
+      {"timing_pass_faulting_operations",
+       timing.meta.value("um_counters", true) ? nlohmann::json(faulting_operations(timing, tpass))
+                                              : nlohmann::json(nullptr)},
       {"operations_with_differing_argument_allocations", differing_arguments},
       {"unattributed_gpu_operations",
        {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
