@@ -44,6 +44,11 @@ public:
         cpu_faults_.push_back(&u);
     std::stable_sort(cpu_faults_.begin(), cpu_faults_.end(),
                      [](auto* a, auto* b) { return a->start < b->start; });
+    // The tear-down after the range (frees at the program's exit) happens at the range's end:
+    // the time between the two is the program's, not any step's.
+    if (pass_.has_range)
+      for (const ApiEvent& e : raw.api)
+        if (e.type == RawType::kRange && !e.range.on) range_end_ = e.cpu_time;
     // CUPTI's synchronisation records give each sync's end: how long the CPU waited.
     for (const raw::RawSyncAct& s : raw.syncs) sync_end_[s.corr] = std::max(sync_end_[s.corr], s.end);
   }
@@ -129,6 +134,7 @@ private:
   }
 
   Time at(uint64_t cpu_time) {
+    if (range_end_) cpu_time = std::min(cpu_time, range_end_);
     Time t = cpu_time > pass_.range_start ? static_cast<Time>(cpu_time - pass_.range_start) : 0;
     last_ = std::max(last_, t);
     return last_;
@@ -358,6 +364,7 @@ private:
   std::unordered_map<uint64_t, uint32_t> streams_;
   std::unordered_map<uint32_t, uint64_t> sync_end_; // correlation id -> end of its sync record
   uint64_t syncs_ = 0;
+  uint64_t range_end_ = 0; // CPU time of the range's last end (0: none)
   uint64_t next_id_ = 1;
   std::vector<uint64_t> due_; // per history event: the earliest bound of it and all later ones
   size_t next_history_ = 0, next_fault_ = 0;
