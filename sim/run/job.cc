@@ -114,8 +114,7 @@ void Job::handle(uint32_t kind, Time now) {
       return;
     }
     have_pending_ = false;
-    if (!step_open_ || new_pass_ || pending_step_ != step_start_.step)
-      begin_step(pending_step_, now);
+    if (!step_open_ || new_pass_ || pending_step_ != cpu_step_) begin_step(pending_step_, now);
     new_pass_ = false;
     now = apply(pending_, now);
     if (check_invariants_) memory_.check_invariants();
@@ -157,6 +156,7 @@ void Job::start_queued(Time now) {
       on_free(q.free, now);
       continue;
     }
+    close_rows_before(q.index, now);
     gpu_running_ = true;
     kernel_index_ = q.index;
     launch(q.kernel, now, q.issued);
@@ -165,6 +165,7 @@ void Job::start_queued(Time now) {
 }
 
 void Job::gpu_idle(Time now) {
+  close_rows_before(UINT64_MAX, now);
   if (!cpu_waiting_) return;
   cpu_waiting_ = false;
   cpu_free_ = std::max(cpu_free_, now);
@@ -193,15 +194,35 @@ void Job::restart(Time now) {
 }
 
 // A step's row runs from its first record to the next step's; the first row from time 0, so
-// that the policy's start counts too.
+// that the policy's start counts too. Where the CPU runs ahead, a row ends once the GPU has done
+// the step's work too: when it starts the next step's first kernel, or drains its queue.
 void Job::begin_step(int64_t step, Time now) {
+  cpu_step_ = step;
+  if (run_ahead_ && step_open_ && gpu_busy()) {
+    row_boundaries_.push_back({step, issued_});
+    if (step >= 0) host_.step_begin(static_cast<uint64_t>(step), now);
+    return;
+  }
+  open_row(step, now);
+  if (step >= 0) host_.step_begin(static_cast<uint64_t>(step), now);
+}
+
+// Rows whose boundary the GPU has reached: all before kernel `next` (everything, for
+// UINT64_MAX) is done.
+void Job::close_rows_before(uint64_t next, Time now) {
+  while (!row_boundaries_.empty() && row_boundaries_.front().first_kernel <= next) {
+    open_row(row_boundaries_.front().step, now);
+    row_boundaries_.pop_front();
+  }
+}
+
+void Job::open_row(int64_t step, Time now) {
   const bool first = !step_open_;
   close_step(now);
   step_start_ = first ? StepRow{} : counters_of(stats_);
   step_start_.step = step;
   step_start_.start = first ? 0 : now;
   step_open_ = true;
-  if (step >= 0) host_.step_begin(static_cast<uint64_t>(step), now);
 }
 
 void Job::close_step(Time now) {
@@ -422,6 +443,7 @@ void Job::finish() {
       unused = unused.minus(pages);
     });
   }
+  close_rows_before(UINT64_MAX, end_time_);
   close_step(end_time_);
 }
 

@@ -97,6 +97,8 @@ public:
 private:
   Time apply(trace::Record& record, Time now);
   void begin_step(int64_t step, Time now);
+  void open_row(int64_t step, Time now);
+  void close_rows_before(uint64_t next, Time now);
   void close_step(Time now);
   // The trace ended and `again` says go on: free what it holds, start a fresh policy, run it again.
   void restart(Time now);
@@ -172,6 +174,13 @@ private:
   };
   std::deque<Queued> gpu_queue_;
   bool gpu_running_ = false;
+  // Steps the CPU has begun whose rows wait for the GPU to reach their first kernel.
+  struct RowBoundary {
+    int64_t step;
+    uint64_t first_kernel;
+  };
+  std::deque<RowBoundary> row_boundaries_;
+  int64_t cpu_step_ = -1; // the step the CPU is in
   uint64_t issued_ = 0; // kernels the CPU launched
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;

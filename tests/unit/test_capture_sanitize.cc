@@ -219,3 +219,37 @@ TEST_CASE("steps: a boundary starts a step only when a kernel follows it", "[cap
     if (starts[i]) at.push_back(i);
   CHECK(at == std::vector<size_t>{1, 4});
 }
+
+TEST_CASE("capture: the CPU's timeline, its syncs and the program's step times", "[capture][timeline]") {
+  // The committed mlp streams: the workload read its loss back with cudaStreamSynchronize
+  // (recorded) and called torch.cuda.synchronize() (cudaDeviceSynchronize, whose call the
+  // library did not record then: CUPTI's synchronisation record stands in for it).
+  fltest::TempDir dir;
+  const std::string out = dir.file("mlp.fltrace");
+  const json summary = convert("sanitize/mlp", out, true, "sanitize");
+  CHECK(summary["syncs_from_activity"] == 2);
+  trace::TraceReader reader(out);
+  CHECK(reader.version() == trace::kVersion);
+  CHECK(reader.timeline() == trace::Timeline::kIssue);
+  // Step boundaries on the CPU's clock (raw_dump.py): cudaProfilerStart at ...414786369,
+  // ...418942958, ...421955693; cudaProfilerStop at ...425960204.
+  CHECK(reader.program_step_ns() == std::vector<Time>{4156589, 3012735, 4004511});
+  trace::Record r;
+  std::vector<trace::SyncRecord> syncs;
+  Time last_time = 0, queued_total = 0;
+  while (reader.next(r)) {
+    if (r.type == trace::RecordType::kSync) syncs.push_back(r.sync);
+    if (r.type == trace::RecordType::kKernel) queued_total += r.kernel.queued;
+    last_time = r.time();
+  }
+  // In the range: the loss's stream sync (called at ...425848145, CUPTI's record ends at
+  // ...425856578) and the final device sync (CUPTI's record: 6744 ns).
+  REQUIRE(syncs.size() == 2);
+  CHECK(syncs[0].kind == trace::SyncKind::kStream);
+  CHECK(syncs[0].wait == 8433);
+  CHECK(syncs[1].kind == trace::SyncKind::kDevice);
+  CHECK(syncs[1].wait == 6744);
+  CHECK(queued_total > 0);
+  // The tear-down after the range (the exit's frees) sits at the range's end.
+  CHECK(last_time <= 1795517317425960204 - 1795517317414786369 + 1000);
+}

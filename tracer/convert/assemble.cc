@@ -475,6 +475,7 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
       {"unattributed_gpu_operations",
        {{"timing", tpass.unattributed}, {"access", apass.unattributed}}},
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
+      {"syncs_from_activity", timing.synthesized_syncs},
       {"access_pass_draining", is_sanitized(access) ? nlohmann::json(nullptr) : draining(access)},
       {"sanitize", sanitize_meta(access)}};
   nlohmann::json meta = header(request, timing, history);

@@ -5,8 +5,10 @@
 #include "sim/core/utf8.h"
 #include "sim/trace/format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <unordered_set>
 #include <iterator>
 
 namespace faultline::capture {
@@ -232,6 +234,36 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
   c.fail("unknown record type " + std::to_string(type) + "; expected 1 to 7 or 10 to 22");
 }
 
+// A synchronisation CUPTI saw whose call the injection library did not record (streams recorded
+// before it watched the runtime's synchronisation calls: cudaDeviceSynchronize reaches the
+// driver by no callback of its own) becomes an API event at the call's time, so the CPU's wait is
+// in the trace all the same. A stream's wait on an event blocks no CPU and stays out.
+void add_unrecorded_syncs(RawStream& s) {
+  std::unordered_set<uint32_t> recorded;
+  for (const ApiEvent& e : s.api)
+    if (e.type == RawType::kSync) recorded.insert(e.sync.corr);
+  for (const raw::RawSyncAct& a : s.syncs) {
+    raw::SyncOp op;
+    if (a.type == raw::kActivitySyncContext)
+      op = raw::SyncOp::kDevice;
+    else if (a.type == raw::kActivitySyncStream)
+      op = raw::SyncOp::kStream;
+    else if (a.type == raw::kActivitySyncEvent)
+      op = raw::SyncOp::kEvent;
+    else
+      continue;
+    if (recorded.count(a.corr)) continue;
+    ApiEvent e;
+    e.type = RawType::kSync;
+    e.cpu_time = a.start;
+    e.sync = {a.start, 0, static_cast<uint32_t>(op), a.corr};
+    auto at = std::upper_bound(s.api.begin(), s.api.end(), a.start,
+                               [](uint64_t t, const ApiEvent& x) { return t < x.cpu_time; });
+    s.api.insert(at, std::move(e));
+    ++s.synthesized_syncs;
+  }
+}
+
 } // namespace
 
 RawStream read_raw(const std::string& path) {
@@ -246,6 +278,7 @@ RawStream read_raw(const std::string& path) {
   if (!s.ended && s.error.empty())
     c.fail_at_end("truncated: the raw stream has no end record (the program did not exit "
                   "normally, or the stream was cut)");
+  add_unrecorded_syncs(s);
   return s;
 }
 

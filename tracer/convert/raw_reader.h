@@ -36,6 +36,7 @@ struct RawStream {
   std::vector<raw::RawCopyAct> copies;
   std::vector<raw::RawUm> um;
   std::vector<raw::RawSyncAct> syncs;
+  uint64_t synthesized_syncs = 0; // syncs added from CUPTI's records: their calls went unrecorded
   std::vector<raw::RawMemoryAct> memory;
   uint64_t dropped = 0;
   std::string error; // the injector's own error, if it stopped the program

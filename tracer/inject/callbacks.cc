@@ -344,7 +344,13 @@ void on_range(bool on) {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+// Synchronisations are recorded at the runtime call, and the driver call inside it is skipped:
+// cudaDeviceSynchronize reaches the driver by no callback of its own (PyTorch's
+// torch.cuda.synchronize() went unrecorded when only the driver's were watched).
+thread_local bool t_in_runtime_sync = false;
+
 void on_sync(raw::SyncOp op, uint64_t handle, uint32_t corr) {
+  if (t_in_runtime_sync) return;
   at_api_boundary();
   raw::RawSync record{now(), handle, static_cast<uint32_t>(op), corr};
   state().sink.write(RawType::kSync, record);
@@ -467,6 +473,25 @@ void on_runtime(uint32_t id, const ApiCall& cb) {
     if (enter) on_range(id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
     t_in_runtime_profiler = enter;
     return;
+  case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+    if (enter) on_sync(raw::SyncOp::kDevice, 0, cb.corr);
+    t_in_runtime_sync = enter;
+    return;
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+    if (enter)
+      on_sync(raw::SyncOp::kStream, stream_of<cudaStreamSynchronize_v3020_params>(cb), cb.corr);
+    t_in_runtime_sync = enter;
+    return;
+  case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+    if (enter)
+      on_sync(raw::SyncOp::kEvent,
+              reinterpret_cast<uint64_t>(
+                  static_cast<const cudaEventSynchronize_v3020_params*>(cb.params)->event),
+              cb.corr);
+    t_in_runtime_sync = enter;
+    return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
     if (enter) {
@@ -555,6 +580,11 @@ std::vector<CUpti_CallbackId> runtime_callback_ids() {
           CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
           CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
           CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+          CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+          CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
           CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
           CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000};
 }

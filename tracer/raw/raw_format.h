@@ -208,6 +208,10 @@ struct RawUm {
   uint32_t flags; // MigrationCause or UmAccess, by counter
 };
 
+// CUpti_ActivitySynchronizationType values (RawSyncAct::type) that block the CPU.
+constexpr uint32_t kActivitySyncEvent = 1;   // cudaEventSynchronize
+constexpr uint32_t kActivitySyncStream = 3;  // cudaStreamSynchronize
+constexpr uint32_t kActivitySyncContext = 4; // cudaDeviceSynchronize / cuCtxSynchronize
 struct RawSyncAct {
   uint64_t start;
   uint64_t end;
