@@ -1,12 +1,14 @@
 // `faultline capture` and `faultline capture convert`: record a trace of a CUDA program
 // (tracer/capture/capture.h does the work).
 #include "tracer/capture/capture.h"
+#include "tracer/convert/step_syncs.h"
 
 #include "sim/cli/app.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/core/error.h"
 
+#include <iostream>
 #include <memory>
 #include <vector>
 
@@ -78,6 +80,24 @@ void add_convert(CLI::App& capture) {
   sub->callback([request] { capture::run_convert(*request); });
 }
 
+void add_step_syncs(CLI::App& capture) {
+  CLI::App* sub = add_command(
+      capture, "step-syncs",
+      "add the step-end syncs a trace's capture missed (programs that wait for the GPU at every "
+      "step's end)",
+      "Traces captured before the tracer recorded cudaDeviceSynchronize lack the syncs that end\n"
+      "the steps of a program like experiments/capture/workloads.py. This adds a device sync\n"
+      "at each step's last record that waits until its kernels' recorded GPU end.");
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  sub->add_option("--trace", *in, "the issue-time trace")->required()->type_name("TRACE");
+  add_output(*sub, *out, "the trace to write")->required()->type_name("TRACE");
+  sub->callback([in, out] {
+    const uint64_t n = capture::add_step_syncs(*in, *out);
+    std::cout << "{\"step_syncs_added\": " << n << "}\n";
+  });
+}
+
 } // namespace
 
 void add_capture(CLI::App& app) {
@@ -104,8 +124,9 @@ void add_capture(CLI::App& app) {
                 "sanitize mode: do not record the host's touches (see below)");
   sub->add_option("COMMAND", o->command, "the program to run and its arguments")->type_name("");
   add_convert(*sub);
+  add_step_syncs(*sub);
   sub->callback([o, no_host_touches, sub] {
-    if (sub->got_subcommand("convert")) return;
+    if (sub->got_subcommand("convert") || sub->got_subcommand("step-syncs")) return;
     check(*o, *no_host_touches);
     capture::run_capture(*o);
   });
