@@ -56,7 +56,8 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     "$python" experiments/papers/claims.py ;;
   alloc) experiments/alloc/study.sh --write-reports ;;
   capture)
-    "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-? \
+    "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-[a-f] \
+      experiments/capture/data/h200-runs-g experiments/capture/data/h100-runs-h \
       >experiments/capture/reports/overhead.json ;;
   compare) experiments/compare/compare.sh --write-reports ;;
   *) echo "make_reports: unknown study $study" >&2; exit 2 ;;

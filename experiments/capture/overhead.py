@@ -5,7 +5,8 @@ One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s",
 "ratio", "cupti_ratio", "plain_step_s", "capture_step_s", "machines"}; a mode that was not run
 is null; "plain_step_s" lists the plain run's own time for each measured step (the program
 reports them), "capture_step_s" the same steps as the capture's timing pass timed them (the
-trace's program_step_ns, from NAME.stats.json), null where not known; "machines" names, per mode,
+trace's program_step_ns, from NAME.stats.json), both from the last folder that has both (one
+machine: "step_machine"), null where none has; "machines" names, per mode,
 the machine of the folder its run came from (its manifest's machine text). When a workload was
 run more than once in a mode, the last run counts."""
 import glob
@@ -20,24 +21,28 @@ rows = {}
 for folder in sys.argv[1:]:
     machines = common.load_manifest(folder).get("machine") or [{}]
     machine = "\n".join(machines[0].get("text", [])) or None
+    plain_steps = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.runs.jsonl"))):
         for line in open(path):
             run = json.loads(line)
             row = rows.setdefault(run["workload"], {"workload": run["workload"], "plain_s": None,
                                                     "capture_s": None, "cupti_capture_s": None,
                                                     "steps": run.get("steps"), "plain_step_s": None,
-                                                    "capture_step_s": None, "machines": {}})
+                                                    "capture_step_s": None, "step_machine": None,
+                                                    "machines": {}})
             key = {"plain": "plain_s", "capture": "capture_s", "cupti": "cupti_capture_s"}.get(run["mode"])
             if key:
                 row[key] = run["seconds"]
                 row["machines"][run["mode"]] = machine
             if run["mode"] == "plain":
-                row["plain_step_s"] = (run.get("program") or {}).get("step_seconds")
+                plain_steps[run["workload"]] = (run.get("program") or {}).get("step_seconds")
     for path in sorted(glob.glob(os.path.join(folder, "*.stats.json"))):
         name = os.path.basename(path)[:-len(".stats.json")]
         program = json.load(open(path)).get("program_step_ns")
-        if name in rows and program:
+        if name in rows and program and plain_steps.get(name):
+            rows[name]["plain_step_s"] = plain_steps[name]
             rows[name]["capture_step_s"] = [round(t / 1e9, 6) for t in program]
+            rows[name]["step_machine"] = machine
 for row in rows.values():
     plain = row["plain_s"]
     row["ratio"] = round(row["capture_s"] / plain, 2) if plain and row["capture_s"] else None

@@ -48,7 +48,10 @@ void add_synth(CLI::App& app) {
       {"--touch-step", "touch_step", "pages: touched pages every N pages (default 1)"},
       {"--touch-width", "touch_width", "pages: pages touched in a row a step (default 1)"},
       {"--held-first", "held_first", "pages: first page of a block held before (default 0)"},
-      {"--held-step", "held_step", "pages: held pages every N pages (default 0: none)"}};
+      {"--held-step", "held_step", "pages: held pages every N pages (default 0: none)"},
+      {"--launch-gap-ns", "launch_gap_ns",
+       "an issue-time trace whose CPU issues a record every N ns, each step ending in a sync "
+       "(default 0: a serial trace)"}};
   for (const auto& [option, key, help] : counts) add_count(*sub, option, o->numbers[key], help);
   sub->callback([o] {
     nlohmann::json p = {{"pattern", o->pattern}};

@@ -29,9 +29,25 @@ class Builder {
 public:
   Builder(const Params& p, trace::TraceWriter* w) : p_(p), w_(w), rng_(p.seed) {}
 
-  // The next record begins a training step (an iteration).
-  void begin_step() { steps_.push_back({records_, now_}); }
+  // The next record begins a training step (an iteration). An issue-time trace's CPU first waits
+  // for the step before.
+  void begin_step() {
+    if (p_.launch_gap_ns > 0 && !steps_.empty()) sync();
+    steps_.push_back({records_, now_});
+  }
+  // The end of the last step (an issue-time trace's last sync).
+  void finish() {
+    if (p_.launch_gap_ns > 0 && !steps_.empty()) sync();
+    end_ = now_;
+  }
   const std::vector<trace::Step>& steps() const { return steps_; }
+  // Each step's time, from its start to the next's (the last: to finish()).
+  std::vector<Time> step_times() const {
+    std::vector<Time> out;
+    for (size_t i = 0; i < steps_.size(); ++i)
+      out.push_back((i + 1 < steps_.size() ? steps_[i + 1].start_ns : end_) - steps_[i].start_ns);
+    return out;
+  }
 
   Tensor alloc(Bytes size) {
     Tensor t{next_id_++, next_addr_, round_up(std::max(size, kBigPageSize), kBigPageSize)};
@@ -114,8 +130,21 @@ private:
   void emit(trace::KernelRecord& k) {
     k.duration = static_cast<Time>(k.accesses.size()) * p_.ns_per_access + p_.ns_per_access;
     accesses_ += k.accesses.size();
+    if (p_.launch_gap_ns == 0) {
+      write(k);
+      now_ += k.duration;
+      return;
+    }
+    const Time start = std::max(now_, gpu_end_);
+    k.queued = start - now_;
+    gpu_end_ = start + k.duration;
     write(k);
-    now_ += k.duration;
+    now_ += p_.launch_gap_ns;
+  }
+  // The CPU waits for the GPU's work.
+  void sync() {
+    write(trace::SyncRecord{now_, trace::SyncKind::kDevice, 0, std::max<Time>(0, gpu_end_ - now_)});
+    now_ = std::max(now_, gpu_end_);
   }
 
   const Params& p_;
@@ -125,7 +154,9 @@ private:
   std::mt19937_64 rng_;
   uint64_t next_id_ = 1;
   Addr next_addr_ = kBase;
-  Time now_ = 0;
+  Time now_ = 0;     // the CPU's time: every record's
+  Time gpu_end_ = 0; // issue-time traces: when the GPU finishes what was issued
+  Time end_ = 0;
   uint64_t accesses_ = 0;
 };
 
@@ -258,6 +289,10 @@ const config::Fields<Params>& fields() {
       config::field(&Params::held_step, "held_step",
                     "pattern pages: held pages repeat every held_step pages (0: none held)")
           .at_most(kBigPagesPerBlock),
+      config::field(&Params::launch_gap_ns, "launch_gap_ns",
+                    "0: a serial trace; otherwise an issue-time trace whose CPU issues a record "
+                    "every launch_gap_ns ahead of the GPU, each step ending in a device sync")
+          .unit("ns"),
   };
   return fields;
 }
@@ -285,7 +320,8 @@ nlohmann::json to_json(const Params& p) {
           {"touch_step", p.touch_step},
           {"touch_width", p.touch_width},
           {"held_first", p.held_first},
-          {"held_step", p.held_step}};
+          {"held_step", p.held_step},
+          {"launch_gap_ns", p.launch_gap_ns}};
 }
 
 namespace {
@@ -311,10 +347,16 @@ uint64_t write_trace(const Params& p, const std::string& path, const std::string
                          {"command", command},    {"workload", to_json(p)}};
   Builder dry(p, nullptr); // the header comes first: where the steps begin, from a dry run
   build(p, dry);
+  dry.finish();
   meta["steps"] = trace::steps_json(dry.steps());
+  if (p.launch_gap_ns > 0) {
+    meta["timeline"] = "issue";
+    meta["program_step_ns"] = dry.step_times();
+  }
   trace::TraceWriter writer(path, meta);
   Builder builder(p, &writer);
   build(p, builder);
+  builder.finish();
   writer.close();
   return builder.accesses();
 }

@@ -21,6 +21,10 @@ struct Params {
   // `touch_step` on; the held ones (held_step 0: none) likewise, brought in by a kernel before.
   uint32_t touch_first = 0, touch_step = 1, touch_width = 1;
   uint32_t held_first = 0, held_step = 0;
+  // 0: a serial trace (each kernel at the previous one's end). Otherwise an issue-time trace: the
+  // CPU issues a record every launch_gap_ns, the GPU runs the kernels back to back behind it, and
+  // every step ends with a device sync; the header gets the steps' times as program_step_ns.
+  Time launch_gap_ns = 0;
 };
 
 // Reads params from the CLI's JSON form ({"pattern": ..., "footprint": ...}), strictly.

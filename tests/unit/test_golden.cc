@@ -66,3 +66,8 @@ TEST_CASE("golden: streaming trace with LRU and small batches", "[golden]") {
 TEST_CASE("golden: real ResNet-50 trace under the default config", "[golden]") {
   check_golden("real-resnet50-default");
 }
+
+TEST_CASE("golden: DNN-like issue-time trace (the CPU runs ahead) at 2x oversubscription",
+          "[golden]") {
+  check_golden("dnn-issue-half");
+}

@@ -2,6 +2,7 @@
 // kernels here touch nothing, so times are the timeline's alone.
 #include "policies/registry.h"
 #include "sim/run/simulator.h"
+#include "sim/synth/synth.h"
 #include "sim/trace/writer.h"
 #include "sim_fixture.h"
 #include "sim_test_helpers.h"
@@ -218,4 +219,30 @@ TEST_CASE("a block's free waits for the kernels issued before it; a segment's fo
   CHECK(g_freed[0] == std::pair<uint64_t, Time>{2, 5000});
   CHECK(g_freed[1] == std::pair<uint64_t, Time>{1, 8000});
   CHECK(o.stats.kernel_rows.at(1).start == 5000);
+}
+
+TEST_CASE("a synthetic issue-time trace at full capacity runs its steps at the program's time",
+          "[sim][run-ahead]") {
+  Scratch s;
+  synth::Params p;
+  p.pattern = "stream";
+  p.footprint = 8 * kBlockSize;
+  p.iterations = 3;
+  p.kernels_per_iteration = 4;
+  p.launch_gap_ns = 2000;
+  const std::string path = s.file("issue.fltrace");
+  synth::write_trace(p, path, "test");
+  const config::RunConfig config = simtest::parse(Scratch::run_config());
+  Simulator sim(config, path, 16);
+  const Stats& stats = sim.run();
+  std::vector<StepRow> rows;
+  for (const StepRow& r : stats.step_rows)
+    if (r.step >= 0) rows.push_back(r);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].faults > 0); // the first touches
+  for (size_t i = 1; i < 3; ++i) {
+    CHECK(rows[i].faults == 0);
+    CHECK(rows[i].program_ns > 0);
+    CHECK(rows[i].end - rows[i].start == rows[i].program_ns);
+  }
 }
