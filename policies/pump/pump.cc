@@ -3,11 +3,13 @@
 // while the distinct bytes referenced by unfinished kernels plus the new ones would exceed
 // factor x GPU memory. Eviction stays the driver's. Source: ailabstw/PUMP @ 76425c49, prefetch.cpp.
 //
-// The simulator's host launches each kernel as the one before it ends, so PUMP hears a launch
-// only as its kernel starts and the throttle never has an older kernel to wait for. With
-// `lead_launches` L > 0 it hears launches as a CPU running ahead of the GPU makes them: at kernel
-// k's start, every launch up to k + L that no synchronisation or host access separates from k.
-// Those launches' argument blocks are read from the trace (the launches alone, never accesses).
+// On an issue-time trace the simulator's CPU runs ahead of the GPU and PUMP hears each launch as
+// it is issued. On a serial trace (and in the live replay) the host launches each kernel as the
+// one before it ends, so PUMP hears a launch only as its kernel starts and the throttle never has
+// an older kernel to wait for. With `lead_launches` L > 0 (a what-if) it hears launches as a CPU
+// running ahead would: at kernel k's start, every launch up to k + L that no synchronisation or
+// host access separates from k. Those launches' argument blocks are read from the trace (the
+// launches alone, never accesses).
 #include "policies/registry.h"
 #include "sim/config/schema.h"
 #include "sim/core/error.h"
@@ -36,8 +38,8 @@ const config::Fields<Params>& fields() {
           .range(0, 100),
       config::field(&Params::lead_launches, "lead_launches",
                     "launches the CPU has made beyond the kernel starting, up to the next "
-                    "synchronisation or host access (PUMP hears them early); 0: each launch is "
-                    "heard as its kernel starts, the simulator's own timing")
+                    "synchronisation or host access (PUMP hears them early; a what-if for serial "
+                    "traces and the replay); 0: each launch is heard when the CPU issues it")
           .unit("launches"),
   };
   return fields;

@@ -1,12 +1,12 @@
 // `faultline capture` and `faultline capture convert`: record a trace of a CUDA program
 // (tracer/capture/capture.h does the work).
 #include "tracer/capture/capture.h"
-#include "tracer/convert/step_syncs.h"
 
 #include "sim/cli/app.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/core/error.h"
+#include "tracer/convert/step_syncs.h"
 
 #include <iostream>
 #include <memory>

@@ -122,8 +122,9 @@ void Job::handle(uint32_t kind, Time now) {
     if (now < 0) return; // a kernel runs; kernel_done() resumes the host
     if (run_ahead_) {
       cpu_free_ = now;
-      cpu_mark_ = pending_.type == trace::RecordType::kSync ? pending_.sync.time + pending_.sync.wait
-                                                            : pending_.time();
+      cpu_mark_ = pending_.type == trace::RecordType::kSync
+                      ? pending_.sync.time + pending_.sync.wait
+                      : pending_.time();
     }
     if (now > engine_.now()) return engine_.schedule(now, Priority::kHost, this, kStep);
   }

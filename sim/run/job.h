@@ -54,12 +54,12 @@ struct JobSetup {
 // record issued at its recorded CPU distance from the CPU's previous one, kernels queued on the
 // GPU in order, syncs, host accesses and segment frees waiting for the GPU's queue to drain);
 // in capacity mode "budget" (the live replay's rules) the CPU also waits for each kernel, as the
-// replay does; a serial trace keeps the recorded gap between a kernel's end and the next record. The job is the simulator's
-// backend of the policy host (sim/host/policy_host.h): the host makes the policy's events, the
-// job executes its actions on the memory model, and its capacity keeper (sim/run/capacity.h)
-// applies the run's capacity mode. The policy sees the trace's own addresses; the job
-// translates to and from its address space. The job keeps a StepRow per training step it runs
-// (stats().step_rows, complete after finish()).
+// replay does; a serial trace keeps the recorded gap between a kernel's end and the next record.
+// The job is the simulator's backend of the policy host (sim/host/policy_host.h): the host makes
+// the policy's events, the job executes its actions on the memory model, and its capacity keeper
+// (sim/run/capacity.h) applies the run's capacity mode. The policy sees the trace's own addresses;
+// the job translates to and from its address space. The job keeps a StepRow per training step it
+// runs (stats().step_rows, complete after finish()).
 class Job : public EventHandler, public FaultListener, public host::Backend {
 public:
   Job(Machine machine, JobSetup setup);
@@ -181,7 +181,7 @@ private:
   };
   std::deque<RowBoundary> row_boundaries_;
   int64_t cpu_step_ = -1; // the step the CPU is in
-  uint64_t issued_ = 0; // kernels the CPU launched
+  uint64_t issued_ = 0;   // kernels the CPU launched
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::map<Addr, Bytes> device_ranges_;

@@ -240,7 +240,9 @@ TraceStats compute_stats(const std::string& path) {
 
 void dump(const std::string& path, std::ostream& out) {
   TraceReader reader(path);
-  out << nlohmann::json{{"type", "header"}, {"version", reader.version()}, {"metadata", reader.metadata()}}
+  out << nlohmann::json{{"type", "header"},
+                        {"version", reader.version()},
+                        {"metadata", reader.metadata()}}
              .dump()
       << '\n';
   Record r;

@@ -116,8 +116,8 @@ LastStepPlan plan_last_step(const std::string& path) {
   const std::vector<Step>& steps = reader.steps();
   const Time start = steps.back().start_ns;
   // Two steps may start at the same time (a step of host work alone): never a zero period.
-  plan.period_ns = std::max<Time>(
-      1, steps.size() >= 2 ? start - steps[steps.size() - 2].start_ns : end - start);
+  plan.period_ns =
+      std::max<Time>(1, steps.size() >= 2 ? start - steps[steps.size() - 2].start_ns : end - start);
   return plan;
 }
 

@@ -220,7 +220,8 @@ TEST_CASE("steps: a boundary starts a step only when a kernel follows it", "[cap
   CHECK(at == std::vector<size_t>{1, 4});
 }
 
-TEST_CASE("capture: the CPU's timeline, its syncs and the program's step times", "[capture][timeline]") {
+TEST_CASE("capture: the CPU's timeline, its syncs and the program's step times",
+          "[capture][timeline]") {
   // The committed mlp streams: the workload read its loss back with cudaStreamSynchronize
   // (recorded) and called torch.cuda.synchronize() (cudaDeviceSynchronize, whose call the
   // library did not record then: CUPTI's synchronisation record stands in for it).

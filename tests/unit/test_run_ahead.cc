@@ -108,8 +108,8 @@ TEST_CASE("a sync blocks the CPU until the GPU's work is done", "[sim][run-ahead
   Scratch s;
   // Kernel A (10 us) at 0; the CPU syncs at 1 us and waited 9 us in the capture; B follows
   // 0.5 us after the sync returned.
-  const Outcome o =
-      run(write_timed(s, {kernel_record(0, 10000), sync_record(1000, 9000), kernel_record(10500, 2000)}));
+  const Outcome o = run(write_timed(
+      s, {kernel_record(0, 10000), sync_record(1000, 9000), kernel_record(10500, 2000)}));
   REQUIRE(o.stats.kernel_rows.size() == 2);
   CHECK(o.stats.kernel_rows[1].start == 10500);
   CHECK(o.end == 12500);
@@ -119,8 +119,8 @@ TEST_CASE("the sync's wait is the simulation's: a slower GPU makes it longer", "
   Scratch s;
   // As recorded the GPU's work took 3 us, but here kernel A takes 10 us: B starts 0.5 us after
   // A's end, not at its recorded time.
-  const Outcome o =
-      run(write_timed(s, {kernel_record(0, 10000), sync_record(1000, 2000), kernel_record(3500, 2000)}));
+  const Outcome o = run(write_timed(
+      s, {kernel_record(0, 10000), sync_record(1000, 2000), kernel_record(3500, 2000)}));
   CHECK(o.stats.kernel_rows.at(1).start == 10500);
 }
 
@@ -188,7 +188,8 @@ TEST_CASE("a serial trace keeps its recorded gaps after each kernel", "[sim][run
   Scratch s;
   // Without the timeline key: the second kernel follows the first's end by its recorded gap
   // (recorded end 1000, next record at 1500: 500 ns), however long the first ran.
-  const Outcome o = run(write_timed(s, {kernel_record(0, 1000), kernel_record(1500, 1000)}, nullptr));
+  const Outcome o =
+      run(write_timed(s, {kernel_record(0, 1000), kernel_record(1500, 1000)}, nullptr));
   CHECK(o.stats.kernel_rows.at(1).start == 1500);
   const Outcome ahead =
       run(write_timed(s, {kernel_record(0, 1000), kernel_record(10, 1000)}, nullptr));

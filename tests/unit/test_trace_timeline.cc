@@ -126,11 +126,7 @@ TEST_CASE("a bad timeline or program_step_ns names its key", "[trace][timeline][
     CHECK_THAT(trace_error(path), Contains("record #0 (sync)") && Contains("sync wait of"));
   }
   SECTION("a queue delay past 2^62 ns") {
-    RawTrace()
-        .string(0, "k")
-        .kernel(10, 0, 500, {}, {}, uint64_t{1} << 62)
-        .end(1)
-        .write(path);
+    RawTrace().string(0, "k").kernel(10, 0, 500, {}, {}, uint64_t{1} << 62).end(1).write(path);
     CHECK_THAT(trace_error(path), Contains("(kernel)") && Contains("kernel queued"));
   }
 }

@@ -50,7 +50,8 @@ public:
       for (const ApiEvent& e : raw.api)
         if (e.type == RawType::kRange && !e.range.on) range_end_ = e.cpu_time;
     // CUPTI's synchronisation records give each sync's end: how long the CPU waited.
-    for (const raw::RawSyncAct& s : raw.syncs) sync_end_[s.corr] = std::max(sync_end_[s.corr], s.end);
+    for (const raw::RawSyncAct& s : raw.syncs)
+      sync_end_[s.corr] = std::max(sync_end_[s.corr], s.end);
   }
 
   void run() {
@@ -150,7 +151,8 @@ private:
       if (in_range) {
         auto end = sync_end_.find(e.sync.corr);
         put(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
-                              stream_of(e.sync.handle), wait_until(e.cpu_time, end == sync_end_.end() ? 0 : end->second)});
+                              stream_of(e.sync.handle),
+                              wait_until(e.cpu_time, end == sync_end_.end() ? 0 : end->second)});
         ++syncs_;
       }
       return;
@@ -468,8 +470,8 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
       {"accesses_outside_page_window", sets.outside_accesses},
       {"untranslated_pages", translated.untranslated},
       // Unknown without the unified-memory counters, which the timing pass leaves off.
-      {"timing_pass_faulting_operations",
-       timing.meta.value("um_counters", true) ? nlohmann::json(faulting_operations(timing, tpass))
+      {"timing_pass_faulting_operations", timing.meta.value("um_counters", true)
+                                              ? nlohmann::json(faulting_operations(timing, tpass))
                                               : nlohmann::json(nullptr)},
       {"operations_with_differing_argument_allocations", differing_arguments},
       {"unattributed_gpu_operations",

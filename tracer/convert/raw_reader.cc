@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <unordered_set>
 #include <iterator>
+#include <unordered_set>
 
 namespace faultline::capture {
 namespace {

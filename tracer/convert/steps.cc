@@ -55,8 +55,8 @@ void write_steps(const std::string& path, const std::vector<StepMark>& steps,
                  const std::vector<int64_t>& program_ns) {
   std::vector<trace::Step> out;
   for (const StepMark& s : steps) out.push_back({s.first_record, s.start_ns});
-  trace::rewrite_steps(path, out, program_ns.size() == out.size() ? program_ns
-                                                                   : std::vector<int64_t>{});
+  trace::rewrite_steps(path, out,
+                       program_ns.size() == out.size() ? program_ns : std::vector<int64_t>{});
 }
 
 } // namespace faultline::capture

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 #include <cuda_runtime_api.h>
+#include <set>
 #include <string>
 
 namespace faultline::inject {
@@ -422,8 +422,15 @@ void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint
              uint32_t kind, uint64_t stream, bool blocking = false) {
   if (!cb.enter) return after_operation();
   at_api_boundary();
-  raw::RawCopy record{now(), stream, dst,  src, bytes, cb.corr, static_cast<uint32_t>(op),
-                      kind,  blocking ? raw::kCopyBlocking : 0};
+  raw::RawCopy record{now(),
+                      stream,
+                      dst,
+                      src,
+                      bytes,
+                      cb.corr,
+                      static_cast<uint32_t>(op),
+                      kind,
+                      blocking ? raw::kCopyBlocking : 0};
   state().sink.write(RawType::kCopy, record);
   before_operation({dst, src});
 }
@@ -510,7 +517,8 @@ std::string timing_meta() {
   std::vector<uint32_t> costs = g_launch_cost_ns;
   std::sort(costs.begin(), costs.end());
   const auto at = [&](double q) {
-    return costs.empty() ? 0u : costs[static_cast<size_t>(q * static_cast<double>(costs.size() - 1))];
+    return costs.empty() ? 0u
+                         : costs[static_cast<size_t>(q * static_cast<double>(costs.size() - 1))];
   };
   return "{\"timing_launches\":" + std::to_string(costs.size()) +
          ",\"timing_launch_cost_median_ns\":" + std::to_string(at(0.5)) +

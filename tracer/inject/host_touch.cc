@@ -1,12 +1,13 @@
 // Host touches of managed memory, in sanitize mode (recorded) and timing mode (the pages to send
-// back to the GPU before the next launch, so that kernels run with their data resident). Managed allocations are protected
-// (PROT_NONE) from the CPU; the first touch of a 64 KB big page faults into our SIGSEGV handler,
-// which records a read and opens the page for reading; a write then faults again, is recorded as
-// a write and opens it fully. Before every recorded API event the touches since the last one are
-// written and their pages protected again, so each interval between GPU operations records the
-// pages the host touched in it. The GPU's accesses do not depend on the CPU's protection, and
-// soft-dirty bits do not work on managed memory (both probed on an H100: a kernel ran while the
-// CPU side was PROT_NONE; no page was marked soft-dirty after the host wrote 2,048).
+// back to the GPU before the next launch, so that kernels run with their data resident). Managed
+// allocations are protected (PROT_NONE) from the CPU; the first touch of a 64 KB big page faults
+// into our SIGSEGV handler, which records a read and opens the page for reading; a write then
+// faults again, is recorded as a write and opens it fully. Before every recorded API event the
+// touches since the last one are written and their pages protected again, so each interval between
+// GPU operations records the pages the host touched in it. The GPU's accesses do not depend on the
+// CPU's protection, and soft-dirty bits do not work on managed memory (both probed on an H100: a
+// kernel ran while the CPU side was PROT_NONE; no page was marked soft-dirty after the host wrote
+// 2,048).
 //
 // The handler runs in signal context: it reads an immutable snapshot of the tracked ranges,
 // changes one byte of per-page state and appends to a preallocated buffer; faults outside the

@@ -33,7 +33,7 @@ struct Options {
   uint64_t page_window = 2ull << 40;
   bool host_touches = true;
   bool um_counters = true; // CUPTI's unified-memory counters (FAULTLINE_UM_COUNTERS=0: off)
-  std::string patch_path; // faultline_pages.fatbin
+  std::string patch_path;  // faultline_pages.fatbin
 };
 
 // Writes raw records; every write takes the lock so API and activity threads can share it.
