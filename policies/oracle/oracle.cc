@@ -2,6 +2,7 @@
 // the pages the coming accesses need, as far ahead as fit, prefetched in order of need; Belady's
 // MIN at the level of accesses for room; pages the host touches sent back before it does. It
 // reads the trace itself; no online policy can know what it knows.
+#include "policies/gpu_order.h"
 #include "policies/oracle/future.h"
 #include "policies/oracle/planner.h"
 #include "policies/registry.h"
@@ -50,14 +51,17 @@ public:
   void on_memory_pressure(const MemoryPressureEvent&, Actions&) override {
     planner_.memory_pressure();
   }
+  // The plan runs from the kernel the GPU runs: launches are heard in its order.
   void on_kernel_end(const KernelEndEvent& e, Actions& out) override {
     planner_.kernel_end(e, out);
+    gpu_.kernel_end(e, [&](const LaunchEvent& l) { planner_.kernel_launch(l, out); });
   }
   void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
-    planner_.kernel_launch(e, out);
+    gpu_.launch(e, [&](const LaunchEvent& l) { planner_.kernel_launch(l, out); });
   }
 
 private:
+  LaunchesInGpuOrder gpu_;
   std::unique_ptr<oracle::Future> future_;
   oracle::Planner planner_;
 };

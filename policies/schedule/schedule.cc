@@ -9,6 +9,7 @@
 // place) it prefetches each launch's arguments, as PUMP does; a step-time guard hands the run to
 // the driver when following the schedule does not pay.
 #include "policies/oracle/planner.h"
+#include "policies/gpu_order.h"
 #include "policies/registry.h"
 #include "policies/schedule/learned_steps.h"
 #include "sim/config/schema.h"
@@ -102,18 +103,25 @@ public:
     planner_.memory_pressure();
   }
 
+  // It learns and plans from the kernel the GPU runs: launches are heard in its order.
   void on_kernel_launch(const LaunchEvent& e, Actions& out) override {
-    learned_.launch(e.kernel, e.name ? *e.name : std::string(), e.args);
-    planner_.plan_overflowing_kernels(learned_.plans_overflow());
-    if (!driver_only_) planner_.kernel_launch(e, out);
+    gpu_.launch(e, [&](const LaunchEvent& l) { start(l, out); });
   }
 
   void on_kernel_end(const KernelEndEvent& e, Actions& out) override {
     learned_.kernel_end();
     planner_.kernel_end(e, out);
+    gpu_.kernel_end(e, [&](const LaunchEvent& l) { start(l, out); });
   }
 
 private:
+  void start(const LaunchEvent& e, Actions& out) {
+    learned_.launch(e.kernel, e.name ? *e.name : std::string(), e.args);
+    planner_.plan_overflowing_kernels(learned_.plans_overflow());
+    if (!driver_only_) planner_.kernel_launch(e, out);
+  }
+
+  LaunchesInGpuOrder gpu_;
   Params p_;
   schedule::LearnedSteps learned_;
   oracle::Planner planner_;

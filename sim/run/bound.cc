@@ -53,9 +53,25 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
   trace::Record r;
   bool first = true;
   Time start = 0, end = 0;
+  // An issue-time trace's all-resident time is its timeline played with no fault, as the
+  // simulator plays it (sim/README.md): the CPU at its recorded distances, kernels back to back
+  // behind it, syncs, host accesses and segment frees waiting for the GPU.
+  const bool issue = reader.timeline() == trace::Timeline::kIssue;
+  Time cpu_free = 0, cpu_mark = 0, gpu_end = 0;
   while (reader.next(r)) {
-    if (first) start = r.time();
+    if (first) start = cpu_free = cpu_mark = r.time();
     first = false;
+    if (issue) {
+      const Time due = cpu_free + std::max<Time>(0, r.time() - cpu_mark);
+      const bool waits = r.type == trace::RecordType::kSync ||
+                         r.type == trace::RecordType::kHostAccess ||
+                         (r.type == trace::RecordType::kFree && live.count(r.free.id) &&
+                          live[r.free.id].kind != trace::MemoryKind::kAllocatorBlock);
+      if (r.type == trace::RecordType::kKernel)
+        gpu_end = std::max(due, gpu_end) + r.kernel.duration;
+      cpu_free = waits ? std::max(due, gpu_end) : due;
+      cpu_mark = r.type == trace::RecordType::kSync ? r.sync.time + r.sync.wait : r.time();
+    }
     switch (r.type) {
     case trace::RecordType::kAlloc:
       live[r.alloc.id] = r.alloc;
@@ -90,7 +106,7 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
       break;
     }
   }
-  out.all_resident_ns = std::max<Time>(0, end - start);
+  out.all_resident_ns = issue ? std::max(gpu_end, cpu_free) - start : std::max<Time>(0, end - start);
   return out;
 }
 
