@@ -224,7 +224,9 @@ RelayoutStats relayout(const std::string& in_path, const std::string& out_path,
   // indices: each where the new trace stands when the old step's first record comes.
   const bool has_steps = metadata.contains("steps");
   std::vector<trace::Step> steps = trace::parse_steps(metadata, in_path);
+  const std::vector<Time> program = reader.program_step_ns(); // one per step: goes with them
   metadata.erase("steps");
+  metadata.erase("program_step_ns");
   trace::TraceWriter writer(out_path, metadata);
   Relayout r(allocator, config, s, writer, stats);
   Record record;
@@ -236,7 +238,7 @@ RelayoutStats relayout(const std::string& in_path, const std::string& out_path,
   }
   r.finish();
   writer.close();
-  if (has_steps) trace::rewrite_steps(out_path, steps);
+  if (has_steps) trace::rewrite_steps(out_path, steps, program);
   return stats;
 }
 
