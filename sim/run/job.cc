@@ -125,6 +125,12 @@ void Job::handle(uint32_t kind, Time now) {
       cpu_mark_ = pending_.type == trace::RecordType::kSync
                       ? pending_.sync.time + pending_.sync.wait
                       : pending_.time();
+      // Where the CPU waits for each kernel (the replay's rule), the next record is due at its
+      // distance from the launch, once the kernel is done.
+      if (serial_kernels_ && pending_.type == trace::RecordType::kKernel && gpu_busy()) {
+        cpu_waiting_ = waiting_for_kernel_ = true;
+        return;
+      }
     }
     if (now > engine_.now()) return engine_.schedule(now, Priority::kHost, this, kStep);
   }
@@ -169,7 +175,8 @@ void Job::gpu_idle(Time now) {
   close_rows_before(UINT64_MAX, now);
   if (!cpu_waiting_) return;
   cpu_waiting_ = false;
-  cpu_free_ = std::max(cpu_free_, now);
+  if (!waiting_for_kernel_) cpu_free_ = std::max(cpu_free_, now);
+  waiting_for_kernel_ = false;
   engine_.schedule(now, Priority::kHost, this, kStep);
 }
 

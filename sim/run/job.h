@@ -162,6 +162,7 @@ private:
   Time cpu_mark_ = 0;           // recorded time it finished it (a sync's end after its wait)
   bool cpu_waiting_ = false;    // the CPU waits for the GPU's queue to drain
   bool reader_done_ = false;    // the pass's records are all played
+  bool waiting_for_kernel_ = false; // the CPU waits for its last kernel (serial_kernels_)
   // What the CPU issued and the GPU has not started: kernels, and frees of allocator blocks,
   // which happen in stream order (the program's allocator reuses a block once its stream is
   // past the free).
