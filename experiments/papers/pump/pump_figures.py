@@ -205,7 +205,7 @@ def main():
     factors = [f for f in g.values(2) if f > 0]
     summary["factor"] = {}
     if fcaps:
-        md += ["", "## Memory-factor sweep (H200, no CPU lead)", "",
+        md += ["", "## Memory-factor sweep (H200, the program's own CPU lead)", "",
                "Speedup over ondemand; `own` is PUMP's choice (`memory_factor_percent` 0: 80 "
                "with allocator blocks, 60 without). The spread is max/min time over the factors.",
                ""]
@@ -230,8 +230,9 @@ def main():
         lfactors = sorted({r["factor"] for r in rows if r["sweep"] == "lead"})
         md += ["", f"## The CPU's lead: launches PUMP hears before their kernels start "
                f"(H200, {pct(lcap)})", "",
-               "Speedup over ondemand by factor; lead 0 is the simulator's own timing "
-               "(each launch heard as its kernel starts). Best factor in bold.", ""]
+               "Speedup over ondemand by factor; lead 0 is the trace's own timeline (each "
+               "launch heard as the program's CPU issued it); L > 0 adds launches heard L "
+               "kernels ahead of the one starting. Best factor in bold.", ""]
         table = []
         for t in traces:
             for lead in leads:
