@@ -63,10 +63,10 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
     first = false;
     if (issue) {
       const Time due = cpu_free + std::max<Time>(0, r.time() - cpu_mark);
-      const bool waits = r.type == trace::RecordType::kSync ||
-                         r.type == trace::RecordType::kHostAccess ||
-                         (r.type == trace::RecordType::kFree && live.count(r.free.id) &&
-                          live[r.free.id].kind != trace::MemoryKind::kAllocatorBlock);
+      const auto freed = r.type == trace::RecordType::kFree ? live.find(r.free.id) : live.end();
+      const bool waits =
+          r.type == trace::RecordType::kSync || r.type == trace::RecordType::kHostAccess ||
+          (freed != live.end() && freed->second.kind != trace::MemoryKind::kAllocatorBlock);
       if (r.type == trace::RecordType::kKernel)
         gpu_end = std::max(due, gpu_end) + r.kernel.duration;
       cpu_free = waits ? std::max(due, gpu_end) : due;
@@ -106,7 +106,8 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
       break;
     }
   }
-  out.all_resident_ns = issue ? std::max(gpu_end, cpu_free) - start : std::max<Time>(0, end - start);
+  out.all_resident_ns =
+      issue ? std::max(gpu_end, cpu_free) - start : std::max<Time>(0, end - start);
   return out;
 }
 

@@ -138,7 +138,8 @@ void Job::handle(uint32_t kind, Time now) {
 
 // The CPU waits for the GPU's queue to drain before a sync returns, before it touches managed
 // memory (the program synchronised first, or raced the GPU) and before a segment is freed
-// (cudaFree synchronises); a kernel too where the CPU waits for each (the replay's rule).
+// (cudaFree synchronises). Where the CPU waits for each kernel (the replay's rule), it does so
+// after the launch (handle()), so the GPU is idle by its next record.
 bool Job::waits_for_gpu(const trace::Record& r) const {
   switch (r.type) {
   case trace::RecordType::kSync:
@@ -146,8 +147,6 @@ bool Job::waits_for_gpu(const trace::Record& r) const {
     return true;
   case trace::RecordType::kFree:
     return host_.live().at(r.free.id).kind != trace::MemoryKind::kAllocatorBlock;
-  case trace::RecordType::kKernel:
-    return serial_kernels_;
   default:
     return false;
   }

@@ -44,6 +44,7 @@ void note_freed(uint64_t address) {
 }
 
 void note_launch_cost(uint64_t ns) {
+  std::lock_guard<std::mutex> lock(state().mutex); // launches may come from several threads
   g_launch_cost_ns.push_back(static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX)));
 }
 
