@@ -7,6 +7,10 @@
 # unified-memory counters, without the allocator history, and without both. Each run appends
 # {"workload", "variant", "step_seconds", "meta"} to OUT_DIR/timing-probe.jsonl: the program's own
 # step times and what the injection library reported (its per-launch callback cost).
+# VARIANTS picks and orders the variants (default: all of them, once; "history" is PyTorch's
+# allocator history alone, no injection library; "activity" and "callbacks" the timing pass
+# without history or counters, with only CUPTI's activity records or only its API callbacks), REPEATS runs the list that many times
+# (interleaved, so a machine's drift touches every variant alike), STEPS the measured steps.
 set -euo pipefail
 out=${1:?usage: probe_timing.sh OUT_DIR WORKLOAD...}
 shift
@@ -14,6 +18,8 @@ mkdir -p "$out"
 bin=$PWD/.dev
 export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 here=$(dirname "$0")
+steps=${STEPS:-3}
+variants=${VARIANTS:-plain managed timing timing-no-um timing-no-history timing-no-um-no-history}
 declare -A batch=([resnet50]=64 [gpt2-small]=8 [gpt2-medium]=4 [bert-large]=8 [t5-base]=8
                   [moe]=16 [graphsage]=10 [pagerank]=16 [llama]=4 [vit]=32)
 
@@ -21,7 +27,7 @@ run() { # WORKLOAD VARIANT ENV...: runs the workload under the environment, appe
   local w=$1 variant=$2 raw=$out/$1-$2.raw log
   shift 2
   log=$(mktemp)
-  env "$@" FAULTLINE_RAW_OUT="$raw" python3 "$here/workloads.py" "$w" --warmup 1 --steps 3 \
+  env "$@" FAULTLINE_RAW_OUT="$raw" python3 "$here/workloads.py" "$w" --warmup 1 --steps "$steps" \
     --batch "${batch[$w]}" >"$log" 2>&1 || { echo "$w $variant failed"; tail -5 "$log"; return 0; }
   python3 - "$w" "$variant" "$log" "$raw" >>"$out/timing-probe.jsonl" <<'PY'
 import json, os, struct, sys
@@ -51,11 +57,21 @@ for w in "$@"; do
           FAULTLINE_MANAGED=1 LD_PRELOAD="$bin/libfaultline_inject.so"
           PYTHONPATH="$bin/torch_hook${PYTHONPATH:+:$PYTHONPATH}")
   history=(FAULTLINE_TORCH_HISTORY="$out/$w.history.json")
-  run "$w" plain A=1
-  run "$w" managed FAULTLINE_MANAGED=1 LD_PRELOAD="$bin/libfaultline_inject.so"
-  run "$w" timing "${timing[@]}" "${history[@]}"
-  run "$w" timing-no-um "${timing[@]}" "${history[@]}" FAULTLINE_UM_COUNTERS=0
-  run "$w" timing-no-history "${timing[@]}"
-  run "$w" timing-no-um-no-history "${timing[@]}" FAULTLINE_UM_COUNTERS=0
+  for _ in $(seq "${REPEATS:-1}"); do
+    for v in $variants; do
+      case $v in
+        plain) run "$w" plain A=1 ;;
+        managed) run "$w" managed FAULTLINE_MANAGED=1 LD_PRELOAD="$bin/libfaultline_inject.so" ;;
+        history) run "$w" history "${history[@]}" FAULTLINE_MANAGED=1 \
+          LD_PRELOAD="$bin/libfaultline_inject.so" PYTHONPATH="$bin/torch_hook${PYTHONPATH:+:$PYTHONPATH}" ;;
+        timing) run "$w" timing "${timing[@]}" "${history[@]}" ;;
+        timing-no-um) run "$w" timing-no-um "${timing[@]}" "${history[@]}" FAULTLINE_UM_COUNTERS=0 ;;
+        timing-no-history) run "$w" timing-no-history "${timing[@]}" ;;
+        timing-no-um-no-history) run "$w" timing-no-um-no-history "${timing[@]}" FAULTLINE_UM_COUNTERS=0 ;;
+        activity|callbacks) run "$w" "$v" "${timing[@]}" FAULTLINE_UM_COUNTERS=0 FAULTLINE_PROBE="$v" ;;
+        *) echo "unknown variant $v"; exit 2 ;;
+      esac
+    done
+  done
   rm -f "$out/$w.history.json"
 done

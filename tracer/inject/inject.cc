@@ -17,9 +17,12 @@
 //   FAULTLINE_PAGE_WINDOW sanitize mode: bytes of address space the page table covers (2 TiB)
 //   FAULTLINE_HOST_TOUCHES sanitize mode: 0 turns off recording the host's touches
 //   FAULTLINE_SANITIZER_LIB the Sanitizer API library (libsanitizer-public.so)
+//   FAULTLINE_PROBE       activity | callbacks: only CUPTI's activity records, or only its API
+//                         callbacks (what each costs a program; the raw stream is then partial)
 //
-// Modes: observe changes nothing. timing prefetches each launch's argument allocations to the GPU
-// on the launch's stream, so kernel durations are the all-resident compute times. access moves all
+// Modes: observe changes nothing. timing prefetches each managed allocation to the GPU once, at
+// the first launch that names it, and pages the host touched before the next launch, so kernel
+// durations are the all-resident compute times with no call per launch. access moves all
 // managed memory to the host before every kernel, copy and memset and waits for each to finish, so
 // every 64 KB the operation touches migrates on demand and shows up as an HtoD record. sanitize
 // uses the Sanitizer API instead of CUPTI: every kernel is patched to note the pages it touches
@@ -114,6 +117,7 @@ void enable_callbacks() {
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+  if (state().options.probe == "activity") return;
   for (CUpti_CallbackId id : driver_callback_ids())
     CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
   for (CUpti_CallbackId id : runtime_callback_ids())
@@ -176,7 +180,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } else {
     cuptiGetVersion(&cupti_version);
     s.sink.meta(initial_meta(s.options, cupti_version));
-    enable_activities();
+    if (s.options.probe != "callbacks") enable_activities();
     enable_callbacks();
   }
   std::atexit(at_exit);

@@ -107,6 +107,12 @@ Options read_options() {
   o.host_touches = env("FAULTLINE_HOST_TOUCHES", "1") == "1";
   o.um_counters = env("FAULTLINE_UM_COUNTERS", "1") == "1";
   o.patch_path = env("FAULTLINE_PATCH", "");
+  o.probe = env("FAULTLINE_PROBE", "");
+  if (!o.probe.empty() && o.probe != "activity" && o.probe != "callbacks") {
+    std::fprintf(stderr, "faultline capture: FAULTLINE_PROBE=%s; expected activity or callbacks\n",
+                 o.probe.c_str());
+    _exit(70);
+  }
   return o;
 }
 

@@ -34,6 +34,9 @@ struct Options {
   bool host_touches = true;
   bool um_counters = true; // CUPTI's unified-memory counters (FAULTLINE_UM_COUNTERS=0: off)
   std::string patch_path;  // faultline_pages.fatbin
+  // Timing-pass cost probe (experiments/capture/probe_timing.sh): "activity" keeps CUPTI's
+  // activity records and drops the API callbacks, "callbacks" the other way round; "" is both.
+  std::string probe;
 };
 
 // Writes raw records; every write takes the lock so API and activity threads can share it.
