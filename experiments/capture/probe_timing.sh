@@ -9,7 +9,9 @@
 # step times and what the injection library reported (its per-launch callback cost).
 # VARIANTS picks and orders the variants (default: all of them, once; "history" is PyTorch's
 # allocator history alone, no injection library; "activity" and "callbacks" the timing pass
-# without history or counters, with only CUPTI's activity records or only its API callbacks), REPEATS runs the list that many times
+# without history or counters, with only CUPTI's activity records or only its API callbacks;
+# "no-launches", "driver-launches", "no-flush-period" the same pass without its launch callbacks,
+# without the runtime's launch callbacks, without CUPTI's periodic flush), REPEATS runs the list that many times
 # (interleaved, so a machine's drift touches every variant alike), STEPS the measured steps.
 set -euo pipefail
 out=${1:?usage: probe_timing.sh OUT_DIR WORKLOAD...}
@@ -68,7 +70,7 @@ for w in "$@"; do
         timing-no-um) run "$w" timing-no-um "${timing[@]}" "${history[@]}" FAULTLINE_UM_COUNTERS=0 ;;
         timing-no-history) run "$w" timing-no-history "${timing[@]}" ;;
         timing-no-um-no-history) run "$w" timing-no-um-no-history "${timing[@]}" FAULTLINE_UM_COUNTERS=0 ;;
-        activity|callbacks) run "$w" "$v" "${timing[@]}" FAULTLINE_UM_COUNTERS=0 FAULTLINE_PROBE="$v" ;;
+        activity|callbacks|no-launches|driver-launches|no-flush-period) run "$w" "$v" "${timing[@]}" FAULTLINE_UM_COUNTERS=0 FAULTLINE_PROBE="$v" ;;
         *) echo "unknown variant $v"; exit 2 ;;
       esac
     done

@@ -314,6 +314,15 @@ void on_launch(uint32_t id, const ApiCall& call) {
 
 // ---- driver and runtime dispatch ---------------------------------------------------------
 
+} // namespace
+
+bool is_runtime_launch(uint32_t id) {
+  return id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
+         id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
+         id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
+         id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+}
+
 bool is_launch(uint32_t id) {
   return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
@@ -322,6 +331,8 @@ bool is_launch(uint32_t id) {
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
 }
+
+namespace {
 
 bool succeeded(const ApiCall& call) {
   return *static_cast<const CUresult*>(call.result) == CUDA_SUCCESS;

@@ -15,6 +15,8 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
 void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                                   size_t valid_size);
 std::vector<CUpti_CallbackId> driver_callback_ids();
+bool is_launch(uint32_t driver_id);          // a kernel launch, in the driver's numbering
+bool is_runtime_launch(uint32_t runtime_id); // and in the runtime's
 std::vector<CUpti_CallbackId> runtime_callback_ids();
 std::string drain_meta();  // access mode: how often and how long the queue was drained
 std::string timing_meta(); // timing mode: what the launches' callbacks cost, prefetches made

@@ -17,8 +17,9 @@
 //   FAULTLINE_PAGE_WINDOW sanitize mode: bytes of address space the page table covers (2 TiB)
 //   FAULTLINE_HOST_TOUCHES sanitize mode: 0 turns off recording the host's touches
 //   FAULTLINE_SANITIZER_LIB the Sanitizer API library (libsanitizer-public.so)
-//   FAULTLINE_PROBE       activity | callbacks: only CUPTI's activity records, or only its API
-//                         callbacks (what each costs a program; the raw stream is then partial)
+//   FAULTLINE_PROBE       activity | callbacks | no-launches | driver-launches | no-flush-period:
+//                         a part of the timing pass left out, to measure what it costs a program
+//                         (the raw stream is then partial)
 //
 // Modes: observe changes nothing. timing prefetches each managed allocation to the GPU once, at
 // the first launch that names it, and pages the host touched before the next launch, so kernel
@@ -118,10 +119,13 @@ void enable_callbacks() {
   CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
   if (state().options.probe == "activity") return;
+  const std::string& probe = state().options.probe;
   for (CUpti_CallbackId id : driver_callback_ids())
-    CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    if (probe != "no-launches" || !is_launch(id))
+      CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
   for (CUpti_CallbackId id : runtime_callback_ids())
-    CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+    if ((probe != "no-launches" && probe != "driver-launches") || !is_runtime_launch(id))
+      CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
 }
 
 void enable_activities() {
@@ -133,7 +137,8 @@ void enable_activities() {
   // Deliver records while the program runs. Access mode moves gigabytes around every operation;
   // its completeness comes from the explicit drains in callbacks.cc (a 1 ms period alone lost
   // records), the short period only keeps buffers moving between them.
-  CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
+  if (state().options.probe != "no-flush-period")
+    CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
 }
 
 void at_exit() {

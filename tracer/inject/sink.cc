@@ -108,8 +108,11 @@ Options read_options() {
   o.um_counters = env("FAULTLINE_UM_COUNTERS", "1") == "1";
   o.patch_path = env("FAULTLINE_PATCH", "");
   o.probe = env("FAULTLINE_PROBE", "");
-  if (!o.probe.empty() && o.probe != "activity" && o.probe != "callbacks") {
-    std::fprintf(stderr, "faultline capture: FAULTLINE_PROBE=%s; expected activity or callbacks\n",
+  if (!o.probe.empty() && o.probe != "activity" && o.probe != "callbacks" &&
+      o.probe != "no-launches" && o.probe != "driver-launches" && o.probe != "no-flush-period") {
+    std::fprintf(stderr,
+                 "faultline capture: FAULTLINE_PROBE=%s; expected activity, callbacks, "
+                 "no-launches, driver-launches or no-flush-period\n",
                  o.probe.c_str());
     _exit(70);
   }

@@ -35,7 +35,9 @@ struct Options {
   bool um_counters = true; // CUPTI's unified-memory counters (FAULTLINE_UM_COUNTERS=0: off)
   std::string patch_path;  // faultline_pages.fatbin
   // Timing-pass cost probe (experiments/capture/probe_timing.sh): "activity" keeps CUPTI's
-  // activity records and drops the API callbacks, "callbacks" the other way round; "" is both.
+  // activity records and drops the API callbacks, "callbacks" the other way round,
+  // "no-launches" drops the launch callbacks, "driver-launches" the runtime's launch callbacks,
+  // "no-flush-period" CUPTI's periodic flush; "" is the timing pass as it runs.
   std::string probe;
 };
 
