@@ -4,13 +4,21 @@ footprint (ondemand, configs/runs/no-oversubscription.json) against the program'
 against the same step of the program; --iterations N > that repeats the last, each repetition
 against the last step's time).
 
-    python3 experiments/capture/timeline_check.py [--iterations N] [--out REPORT.md] TRACE...
+    python3 experiments/capture/timeline_check.py [--iterations N] [--runs DIR]... [--out REPORT.md] TRACE...
+
+--runs names capture_all.sh folders: the plain run of each trace's workload (NAME.runs.jsonl,
+mode "plain", the program alone, nothing attached) joins the table, its steps 2..N beside the
+simulated ones: how far the capture's timing pass, and so the trace, is from the program alone.
 
 Prints (and writes) a markdown table: per trace, each simulated step beside the program's time,
-and the median and largest error over steps 2..N. The committed report:
+the median and largest error over steps 2..N, and the median over the steady ones among them: the
+steps with no fault. At the whole footprint nothing is evicted, so a fault is a first touch of a
+page that a plain program populates without one (its memory is not managed) and that the
+timing pass prefetched when the allocation was first named. The committed report:
 experiments/capture/reports/timeline.md (experiments/make_reports.sh capture).
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -34,31 +42,69 @@ def simulate(trace, iterations, binary):
         return json.load(open(out))
 
 
-def row(trace, result):
+def plain_steps(name, folders):
+    """The plain run's own step times (s) of the workload behind trace NAME, or None."""
+    for folder in folders:
+        for path in glob.glob(os.path.join(folder, "**", "*.runs.jsonl"), recursive=True):
+            for line in open(path):
+                run = json.loads(line)
+                program = run.get("program") or {}
+                if run["mode"] == "plain" and name in (run["workload"], program.get("workload")) \
+                        and program.get("step_seconds"):
+                    return program["step_seconds"]
+    return None
+
+
+def row(trace, result, folders):
     steps = [s for s in result["steps"] if s["step"] >= 0]
     if not all(s.get("program_ns") for s in steps):
         sys.exit(f"{trace}: the trace has no program_step_ns to check against")
-    errors = [(s["time_ns"] - s["program_ns"]) / s["program_ns"] * 100 for s in steps[1:]]
-    cells = " ".join(f"{s['time_ns'] / 1e6:.1f}/{s['program_ns'] / 1e6:.1f}" for s in steps)
+    def error(s):
+        return (s["time_ns"] - s["program_ns"]) / s["program_ns"] * 100
+
+    errors = [error(s) for s in steps[1:]]
+    steady = [error(s) for s in steps[1:] if s["faults"] == 0]
+    cells = " ".join(f"{s['time_ns'] / 1e6:.1f}/{s['program_ns'] / 1e6:.1f}"
+                     + ("*" if s["faults"] else "") for s in steps)
     name = os.path.basename(trace).removesuffix(".fltrace")
-    return (f"| {name} | {result['trace']['metadata'].get('gpu', '?')} | {cells} | "
-            f"{statistics.median(errors):+.1f}% | {max(errors, key=abs):+.1f}% |")
+    label = name + (" (hold-out)" if "holdout" in trace.split(os.sep) else "")
+    line = (f"| {label} | {result['trace']['metadata'].get('gpu', '?')} | {cells} | "
+            f"{statistics.median(errors):+.1f}% | {max(errors, key=abs):+.1f}% | "
+            + (f"{statistics.median(steady):+.1f}% ({len(steady)})" if steady else "none") + " |")
+    if folders:
+        plain = plain_steps(name, folders)
+        if plain and len(plain) == len(steps):
+            # Over the steady steps where there are some: first touches are the UM run's own.
+            at = [i for i, s in enumerate(steps) if i and s["faults"] == 0] or range(1, len(steps))
+            simulated = statistics.median(steps[i]["time_ns"] for i in at) / 1e6
+            alone = statistics.median(plain[i] for i in at) * 1e3
+            line += (f" {' '.join(f'{t * 1e3:.1f}' for t in plain[1:])} | "
+                     f"{(simulated - alone) / alone * 100:+.1f}% |")
+        else:
+            line += " | |"
+    return line
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--iterations", type=int, default=0)
+    ap.add_argument("--runs", action="append", default=[], metavar="DIR")
     ap.add_argument("--out")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/faultline"))
     args = ap.parse_args()
     steps = f"{args.iterations} steps" if args.iterations else "the captured steps"
     lines = [f"Simulated step / the program's step (ms), ondemand at the whole footprint, "
-             f"{steps}; error over steps 2..N (`experiments/capture/timeline_check.py`).", "",
-             "| trace | captured on | steps 1..N (ms) | median error | largest error |",
-             "|---|---|---|---|---|"]
+             f"{steps}; error over steps 2..N, and over the steady ones among them (no fault; "
+             f"\\* marks a step with first touches, which fault in the simulated UM run and not "
+             f"in the program) (`experiments/capture/timeline_check.py`).", "",
+             "| trace | captured on | steps 1..N (ms) | median error | largest error "
+             "| steady steps: median error (how many) |"
+             + (" program alone, steps 2..N (ms) | simulated against it (medians) |"
+                if args.runs else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if args.runs else "")]
     for trace in args.traces:
-        lines.append(row(trace, simulate(trace, args.iterations, args.binary)))
+        lines.append(row(trace, simulate(trace, args.iterations, args.binary), args.runs))
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
