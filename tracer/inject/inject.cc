@@ -118,8 +118,8 @@ void enable_callbacks() {
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
-  if (state().options.probe == "activity") return;
   const std::string& probe = state().options.probe;
+  if (probe == "activity") return;
   for (CUpti_CallbackId id : driver_callback_ids())
     if (probe != "no-launches" || !is_launch(id))
       CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
