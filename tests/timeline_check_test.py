@@ -1,0 +1,83 @@
+"""experiments/capture/timeline_check.py: each simulated step against the program's step in the
+trace (the median and largest error over steps 2..N, and over the steady steps, those with no
+fault), the program run alone beside it from a capture_all.sh folder, the hold-out label, and
+its refusal of a trace with no program times."""
+import json
+import os
+import sys
+import tempfile
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(root, "experiments", "capture"))
+import timeline_check  # noqa: E402
+
+
+def result(times_ms, program_ms, faults):
+    steps = [{"step": -1, "time_ns": 1, "faults": 0}]
+    for t, p, f in zip(times_ms, program_ms, faults):
+        steps.append({"step": len(steps) - 1, "time_ns": int(t * 1e6), "program_ns": int(p * 1e6),
+                      "faults": f})
+    return {"steps": steps, "trace": {"metadata": {"gpu": "GPU X"}}}
+
+
+def cells(line):
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_errors_and_steady_steps():
+    # Step 2 has first touches (+50%), step 3 is steady (+10%): median over 2..3 is +30%.
+    line = timeline_check.row("traces/real/w.fltrace", result([900, 150, 110], [100, 100, 100],
+                                                             [5, 3, 0]), [])
+    c = cells(line)
+    assert c[0] == "w" and c[1] == "GPU X"
+    assert c[2] == "900.0/100.0* 150.0/100.0* 110.0/100.0"
+    assert c[3] == "+30.0%" and c[4] == "+50.0%"
+    assert c[5] == "+10.0% (1)"
+    assert len(c) == 6
+
+
+def test_no_steady_step():
+    c = cells(timeline_check.row("t.fltrace", result([900, 96, 98], [100, 100, 100], [1, 1, 1]),
+                                 []))
+    assert c[3] == "-3.0%" and c[4] == "-4.0%" and c[5] == "none"
+
+
+def test_program_alone_and_holdout():
+    with tempfile.TemporaryDirectory() as folder:
+        runs = os.path.join(folder, "sub", "w.runs.jsonl")
+        os.makedirs(os.path.dirname(runs))
+        with open(runs, "w") as f:
+            f.write(json.dumps({"workload": "w", "mode": "capture",
+                                "program": {"step_seconds": [9, 9, 9]}}) + "\n")
+            f.write(json.dumps({"workload": "w", "mode": "plain",
+                                "program": {"workload": "w", "step_seconds": [0.5, 0.1, 0.08]}})
+                    + "\n")
+        trace = os.path.join("x", "holdout", "w.fltrace")
+        c = cells(timeline_check.row(trace, result([900, 150, 110], [100, 100, 100], [5, 3, 0]),
+                                     [folder]))
+        assert c[0] == "w (hold-out)"
+        # Alone: steps 2..N; against it, the steady step only: 110 ms against 80 ms.
+        assert c[6] == "100.0 80.0"
+        assert c[7] == "+37.5%"
+        # A workload with no plain run leaves the two cells empty.
+        c = cells(timeline_check.row("v.fltrace", result([900, 150, 110], [100, 100, 100],
+                                                         [5, 3, 0]), [folder]))
+        assert c[6:] == ["", ""]
+
+
+def test_no_program_times_refused():
+    r = result([900, 150], [100, 100], [0, 0])
+    del r["steps"][1]["program_ns"]
+    try:
+        timeline_check.row("n.fltrace", r, [])
+    except SystemExit as e:
+        assert "no program_step_ns" in str(e)
+    else:
+        raise AssertionError("a trace without program times was accepted")
+
+
+if __name__ == "__main__":
+    for name, test in list(globals().items()):
+        if name.startswith("test_"):
+            test()
+    print("timeline_check: ok")
