@@ -413,3 +413,39 @@ TEST_CASE("capture: kernel names are cut below the trace's limit, keeping them d
   CHECK(demangle(a) != demangle(b));
   CHECK(demangle(a).substr(0, 100) == a.substr(0, 100));
 }
+
+TEST_CASE("capture: the timing pass's report of its own cost reaches the trace's header",
+          "[capture]") {
+  fltest::TempDir dir;
+  // The recorded stream with one more meta record before its end record, as a timing pass that
+  // measured itself and ran under a cost probe writes it.
+  std::string raw = fltest::read_text(data("mlp-timing.raw"));
+  const size_t end_at = raw.size() - sizeof(raw::RawRecordHead) - sizeof(raw::RawEnd);
+  raw::RawRecordHead end_head{};
+  std::memcpy(&end_head, raw.data() + end_at, sizeof(end_head));
+  REQUIRE(end_head.type == static_cast<uint16_t>(raw::RawType::kEnd));
+  const std::string text = R"({"timing_launches":7,"timing_launch_cost_median_ns":900,)"
+                           R"("timing_launch_cost_p90_ns":2500,"probe":"no-flush-period"})";
+  raw::RawRecordHead head{static_cast<uint16_t>(raw::RawType::kMeta), 0,
+                          static_cast<uint32_t>(text.size())};
+  raw.insert(end_at, std::string(reinterpret_cast<const char*>(&head), sizeof(head)) + text);
+  const std::string timing = dir.file("mlp-timing.raw");
+  fltest::write_text(timing, raw);
+
+  ConvertRequest request;
+  request.timing_path = timing;
+  request.access_path = data("mlp-access.raw");
+  request.history_path = data("mlp-timing.history.json");
+  request.out_path = dir.file("probed.fltrace");
+  convert_capture(request);
+  const json probed = trace::TraceReader(request.out_path).metadata()["capture"]["timing"];
+  CHECK(probed == json{{"timing_launches", 7},
+                       {"timing_launch_cost_median_ns", 900},
+                       {"timing_launch_cost_p90_ns", 2500},
+                       {"probe", "no-flush-period"}});
+
+  // A stream recorded before the pass reported itself: an empty report, never a guess.
+  const std::string plain = dir.file("plain.fltrace");
+  convert("mlp", plain, true);
+  CHECK(trace::TraceReader(plain).metadata()["capture"]["timing"] == json::object());
+}

@@ -433,6 +433,17 @@ nlohmann::json draining(const RawStream& access) {
   return out;
 }
 
+// What the timing pass's injection library reported of its own cost: launches, the callback's
+// cost per launch, prefetches, and the part of the pass a cost probe left out (FAULTLINE_PROBE),
+// whose trace's timeline is then not the pass as it normally runs.
+nlohmann::json timing_meta(const RawStream& timing) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key : {"timing_launches", "timing_launch_cost_median_ns",
+                          "timing_launch_cost_p90_ns", "timing_prefetches", "probe"})
+    if (timing.meta.contains(key) && timing.meta[key] != "") out[key] = timing.meta[key];
+  return out;
+}
+
 // What the sanitize pass's injection library reported: window, patching, host touches.
 nlohmann::json sanitize_meta(const RawStream& access) {
   nlohmann::json out = nlohmann::json::object();
@@ -479,7 +490,8 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
       {"dropped_records", {{"timing", timing.dropped}, {"access", access.dropped}}},
       {"syncs_from_activity", timing.synthesized_syncs},
       {"access_pass_draining", is_sanitized(access) ? nlohmann::json(nullptr) : draining(access)},
-      {"sanitize", sanitize_meta(access)}};
+      {"sanitize", sanitize_meta(access)},
+      {"timing", timing_meta(timing)}};
   nlohmann::json meta = header(request, timing, history);
   meta["capture"] = summary;
   trace::TraceWriter writer(request.out_path, meta);

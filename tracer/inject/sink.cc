@@ -154,11 +154,11 @@ std::string initial_meta(const Options& o, uint32_t cupti_version) {
       text, sizeof(text),
       "{\"mode\":\"%s\",\"range\":\"%s\",\"managed\":%s,\"margin\":%llu,"
       "\"drain_bytes\":%llu,\"drain_every\":%u,\"flush\":\"%s\",\"cupti_version\":%u,\"pid\":%d,"
-      "\"um_counters\":%s}",
+      "\"um_counters\":%s,\"probe\":\"%s\"}",
       mode, o.profiler_range ? "profiler" : "all", o.managed ? "true" : "false",
       static_cast<unsigned long long>(o.margin), static_cast<unsigned long long>(o.drain_bytes),
       o.drain_every, o.flush_forced ? "forced" : "normal", cupti_version, getpid(),
-      o.um_counters ? "true" : "false");
+      o.um_counters ? "true" : "false", o.probe.c_str());
   return text;
 }
 
