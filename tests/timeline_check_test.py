@@ -68,6 +68,15 @@ def test_program_alone_and_holdout():
         assert c[6:] == ["", ""]
 
 
+def test_one_step_refused():
+    try:
+        timeline_check.row("o.fltrace", result([900], [100], [0]), [])
+    except SystemExit as e:
+        assert "one step only" in str(e)
+    else:
+        raise AssertionError("a one-step trace was accepted")
+
+
 def test_no_program_times_refused():
     r = result([900, 150], [100, 100], [0, 0])
     del r["steps"][1]["program_ns"]

@@ -2,13 +2,14 @@
 # What the capture's timing pass adds to a program's own step time, part by part.
 #   experiments/capture/probe_timing.sh OUT_DIR WORKLOAD...   (on the GPU machine, after stage_device.sh)
 # For each PyTorch workload of workloads.py it runs, one after the other: the program alone; the
-# program with its cudaMalloc made managed (the library preloaded, no CUPTI); the timing pass as `faultline capture` runs it (CUPTI callbacks and activity, unified-memory
-# counters, PyTorch's allocator history, step marks); and the timing pass without the
-# unified-memory counters, without the allocator history, and without both. Each run appends
+# program with its cudaMalloc made managed (the library preloaded, no CUPTI); the timing pass with
+# CUPTI's unified-memory counters ("timing": callbacks, activity, the counters, PyTorch's
+# allocator history, step marks); and the timing pass without the counters ("timing-no-um": the
+# pass as `faultline capture` runs it), without the allocator history, and without both. Each run appends
 # {"workload", "variant", "step_seconds", "meta"} to OUT_DIR/timing-probe.jsonl: the program's own
 # step times and what the injection library reported (its per-launch callback cost).
 # VARIANTS picks and orders the variants (default: all of them, once; "history" is PyTorch's
-# allocator history alone, no injection library; "activity" and "callbacks" the timing pass
+# allocator history on managed memory, no CUPTI; "activity" and "callbacks" the timing pass
 # without history or counters, with only CUPTI's activity records or only its API callbacks;
 # "no-launches", "driver-launches", "no-flush-period" the same pass without its launch callbacks,
 # without the runtime's launch callbacks, without CUPTI's periodic flush), REPEATS runs the list that many times

@@ -45,7 +45,7 @@ def simulate(trace, iterations, binary):
 def plain_steps(name, folders):
     """The plain run's own step times (s) of the workload behind trace NAME, or None."""
     for folder in folders:
-        for path in glob.glob(os.path.join(folder, "**", "*.runs.jsonl"), recursive=True):
+        for path in sorted(glob.glob(os.path.join(folder, "**", "*.runs.jsonl"), recursive=True)):
             for line in open(path):
                 run = json.loads(line)
                 program = run.get("program") or {}
@@ -59,6 +59,8 @@ def row(trace, result, folders):
     steps = [s for s in result["steps"] if s["step"] >= 0]
     if not all(s.get("program_ns") for s in steps):
         sys.exit(f"{trace}: the trace has no program_step_ns to check against")
+    if len(steps) < 2:
+        sys.exit(f"{trace}: one step only; the check needs steps 2..N (try --iterations 3)")
     def error(s):
         return (s["time_ns"] - s["program_ns"]) / s["program_ns"] * 100
 
