@@ -93,7 +93,7 @@ void enable_kind(CUpti_ActivityKind kind, bool at_init) {
 void on_first_context() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (state().options.um_counters) {
+    if (state().options.um_counters && state().options.probe != "callbacks") {
       configure_um_counters();
       enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
     }
