@@ -62,7 +62,7 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       >experiments/capture/reports/overhead.json
     # The shipped DNN traces simulated at their whole footprint against the programs' own steps.
     "$python" experiments/capture/timeline_check.py --out experiments/capture/reports/timeline.md \
-      --runs experiments/capture/data/h100-runs-i \
+      --runs experiments/capture/data/h100-runs-i --gaps \
       traces/real/{resnet50,gpt2-small,gpt2-medium,bert-large,t5-base,moe,graphsage,pagerank}.fltrace \
       experiments/capture/data/h100-runs-i/holdout/llama.fltrace \
       >/dev/null ;;

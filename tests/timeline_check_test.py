@@ -103,6 +103,11 @@ def check_shipped(binary):
         median = errors[len(errors) // 2] if len(errors) % 2 else \
             (errors[len(errors) // 2 - 1] + errors[len(errors) // 2]) / 2
         assert median <= 0.05, f"{trace}: {median:.1%} from the program's steps"
+    # The GPU's own gaps between queued kernels: about a microsecond each on the H100.
+    gaps, program = timeline_check.gpu_gaps(traces[0], binary)
+    assert len(gaps) > 1000 and program > 0
+    assert 500 < sorted(gaps)[len(gaps) // 2] < 5000
+    assert timeline_check.gaps_row(traces[0], binary).startswith("| resnet50 | ")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ against the last step's time).
 
     python3 experiments/capture/timeline_check.py [--iterations N] [--runs DIR]... [--out REPORT.md] TRACE...
 
+--gaps adds a table of the GPU's own gaps between kernels that were issued before the previous one
+ended (from one's end to the next's start, steps 2..N): time the program's GPU spent between
+queued kernels, which the simulator does not model (it starts such a kernel at the previous
+one's end), so an upper bound on what that costs the simulated step.
+
 --runs names capture_all.sh folders: the plain run of each trace's workload (NAME.runs.jsonl,
 mode "plain", the program alone, nothing attached) joins the table, its steps 2..N beside the
 simulated ones: how far the capture's timing pass, and so the trace, is from the program alone.
@@ -40,6 +45,42 @@ def simulate(trace, iterations, binary):
             command += ["--iterations", str(iterations)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         return json.load(open(out))
+
+
+def gpu_gaps(trace, binary):
+    """Gaps (ns) between the end of a kernel and the start of the next, where the next was issued
+    before that end, over steps 2..N; and the program's time over those steps (ns)."""
+    dump = subprocess.Popen([binary, "trace", "dump", trace], stdout=subprocess.PIPE, text=True)
+    gaps, begin, program, prev_end = [], None, 0, None
+    for line in dump.stdout:
+        if begin is None:
+            meta = json.loads(line)["metadata"]
+            if len(meta.get("steps", [])) < 2:
+                sys.exit(f"{trace}: fewer than two steps")
+            begin = meta["steps"][1]["start_ns"]
+            program = sum(meta["program_step_ns"][1:])
+            continue
+        if '"type":"kernel"' not in line:
+            continue
+        k = json.loads(line)
+        start = k["time"] + k["queued"]
+        if prev_end is not None and k["time"] < prev_end and k["time"] >= begin:
+            gaps.append(start - prev_end)
+        prev_end = start + k["duration"]
+    if dump.wait() != 0:
+        sys.exit(f"{trace}: faultline trace dump failed")
+    return gaps, program
+
+
+def gaps_row(trace, binary):
+    gaps, program = gpu_gaps(trace, binary)
+    name = os.path.basename(trace).removesuffix(".fltrace")
+    if not gaps:
+        return f"| {name} | 0 | | | 0 | 0% |"
+    gaps.sort()
+    return (f"| {name} | {len(gaps)} | {statistics.median(gaps) / 1e3:.2f} | "
+            f"{gaps[int(0.9 * (len(gaps) - 1))] / 1e3:.2f} | {sum(gaps) / 1e6:.2f} | "
+            f"{sum(gaps) / program * 100:.1f}% |")
 
 
 def plain_steps(name, folders):
@@ -92,6 +133,7 @@ def main():
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--iterations", type=int, default=0)
     ap.add_argument("--runs", action="append", default=[], metavar="DIR")
+    ap.add_argument("--gaps", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/faultline"))
     args = ap.parse_args()
@@ -107,6 +149,12 @@ def main():
              "|---|---|---|---|---|---|" + ("---|---|" if args.runs else "")]
     for trace in args.traces:
         lines.append(row(trace, simulate(trace, args.iterations, args.binary), args.runs))
+    if args.gaps:
+        lines += ["", "The GPU's gaps between queued kernels, steps 2..N: from a kernel's end to the "
+                  "start of the next, issued before that end (the simulator starts it at the end).",
+                  "", "| trace | queued kernels | median gap (µs) | p90 (µs) | sum (ms) "
+                  "| sum / the program's steps |", "|---|---|---|---|---|---|"]
+        lines += [gaps_row(trace, args.binary) for trace in args.traces]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
