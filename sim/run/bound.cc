@@ -1,6 +1,7 @@
 #include "sim/run/bound.h"
 
 #include "sim/core/error.h"
+#include "sim/run/issue.h"
 #include "sim/run/results.h"
 #include "sim/trace/inspect.h"
 #include "sim/trace/step_repeater.h"
@@ -61,16 +62,16 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
   while (reader.next(r)) {
     if (first) start = cpu_free = cpu_mark = r.time();
     first = false;
+    const auto freed = r.type == trace::RecordType::kFree ? live.find(r.free.id) : live.end();
     if (issue) {
       const Time due = cpu_free + std::max<Time>(0, r.time() - cpu_mark);
-      const auto freed = r.type == trace::RecordType::kFree ? live.find(r.free.id) : live.end();
-      const bool waits =
-          r.type == trace::RecordType::kSync || r.type == trace::RecordType::kHostAccess ||
-          (freed != live.end() && freed->second.kind != trace::MemoryKind::kAllocatorBlock);
+      // A free of an id the trace never allocated releases nothing, as a block's free: no wait.
+      const bool waits = cpu_waits_for_gpu(
+          r, freed != live.end() ? freed->second.kind : trace::MemoryKind::kAllocatorBlock);
       if (r.type == trace::RecordType::kKernel)
         gpu_end = std::max(due, gpu_end) + r.kernel.duration;
       cpu_free = waits ? std::max(due, gpu_end) : due;
-      cpu_mark = r.type == trace::RecordType::kSync ? r.sync.time + r.sync.wait : r.time();
+      cpu_mark = cpu_done(r);
     }
     switch (r.type) {
     case trace::RecordType::kAlloc:
@@ -79,14 +80,13 @@ Flattened flatten(const std::string& path, uint64_t iterations) {
         managed[r.alloc.address] = r.alloc.address + r.alloc.size;
       break;
     case trace::RecordType::kFree: {
-      auto it = live.find(r.free.id);
-      if (it == live.end()) break;
-      if (it->second.kind != trace::MemoryKind::kDevice)
-        for_pages(it->second.address, it->second.size, [&](uint64_t p) {
+      if (freed == live.end()) break;
+      if (freed->second.kind != trace::MemoryKind::kDevice)
+        for_pages(freed->second.address, freed->second.size, [&](uint64_t p) {
           out.events.push_back({Event::kFreed, p});
         });
-      if (it->second.kind == trace::MemoryKind::kManaged) managed.erase(it->second.address);
-      live.erase(it);
+      if (freed->second.kind == trace::MemoryKind::kManaged) managed.erase(freed->second.address);
+      live.erase(freed);
       break;
     }
     case trace::RecordType::kHostAccess:

@@ -2,6 +2,7 @@
 
 #include "sim/core/error.h"
 #include "sim/host/budget.h"
+#include "sim/run/issue.h"
 
 #include <algorithm>
 
@@ -122,9 +123,7 @@ void Job::handle(uint32_t kind, Time now) {
     if (now < 0) return; // a kernel runs; kernel_done() resumes the host
     if (run_ahead_) {
       cpu_free_ = now;
-      cpu_mark_ = pending_.type == trace::RecordType::kSync
-                      ? pending_.sync.time + pending_.sync.wait
-                      : pending_.time();
+      cpu_mark_ = cpu_done(pending_);
       // Where the CPU waits for each kernel (the replay's rule), the next record is due at its
       // distance from the launch, once the kernel is done.
       if (serial_kernels_ && pending_.type == trace::RecordType::kKernel && gpu_busy()) {
@@ -136,20 +135,11 @@ void Job::handle(uint32_t kind, Time now) {
   }
 }
 
-// The CPU waits for the GPU's queue to drain before a sync returns, before it touches managed
-// memory (the program synchronised first, or raced the GPU) and before a segment is freed
-// (cudaFree synchronises). Where the CPU waits for each kernel (the replay's rule), it does so
-// after the launch (handle()), so the GPU is idle by its next record.
+// Where the CPU waits for each kernel (the replay's rule), it does so after the launch
+// (handle()), so the GPU is idle by its next record.
 bool Job::waits_for_gpu(const trace::Record& r) const {
-  switch (r.type) {
-  case trace::RecordType::kSync:
-  case trace::RecordType::kHostAccess:
-    return true;
-  case trace::RecordType::kFree:
-    return host_.live().at(r.free.id).kind != trace::MemoryKind::kAllocatorBlock;
-  default:
-    return false;
-  }
+  return cpu_waits_for_gpu(r, r.type == trace::RecordType::kFree ? host_.live().at(r.free.id).kind
+                                                                 : trace::MemoryKind::kManaged);
 }
 
 // The GPU takes the items of its queue in order: frees of blocks happen as it reaches them; a
