@@ -58,13 +58,13 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
   capture)
     "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-[a-f] \
       experiments/capture/data/h200-runs-g experiments/capture/data/h100-runs-h \
-      experiments/capture/data/h100-runs-i \
+      experiments/capture/data/h100-runs-i experiments/capture/data/h100-runs-j \
       >experiments/capture/reports/overhead.json
     # The shipped DNN traces simulated at their whole footprint against the programs' own steps.
     "$python" experiments/capture/timeline_check.py --out experiments/capture/reports/timeline.md \
-      --runs experiments/capture/data/h100-runs-i --gaps \
+      --runs experiments/capture/data/h100-runs-j --runs experiments/capture/data/h100-runs-i --gaps \
       traces/real/{resnet50,gpt2-small,gpt2-medium,bert-large,t5-base,moe,graphsage,pagerank}.fltrace \
-      experiments/capture/data/h100-runs-i/holdout/llama.fltrace \
+      experiments/capture/data/h100-runs-j/holdout/llama.fltrace \
       >/dev/null ;;
   compare) experiments/compare/compare.sh --write-reports ;;
   *) echo "make_reports: unknown study $study" >&2; exit 2 ;;

@@ -90,7 +90,7 @@ def test_no_program_times_refused():
 
 SHIPPED = ["resnet50", "gpt2-small", "gpt2-medium", "bert-large", "t5-base", "moe", "graphsage",
            "pagerank"]
-HOLDOUT = "experiments/capture/data/h100-runs-i/holdout/llama.fltrace"
+HOLDOUT = "experiments/capture/data/h100-runs-j/holdout/llama.fltrace"
 
 
 def check_shipped(binary):

@@ -11,8 +11,12 @@
 # VARIANTS picks and orders the variants (default: all of them, once; "history" is PyTorch's
 # allocator history on managed memory, no CUPTI; "activity" and "callbacks" the timing pass
 # without history or counters, with only CUPTI's activity records or only its API callbacks;
-# "no-launches", "driver-launches", "no-flush-period" the same pass without its launch callbacks,
-# without the runtime's launch callbacks, without CUPTI's periodic flush), REPEATS runs the list that many times
+# "no-launches", "driver-launches", "no-flush-period", "no-sync-activity" the same pass without
+# its launch callbacks, without the runtime's launch callbacks, without CUPTI's periodic flush,
+# without CUPTI's synchronisation records; a comma-separated list of these leaves out all of
+# them; "program" is the capture's program pass, CUPTI's activity records alone on the program's
+# own memory, "program-no-driver-api" the same without the driver calls' records), REPEATS runs
+# the list that many times
 # (interleaved, so a machine's drift touches every variant alike), STEPS the measured steps.
 set -euo pipefail
 out=${1:?usage: probe_timing.sh OUT_DIR WORKLOAD...}
@@ -71,7 +75,11 @@ for w in "$@"; do
         timing-no-um) run "$w" timing-no-um "${timing[@]}" "${history[@]}" FAULTLINE_UM_COUNTERS=0 ;;
         timing-no-history) run "$w" timing-no-history "${timing[@]}" ;;
         timing-no-um-no-history) run "$w" timing-no-um-no-history "${timing[@]}" FAULTLINE_UM_COUNTERS=0 ;;
-        activity|callbacks|no-launches|driver-launches|no-flush-period) run "$w" "$v" "${timing[@]}" FAULTLINE_UM_COUNTERS=0 FAULTLINE_PROBE="$v" ;;
+        program) run "$w" program CUDA_INJECTION64_PATH="$bin/libfaultline_inject.so" FAULTLINE_MODE=program \
+          FAULTLINE_INJECT_LIB="$bin/libfaultline_inject.so" PYTHONPATH="$bin/torch_hook${PYTHONPATH:+:$PYTHONPATH}" ;;
+        program-no-driver-api) run "$w" "$v" CUDA_INJECTION64_PATH="$bin/libfaultline_inject.so" FAULTLINE_MODE=program \
+          FAULTLINE_PROBE=no-driver-api FAULTLINE_INJECT_LIB="$bin/libfaultline_inject.so" PYTHONPATH="$bin/torch_hook${PYTHONPATH:+:$PYTHONPATH}" ;;
+        activity|callbacks|no-launches|driver-launches|no-flush-period|no-sync-activity|*,*) run "$w" "$v" "${timing[@]}" FAULTLINE_UM_COUNTERS=0 FAULTLINE_PROBE="$v" ;;
         *) echo "unknown variant $v"; exit 2 ;;
       esac
     done

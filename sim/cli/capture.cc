@@ -17,11 +17,12 @@ namespace {
 
 const char* kExplanation =
     "Runs COMMAND, unmodified, under the injection library. --mode:\n"
-    "  sanitize  (default) run it twice: a timing pass with each launch's data resident\n"
-    "            (CUPTI), and an access pass under the CUDA Sanitizer API that patches every\n"
-    "            kernel to record the 64 KB big pages it touches and records the host's\n"
-    "            touches of managed memory; check that both ran the same operations; write the\n"
-    "            trace to --out\n"
+    "  sanitize  (default) run it three times: a program pass with CUPTI's activity records\n"
+    "            alone (the program's own timeline: when its CPU issues each call), a timing\n"
+    "            pass with each launch's data resident (CUPTI), and an access pass under the\n"
+    "            CUDA Sanitizer API that patches every kernel to record the 64 KB big pages it\n"
+    "            touches and records the host's touches of managed memory; check that all ran\n"
+    "            the same operations; write the trace, on the program pass's clock, to --out\n"
     "  cupti     the same with the older access pass, which sends all managed memory to the\n"
     "            host around every operation and reads CUPTI's migration records (for setups\n"
     "            without the Sanitizer API; about 0.1 s per operation)\n"
@@ -31,6 +32,8 @@ const char* kExplanation =
     "--no-host-touches: sanitize mode records the host's touches of managed memory by\n"
     "protecting it from the CPU; this turns that off (for programs with their own SIGSEGV\n"
     "handler).\n"
+    "--no-program-pass: leave out the program pass; the trace keeps the timing pass's clock,\n"
+    "whose callbacks slow a launch-bound program's CPU.\n"
     "Steps: the start of the range and every faultline_mark_step() call (the --torch hook makes\n"
     "one after each optimizer step) or further cudaProfilerStart inside it mark a step; the trace\n"
     "header lists them under \"steps\".\n"
@@ -75,6 +78,9 @@ void add_convert(CLI::App& capture) {
       ->type_name("RAW");
   sub->add_option("--history", request->history_path, "the PyTorch allocator history")
       ->type_name("JSON");
+  sub->add_option("--program", request->program_path,
+                  "the program pass's raw stream (its clock becomes the trace's)")
+      ->type_name("RAW");
   add_output(*sub, request->out_path, "the trace to write")->required()->type_name("TRACE");
   add_meta_option(*sub, request->metadata);
   sub->callback([request] { capture::run_convert(*request); });
@@ -122,6 +128,8 @@ void add_capture(CLI::App& app) {
       ->type_name("LIB");
   sub->add_flag("--no-host-touches", *no_host_touches,
                 "sanitize mode: do not record the host's touches (see below)");
+  sub->add_flag("--no-program-pass", o->no_program_pass,
+                "keep the timing pass's clock: run the program twice, not three times");
   sub->add_option("COMMAND", o->command, "the program to run and its arguments")->type_name("");
   add_convert(*sub);
   add_step_syncs(*sub);

@@ -46,7 +46,11 @@ std::set<uint64_t> host_pages(const Records& t, size_t begin, size_t end,
 // The error converting the recorded stream microbenchmark with `access` as its sanitize pass.
 std::string conversion_error(const fltest::TempDir& dir, const RawFile& access) {
   ConvertRequest request{data("sanitize/stream-timing.raw"),
-                         write_raw(dir, "edited.raw", join(access)), "", dir.file("t.fltrace")};
+                         write_raw(dir, "edited.raw", join(access)),
+                         "",
+                         dir.file("t.fltrace"),
+                         nlohmann::json::object(),
+                         ""};
   return fltest::trace_error_of([&] { convert_capture(request); });
 }
 

@@ -55,7 +55,9 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
                     const std::string& dir) {
   PassResult r;
   r.raw = dir + "/" + mode + ".raw";
-  if (o.torch) r.history = dir + "/" + mode + ".history.json";
+  // The program pass runs the program as it is: its own memory, no allocator history.
+  const bool program = mode == "program";
+  if (o.torch && !program) r.history = dir + "/" + mode + ".history.json";
   auto began = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid < 0) throw Error("capture: fork failed");
@@ -72,12 +74,12 @@ PassResult run_pass(const Options& o, const std::string& lib, const std::string&
     // experiments/capture/data/h100-timing-probe/). It needs them only for the host's CPU faults
     // when the access pass records no host touches.
     setenv("FAULTLINE_UM_COUNTERS", mode == "timing" && o.host_touches ? "0" : "1", 1);
-    if (o.managed) {
+    if (o.managed && !program) {
       setenv("FAULTLINE_MANAGED", "1", 1);
       setenv("LD_PRELOAD", lib.c_str(), 1);
     }
-    if (o.torch) {
-      setenv("FAULTLINE_TORCH_HISTORY", r.history.c_str(), 1);
+    if (o.torch) { // the hook marks steps in every pass
+      if (!program) setenv("FAULTLINE_TORCH_HISTORY", r.history.c_str(), 1);
       const char* old = std::getenv("PYTHONPATH");
       std::string path = torch_hook_dir() + (old && *old ? ":" + std::string(old) : "");
       setenv("PYTHONPATH", path.c_str(), 1);
@@ -145,15 +147,19 @@ double round2(double s) {
 }
 
 int run_access_set(const Options& o, const std::string& lib, const std::string& dir) {
+  PassResult program;
+  if (!o.no_program_pass) program = run_pass(o, lib, "program", dir);
   PassResult timing = run_pass(o, lib, "timing", dir);
   const std::string access_mode = o.mode == "cupti" ? "access" : "sanitize";
   PassResult access = run_pass(o, lib, access_mode, dir);
-  ConvertRequest request{timing.raw, access.raw, timing.history, o.out, o.meta};
+  ConvertRequest request{timing.raw, access.raw, timing.history, o.out, o.meta, program.raw};
   request.metadata["command"] = joined(o.command);
   request.metadata["driver"] = driver_version();
   request.metadata["faultline_git_revision"] = FAULTLINE_GIT_REVISION;
   request.metadata["capture_seconds"] = {{"timing_pass", round2(timing.seconds)},
                                          {access_mode + "_pass", round2(access.seconds)}};
+  if (!o.no_program_pass)
+    request.metadata["capture_seconds"]["program_pass"] = round2(program.seconds);
   nlohmann::json summary = convert_capture(request);
   std::cerr << "faultline capture: wrote " << o.out << "\n" << summary.dump(2) << "\n";
   return 0;

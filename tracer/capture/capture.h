@@ -20,6 +20,7 @@ struct Options {
   std::string keep;              // keep the raw streams here (empty: a temporary directory)
   std::string inject;            // the injection library (empty: beside the binary)
   bool managed = false, torch = false, host_touches = true;
+  bool no_program_pass = false; // the trace keeps the timing pass's clock
   uint64_t margin = 2ull << 30;
   nlohmann::json meta = nlohmann::json::object();
   std::vector<std::string> command; // the program and its arguments

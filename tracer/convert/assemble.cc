@@ -4,6 +4,7 @@
 #include "sim/trace/writer.h"
 #include "tracer/convert/access_sets.h"
 #include "tracer/convert/passes.h"
+#include "tracer/convert/program_pass.h"
 #include "tracer/convert/sanitized.h"
 #include "tracer/convert/steps.h"
 #include "tracer/convert/torch_history.h"
@@ -25,9 +26,10 @@ constexpr uint64_t kBigPage = 64 * 1024;
 class Emitter {
 public:
   Emitter(trace::TraceWriter& writer, const RawStream& raw, const Pass& pass, Translated& accesses,
-          const std::optional<TorchHistory>& history)
-      : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history),
-        step_starts_(step_starts(raw, pass)) {
+          const std::optional<TorchHistory>& history, const CpuClock& clock,
+          const ProgramPass* program)
+      : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history), clock_(clock),
+        program_(program), step_starts_(step_starts(raw, pass)) {
     // An event is due once it or any later event can have happened: PyTorch's microsecond
     // stamps blur the order inside a microsecond (a block freed and its address reallocated
     // just before a launch must both precede it), and the history's own order is exact.
@@ -134,9 +136,11 @@ private:
     }
   }
 
+  // A CPU time of the timing pass as trace time: on the program pass's clock where there is one.
   Time at(uint64_t cpu_time) {
     if (range_end_) cpu_time = std::min(cpu_time, range_end_);
-    Time t = cpu_time > pass_.range_start ? static_cast<Time>(cpu_time - pass_.range_start) : 0;
+    const uint64_t now = clock_(cpu_time), start = clock_(pass_.range_start);
+    Time t = now > start ? static_cast<Time>(now - start) : 0;
     last_ = std::max(last_, t);
     return last_;
   }
@@ -150,9 +154,9 @@ private:
     case RawType::kSync:
       if (in_range) {
         auto end = sync_end_.find(e.sync.corr);
-        put(trace::SyncRecord{at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op),
-                              stream_of(e.sync.handle),
-                              wait_until(e.cpu_time, end == sync_end_.end() ? 0 : end->second)});
+        put(trace::SyncRecord{
+            at(e.cpu_time), static_cast<trace::SyncKind>(e.sync.op), stream_of(e.sync.handle),
+            end == sync_end_.end() ? 0 : wait_until(clock_(e.cpu_time), clock_(end->second))});
         ++syncs_;
       }
       return;
@@ -166,12 +170,12 @@ private:
           emit_touches(accesses_.touches_before[next_op], at(e.cpu_time));
         }
         if (accesses_.argument_sets[next_op]) add_argument_pages(pass_.ops[next_op], next_op);
-        emit_operation(pass_.ops[next_op], accesses_.per_op[next_op]);
+        emit_operation(next_op, accesses_.per_op[next_op]);
         // A blocking cudaMemcpy returns once its copy is done: the CPU's wait is a sync.
         if (in_range && e.type == RawType::kCopy && e.copy.pad == raw::kCopyBlocking) {
           const Operation& op = pass_.ops[next_op];
           put(trace::SyncRecord{at(e.cpu_time), trace::SyncKind::kStream, op.stream,
-                                wait_until(e.cpu_time, op.gpu_end)});
+                                wait_until(clock_(e.cpu_time), clock_(op.gpu_end))});
           ++syncs_;
         }
         ++next_op;
@@ -267,7 +271,8 @@ private:
     return s ? s->second.id : 0;
   }
 
-  void emit_operation(const Operation& op, std::vector<trace::Access>& accesses) {
+  void emit_operation(size_t index, std::vector<trace::Access>& accesses) {
+    const Operation& op = pass_.ops[index];
     trace::KernelRecord k;
     k.name = op.name;
     k.stream = op.stream;
@@ -275,7 +280,9 @@ private:
     k.block = {op.block[0], op.block[1], op.block[2]};
     k.start = at(op.cpu_time);
     k.duration = static_cast<Time>(op.gpu_end > op.gpu_start ? op.gpu_end - op.gpu_start : 0);
-    k.queued = wait_until(op.cpu_time, op.gpu_start);
+    // How long the GPU held the kernel after its launch: the program's own, where it ran alone.
+    k.queued = program_ ? wait_until(program_->ops[index].cpu_time, program_->ops[index].gpu_start)
+                        : wait_until(op.cpu_time, op.gpu_start);
     for (uint64_t word : op.pointers)
       if (uint64_t id = allocation_at(word);
           id && std::find(k.args.begin(), k.args.end(), id) == k.args.end())
@@ -360,6 +367,8 @@ private:
   const Pass& pass_;
   Translated& accesses_;
   const std::optional<TorchHistory>& history_;
+  const CpuClock& clock_;
+  const ProgramPass* program_; // aligned with pass_.ops; null without a program pass
   std::vector<const raw::RawUm*> cpu_faults_;
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, Block> blocks_;
@@ -470,6 +479,15 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
   Translated translated = translate(access, apass, sets, allocation_addresses(timing));
   std::optional<TorchHistory> history;
   if (!request.history_path.empty()) history = read_torch_history(request.history_path);
+  std::optional<RawStream> program;
+  std::optional<ProgramPass> ppass;
+  CpuClock clock;
+  if (!request.program_path.empty()) {
+    program = read_raw(request.program_path);
+    require_clean(*program);
+    ppass = build_program_pass(*program);
+    clock = CpuClock(timing, tpass, *program, *ppass);
+  }
 
   nlohmann::json summary = {
       {"operations", tpass.ops.size()},
@@ -491,15 +509,18 @@ nlohmann::json convert_capture(const ConvertRequest& request) {
       {"syncs_from_activity", timing.synthesized_syncs},
       {"access_pass_draining", is_sanitized(access) ? nlohmann::json(nullptr) : draining(access)},
       {"sanitize", sanitize_meta(access)},
-      {"timing", timing_meta(timing)}};
+      {"timing", timing_meta(timing)},
+      // The CPU's clock the records' times are on: the program pass's, or the timing pass's.
+      {"cpu_clock", ppass ? "program pass" : "timing pass"},
+      {"program_pass", clock.summary()}};
   nlohmann::json meta = header(request, timing, history);
   meta["capture"] = summary;
   trace::TraceWriter writer(request.out_path, meta);
-  Emitter emitter(writer, timing, tpass, translated, history);
+  Emitter emitter(writer, timing, tpass, translated, history, clock, ppass ? &*ppass : nullptr);
   emitter.run();
   writer.close();
   if (!emitter.steps().empty())
-    write_steps(request.out_path, emitter.steps(), program_step_ns(timing, tpass));
+    write_steps(request.out_path, emitter.steps(), program_step_ns(timing, tpass, clock));
   summary.update(emitter.summary());
   return summary;
 }

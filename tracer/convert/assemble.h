@@ -1,6 +1,7 @@
 // Turns a timing pass and an access pass of the same program (and optionally PyTorch's allocator
-// history of the timing pass) into a trace: allocations, frees and syncs in the timing pass's
-// order and times, each operation with its all-resident duration from the timing pass and its
+// history of the timing pass, and a program pass) into a trace: allocations, frees and syncs in
+// the timing pass's order, at its times moved onto the program pass's clock (tracer/convert/
+// program_pass.h), each operation with its all-resident duration from the timing pass and its
 // access set from the access pass.
 #pragma once
 
@@ -15,6 +16,7 @@ struct ConvertRequest {
   std::string history_path; // empty: no PyTorch history
   std::string out_path;
   nlohmann::json metadata = nlohmann::json::object(); // merged into the trace header
+  std::string program_path; // the program pass's raw stream; empty: the timing pass's clock
 };
 
 // Writes the trace and returns the capture summary (also stored in the header under "capture").

@@ -220,6 +220,15 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
     return s.syncs.push_back(c.fixed<raw::RawSyncAct>(p, "sync activity"));
   case RawType::kMemoryAct:
     return s.memory.push_back(c.fixed<raw::RawMemoryAct>(p, "memory activity"));
+  case RawType::kApiAct: {
+    const auto a = c.fixed<raw::RawApiAct>(p, "call activity");
+    if (a.what < 1 || a.what > 7)
+      c.fail("call activity: kind " + std::to_string(a.what) + "; expected 1 to 7");
+    if (a.end < a.start) c.fail("call activity: ends before it starts");
+    return s.calls.push_back(a);
+  }
+  case RawType::kKernelShape:
+    return s.shaped.push_back(c.fixed<raw::RawKernelShape>(p, "kernel activity"));
   case RawType::kDropped:
     s.dropped += c.fixed<raw::RawDropped>(p, "dropped").count;
     return;
@@ -231,7 +240,7 @@ void read_record(Cursor& c, RawStream& s, uint16_t type, std::string_view p) {
     s.ended = true;
     return;
   }
-  c.fail("unknown record type " + std::to_string(type) + "; expected 1 to 7 or 10 to 22");
+  c.fail("unknown record type " + std::to_string(type) + "; expected 1 to 7 or 10 to 24");
 }
 
 // A synchronisation CUPTI saw whose call the injection library did not record (streams recorded

@@ -38,6 +38,8 @@ struct RawStream {
   std::vector<raw::RawSyncAct> syncs;
   uint64_t synthesized_syncs = 0; // syncs added from CUPTI's records: their calls went unrecorded
   std::vector<raw::RawMemoryAct> memory;
+  std::vector<raw::RawApiAct> calls;       // program pass: the CPU's calls, timed by CUPTI
+  std::vector<raw::RawKernelShape> shaped; // program pass: kernels with their grids
   uint64_t dropped = 0;
   std::string error; // the injector's own error, if it stopped the program
   bool ended = false;

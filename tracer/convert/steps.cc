@@ -28,13 +28,14 @@ std::vector<bool> step_starts(const RawStream& raw, const Pass& pass) {
   return starts;
 }
 
-std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass) {
+std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass,
+                                     const CpuClock& clock) {
   const std::vector<bool> starts = step_starts(raw, pass);
   std::vector<uint64_t> bounds;
   size_t last_start = 0;
   for (size_t i = 0; i < raw.api.size(); ++i)
     if (starts[i]) {
-      bounds.push_back(raw.api[i].cpu_time);
+      bounds.push_back(clock(raw.api[i].cpu_time));
       last_start = i;
     }
   if (bounds.empty()) return {};
@@ -44,6 +45,7 @@ std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass) {
       end = raw.api[i].cpu_time;
       break;
     }
+  end = clock(end);
   bounds.push_back(std::max(end, bounds.back() + 1));
   std::vector<int64_t> out;
   for (size_t i = 0; i + 1 < bounds.size(); ++i)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "tracer/convert/passes.h"
+#include "tracer/convert/program_pass.h"
 
 #include <cstdint>
 #include <string>
@@ -19,7 +20,9 @@ std::vector<bool> step_starts(const RawStream& raw, const Pass& pass);
 // The program's own time for each step, on the CPU's clock: from its boundary to the next step's,
 // the last to the end of the range (cudaProfilerStop) or, without one, to the last API event.
 // What the program would measure timing its own loop; empty when no step begins.
-std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass);
+// `clock` moves the boundaries onto the program pass's clock, where there is one.
+std::vector<int64_t> program_step_ns(const RawStream& raw, const Pass& pass,
+                                     const CpuClock& clock = {});
 
 struct StepMark {
   uint64_t first_record = 0; // index of the step's first timed record in the trace

@@ -12,8 +12,34 @@ using raw::RawType;
 constexpr size_t kBufferSize = 16 << 20;
 
 void write_kernel(const CUpti_ActivityKernel10& k) {
+  if (state().options.mode == Mode::kProgram) {
+    raw::RawKernelShape r{k.start,
+                          k.end,
+                          k.correlationId,
+                          {static_cast<uint32_t>(k.gridX), static_cast<uint32_t>(k.gridY),
+                           static_cast<uint32_t>(k.gridZ)},
+                          {static_cast<uint32_t>(k.blockX), static_cast<uint32_t>(k.blockY),
+                           static_cast<uint32_t>(k.blockZ)},
+                          0};
+    return state().sink.write(RawType::kKernelShape, r);
+  }
   raw::RawKernelAct r{k.start, k.end, k.correlationId, k.streamId, k.deviceId, 0};
   state().sink.write(RawType::kKernelAct, r);
+}
+
+// Program mode: the calls the converter places operations and waits with.
+void write_api(const CUpti_ActivityAPI& a) {
+  const bool runtime = a.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+  const uint32_t what = api_what(runtime, a.cbid);
+  if (!what) return;
+  raw::RawApiAct r{
+      a.start,
+      a.end,
+      a.correlationId,
+      what,
+      static_cast<uint32_t>(runtime ? raw::ApiDomain::kRuntime : raw::ApiDomain::kDriver),
+      a.threadId};
+  state().sink.write(RawType::kApiAct, r);
 }
 
 void write_memcpy(const CUpti_ActivityMemcpy6& m) {
@@ -63,6 +89,9 @@ void write_record(const CUpti_Activity* record) {
     return write_sync(*reinterpret_cast<const CUpti_ActivitySynchronization2*>(record));
   case CUPTI_ACTIVITY_KIND_MEMORY2:
     return write_memory(*reinterpret_cast<const CUpti_ActivityMemory4*>(record));
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER:
+    return write_api(*reinterpret_cast<const CUpti_ActivityAPI*>(record));
   default:
     return;
   }

@@ -563,6 +563,54 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
   on_api_call(domain == CUPTI_CB_DOMAIN_RUNTIME_API, id, call);
 }
 
+uint32_t api_what(bool runtime, uint32_t id) {
+  using raw::ApiWhat;
+  if (runtime ? is_runtime_launch(id) : is_launch(id))
+    return static_cast<uint32_t>(ApiWhat::kLaunch);
+  if (!runtime) {
+    switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      return static_cast<uint32_t>(ApiWhat::kSync);
+    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
+      return static_cast<uint32_t>(ApiWhat::kRangeStart);
+    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
+      return static_cast<uint32_t>(ApiWhat::kRangeStop);
+    default:
+      return 0;
+    }
+  }
+  switch (id) {
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
+    return static_cast<uint32_t>(ApiWhat::kMemcpy);
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
+    return static_cast<uint32_t>(ApiWhat::kMemset);
+  case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+    return static_cast<uint32_t>(ApiWhat::kSync);
+  case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000:
+    return static_cast<uint32_t>(ApiWhat::kRangeStart);
+  case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000:
+    return static_cast<uint32_t>(ApiWhat::kRangeStop);
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+    return static_cast<uint32_t>(ApiWhat::kGraphLaunch);
+  default:
+    return 0;
+  }
+}
+
 std::vector<CUpti_CallbackId> driver_callback_ids() {
   return {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,

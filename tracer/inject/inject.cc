@@ -4,7 +4,7 @@
 //
 // It writes the raw stream of tracer/raw/raw_format.h to $FAULTLINE_RAW_OUT. Environment:
 //   FAULTLINE_RAW_OUT     output path (required)
-//   FAULTLINE_MODE        observe | timing | access | sanitize   (default observe)
+//   FAULTLINE_MODE        observe | timing | access | sanitize | program  (default observe)
 //   FAULTLINE_RANGE       all | profiler: manipulate and mark only inside cudaProfilerStart/Stop
 //   FAULTLINE_MANAGED     1: cudaMalloc becomes cudaMallocManaged (needs LD_PRELOAD)
 //   FAULTLINE_MARGIN      bytes of GPU memory that managed allocations must leave free
@@ -17,13 +17,16 @@
 //   FAULTLINE_PAGE_WINDOW sanitize mode: bytes of address space the page table covers (2 TiB)
 //   FAULTLINE_HOST_TOUCHES sanitize mode: 0 turns off recording the host's touches
 //   FAULTLINE_SANITIZER_LIB the Sanitizer API library (libsanitizer-public.so)
-//   FAULTLINE_PROBE       activity | callbacks | no-launches | driver-launches | no-flush-period:
-//                         a part of the timing pass left out, to measure what it costs a program
-//                         (the raw stream is then partial)
+//   FAULTLINE_PROBE       a comma-separated list of activity, callbacks, no-launches,
+//                         driver-launches, no-flush-period, no-sync-activity, no-driver-api:
+//                         parts of the timing pass (program pass: no-driver-api) left out, to
+//                         measure what they cost a program (the raw stream may then be partial)
 //
-// Modes: observe changes nothing. timing prefetches each managed allocation to the GPU once, at
-// the first launch that names it, and pages the host touched before the next launch, so kernel
-// durations are the all-resident compute times with no call per launch. access moves all
+// Modes: program changes nothing and records with CUPTI's activity API alone: kernels with their
+// grids and the CPU's calls (launches, copies, syncs, the profiler range) with their times, the
+// program's own timeline. observe changes nothing. timing prefetches each managed allocation to the
+// GPU once, at the first launch that names it, and pages the host touched before the next launch,
+// so kernel durations are the all-resident compute times with no call per launch. access moves all
 // managed memory to the host before every kernel, copy and memset and waits for each to finish, so
 // every 64 KB the operation touches migrates on demand and shows up as an HtoD record. sanitize
 // uses the Sanitizer API instead of CUPTI: every kernel is patched to note the pages it touches
@@ -93,7 +96,8 @@ void enable_kind(CUpti_ActivityKind kind, bool at_init) {
 void on_first_context() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (state().options.um_counters && state().options.probe != "callbacks") {
+    const Options& o = state().options;
+    if (o.um_counters && !o.probing("callbacks") && o.mode != Mode::kProgram) {
       configure_um_counters();
       enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
     }
@@ -118,14 +122,48 @@ void enable_callbacks() {
                                   CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
-  const std::string& probe = state().options.probe;
-  if (probe == "activity") return;
+  const Options& o = state().options;
+  if (o.probing("activity")) return;
   for (CUpti_CallbackId id : driver_callback_ids())
-    if (probe != "no-launches" || !is_launch(id))
+    if (!o.probing("no-launches") || !is_launch(id))
       CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id));
   for (CUpti_CallbackId id : runtime_callback_ids())
-    if ((probe != "no-launches" && probe != "driver-launches") || !is_runtime_launch(id))
+    if ((!o.probing("no-launches") && !o.probing("driver-launches")) || !is_runtime_launch(id))
       CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+}
+
+// Program mode: the calls' own activity records stand in for callbacks, so nothing runs inside
+// the program's calls (no managed memory either: `faultline capture` leaves it off this pass).
+// Only the calls the converter needs are recorded: PyTorch makes several other runtime and
+// driver calls per launch, and recording every call doubled T5-base's step on an H100.
+// Returns what was recorded, for the stream's meta.
+std::string enable_program_activities() {
+  CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET})
+    enable_kind(kind, true);
+  const bool driver = !state().options.probing("no-driver-api");
+  // Looked up in the CUPTI this library loaded, not linked: an older CUPTI lacks them.
+  Dl_info info{};
+  void* cupti = dladdr(reinterpret_cast<void*>(&cuptiGetVersion), &info) && info.dli_fname
+                    ? dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)
+                    : nullptr;
+  using EnableApi = CUptiResult (*)(CUpti_CallbackId, uint8_t);
+  auto runtime_api =
+      cupti ? reinterpret_cast<EnableApi>(dlsym(cupti, "cuptiActivityEnableRuntimeApi")) : nullptr;
+  auto driver_api =
+      cupti ? reinterpret_cast<EnableApi>(dlsym(cupti, "cuptiActivityEnableDriverApi")) : nullptr;
+  bool chosen = runtime_api && driver_api;
+  for (CUpti_CallbackId id : runtime_callback_ids())
+    chosen = chosen && runtime_api(id, 1) == CUPTI_SUCCESS;
+  for (CUpti_CallbackId id : driver_callback_ids())
+    if (driver && api_what(false, id)) chosen = chosen && driver_api(id, 1) == CUPTI_SUCCESS;
+  if (!chosen) { // an older CUPTI: every call, at its cost
+    enable_kind(CUPTI_ACTIVITY_KIND_RUNTIME, true);
+    if (driver) enable_kind(CUPTI_ACTIVITY_KIND_DRIVER, true);
+  }
+  CUPTI_CHECK(cuptiActivityFlushPeriod(100));
+  return std::string("{\"program_calls\":\"") + (chosen ? "chosen" : "all") + "\"}";
 }
 
 void enable_activities() {
@@ -133,11 +171,13 @@ void enable_activities() {
   const CUpti_ActivityKind kinds[] = {
       CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
       CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
-  for (CUpti_ActivityKind kind : kinds) enable_kind(kind, true);
+  for (CUpti_ActivityKind kind : kinds)
+    if (kind != CUPTI_ACTIVITY_KIND_SYNCHRONIZATION || !state().options.probing("no-sync-activity"))
+      enable_kind(kind, true);
   // Deliver records while the program runs. Access mode moves gigabytes around every operation;
   // its completeness comes from the explicit drains in callbacks.cc (a 1 ms period alone lost
   // records), the short period only keeps buffers moving between them.
-  if (state().options.probe != "no-flush-period")
+  if (!state().options.probing("no-flush-period"))
     CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
 }
 
@@ -185,8 +225,16 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } else {
     cuptiGetVersion(&cupti_version);
     s.sink.meta(initial_meta(s.options, cupti_version));
-    if (s.options.probe != "callbacks") enable_activities();
-    enable_callbacks();
+    if (s.options.mode == Mode::kProgram) {
+      s.sink.meta(enable_program_activities());
+      CUPTI_CHECK(cuptiSubscribe(&g_subscriber, dispatch, nullptr));
+      for (CUpti_CallbackId id :
+           {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+        CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, id));
+    } else {
+      if (!s.options.probing("callbacks")) enable_activities();
+      enable_callbacks();
+    }
   }
   std::atexit(at_exit);
   return 1;

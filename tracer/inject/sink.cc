@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <unistd.h>
 
 namespace faultline::inject {
@@ -72,9 +73,10 @@ Mode parse_mode(const std::string& text) {
   if (text == "timing") return Mode::kTiming;
   if (text == "access") return Mode::kAccess;
   if (text == "sanitize") return Mode::kSanitize;
+  if (text == "program") return Mode::kProgram;
   std::fprintf(stderr,
-               "faultline capture: FAULTLINE_MODE=%s; expected observe, timing, access or "
-               "sanitize\n",
+               "faultline capture: FAULTLINE_MODE=%s; expected observe, timing, access, "
+               "sanitize or program\n",
                text.c_str());
   _exit(70);
 }
@@ -108,15 +110,32 @@ Options read_options() {
   o.um_counters = env("FAULTLINE_UM_COUNTERS", "1") == "1";
   o.patch_path = env("FAULTLINE_PATCH", "");
   o.probe = env("FAULTLINE_PROBE", "");
-  if (!o.probe.empty() && o.probe != "activity" && o.probe != "callbacks" &&
-      o.probe != "no-launches" && o.probe != "driver-launches" && o.probe != "no-flush-period") {
-    std::fprintf(stderr,
-                 "faultline capture: FAULTLINE_PROBE=%s; expected activity, callbacks, "
-                 "no-launches, driver-launches or no-flush-period\n",
-                 o.probe.c_str());
-    _exit(70);
+  static const char* const kParts[] = {"activity",        "callbacks",       "no-launches",
+                                       "driver-launches", "no-flush-period", "no-sync-activity",
+                                       "no-driver-api"};
+  for (size_t at = 0; !o.probe.empty() && at <= o.probe.size();) {
+    const size_t comma = std::min(o.probe.find(',', at), o.probe.size());
+    const std::string part = o.probe.substr(at, comma - at);
+    if (std::find(std::begin(kParts), std::end(kParts), part) == std::end(kParts)) {
+      std::fprintf(stderr,
+                   "faultline capture: FAULTLINE_PROBE=%s: unknown part '%s'; expected a "
+                   "comma-separated list of activity, callbacks, no-launches, driver-launches, "
+                   "no-flush-period, no-sync-activity, no-driver-api\n",
+                   o.probe.c_str(), part.c_str());
+      _exit(70);
+    }
+    at = comma + 1;
   }
   return o;
+}
+
+bool Options::probing(const char* part) const {
+  for (size_t at = 0; at < probe.size();) {
+    const size_t comma = std::min(probe.find(',', at), probe.size());
+    if (probe.compare(at, comma - at, part) == 0) return true;
+    at = comma + 1;
+  }
+  return false;
 }
 
 namespace {
@@ -148,6 +167,7 @@ std::string initial_meta(const Options& o, uint32_t cupti_version) {
   const char* mode = o.mode == Mode::kTiming     ? "timing"
                      : o.mode == Mode::kAccess   ? "access"
                      : o.mode == Mode::kSanitize ? "sanitize"
+                     : o.mode == Mode::kProgram  ? "program"
                                                  : "observe";
   char text[512];
   std::snprintf(

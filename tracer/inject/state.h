@@ -15,7 +15,7 @@
 
 namespace faultline::inject {
 
-enum class Mode { kObserve, kTiming, kAccess, kSanitize };
+enum class Mode { kObserve, kTiming, kAccess, kSanitize, kProgram };
 
 struct Options {
   std::string out_path;
@@ -34,11 +34,14 @@ struct Options {
   bool host_touches = true;
   bool um_counters = true; // CUPTI's unified-memory counters (FAULTLINE_UM_COUNTERS=0: off)
   std::string patch_path;  // faultline_pages.fatbin
-  // Timing-pass cost probe (experiments/capture/probe_timing.sh): "activity" keeps CUPTI's
-  // activity records and drops the API callbacks, "callbacks" the other way round,
-  // "no-launches" drops the launch callbacks, "driver-launches" the runtime's launch callbacks,
-  // "no-flush-period" CUPTI's periodic flush; "" is the timing pass as it runs.
+  // Timing-pass cost probe (experiments/capture/probe_timing.sh), a comma-separated list of
+  // parts left out: "activity" keeps CUPTI's activity records and drops the API callbacks,
+  // "callbacks" the other way round, "no-launches" drops the launch callbacks,
+  // "driver-launches" the runtime's launch callbacks, "no-flush-period" CUPTI's periodic flush,
+  // "no-sync-activity" CUPTI's synchronisation records, "no-driver-api" the program pass's
+  // driver-call records; "" is the pass as it runs.
   std::string probe;
+  bool probing(const char* part) const; // `part` is one of the probe's list
 };
 
 // Writes raw records; every write takes the lock so API and activity threads can share it.

@@ -42,7 +42,9 @@ enum class RawType : uint16_t {
   kEvict = 19,       // RawEvict: access mode moved all managed memory to the host
   kPages = 20,       // RawPages, then n_entries u32 PageEntry: what one kernel touched (sanitize)
   kHostTouch = 21,   // RawHostTouch: the host's first touch of a 64 KB managed page (sanitize)
-  kStep = 22         // RawStep: the program marked a step boundary (faultline_mark_step)
+  kStep = 22,        // RawStep: the program marked a step boundary (faultline_mark_step)
+  kApiAct = 23,      // RawApiAct: a CUDA call as CUPTI's activity API timed it (program pass)
+  kKernelShape = 24  // RawKernelShape: a kernel's activity record with its grid (program pass)
 };
 
 struct RawRecordHead {
@@ -231,6 +233,38 @@ struct RawMemoryAct {
   uint32_t pad;
 };
 
+// The program pass runs the program with CUPTI's activity records alone (no callback, no managed
+// memory): its calls' CPU times are the program's own. Only the calls the converter needs are
+// written, classified by the injection library so the converter needs no CUPTI header.
+enum class ApiWhat : uint32_t {
+  kLaunch = 1,
+  kMemcpy = 2,
+  kMemset = 3,
+  kSync = 4, // blocks the CPU until GPU work ends: device, stream or event synchronisation
+  kRangeStart = 5,
+  kRangeStop = 6,
+  kGraphLaunch = 7
+};
+enum class ApiDomain : uint32_t { kRuntime = 1, kDriver = 2 };
+
+struct RawApiAct {
+  uint64_t start; // the call's entry and return, on the activity records' clock
+  uint64_t end;
+  uint32_t corr;
+  uint32_t what;   // ApiWhat
+  uint32_t domain; // ApiDomain
+  uint32_t thread;
+};
+
+struct RawKernelShape {
+  uint64_t start;
+  uint64_t end;
+  uint32_t corr;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t pad;
+};
+
 struct RawDropped {
   uint64_t count;
 };
@@ -243,5 +277,6 @@ struct RawEnd {
 static_assert(sizeof(RawFileHeader) == 16 && sizeof(RawRecordHead) == 8);
 static_assert(sizeof(RawLaunch) == 56 && sizeof(RawCopy) == 56 && sizeof(RawUm) == 48);
 static_assert(sizeof(RawPages) == 24 && sizeof(RawHostTouch) == 24);
+static_assert(sizeof(RawApiAct) == 32 && sizeof(RawKernelShape) == 48);
 
 } // namespace faultline::raw
