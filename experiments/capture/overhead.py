@@ -5,10 +5,10 @@ One object per workload: {"workload", "plain_s", "capture_s", "cupti_capture_s",
 "ratio", "cupti_ratio", "plain_step_s", "capture_step_s", "machines"}; a mode that was not run
 is null; "plain_step_s" lists the plain run's own time for each measured step (the program
 reports them), "capture_step_s" the same steps as the capture timed them (the trace's
-program_step_ns, from NAME.stats.json: its program pass's, or in older traces its timing pass's), both from the last folder that has both (one
-machine: "step_machine"), null where none has; "machines" names, per mode,
-the machine of the folder its run came from (its manifest's machine text). When a workload was
-run more than once in a mode, the last run counts."""
+program_step_ns, from NAME.stats.json: its program pass's, or in older traces its timing
+pass's), both from the last folder that has both (one machine: "step_machine"), null where none
+has; "machines" names, per mode, the machine of the folder its run came from (its manifest's
+machine text). When a workload was run more than once in a mode, the last run counts."""
 import glob
 import json
 import os

@@ -2,9 +2,9 @@
 footprint (ondemand, configs/runs/no-oversubscription.json with twice the footprint: at exactly
 the footprint the simulator evicted 65-124 MB in each of T5-base's steps, its segments' churn
 needing a few chunks more than the footprint's count) against the program's own step time
-(the trace's program_step_ns, from the capture's program pass), step by step, steps 2..N of N (default: the captured steps, each
-against the same step of the program; --iterations N > that repeats the last, each repetition
-against the last step's time).
+(the trace's program_step_ns, from the capture's program pass), step by step, steps 2..N of N
+(default: the captured steps, each against the same step of the program; --iterations N > that
+repeats the last, each repetition against the last step's time).
 
     python3 experiments/capture/timeline_check.py [--iterations N] [--runs DIR]... [--out REPORT.md] TRACE...
 
