@@ -208,6 +208,12 @@ expect "capture convert missing inputs" 2 stderr "--timing is required" -- \
 expect "capture convert missing raw stream" 1 stderr "cannot open raw stream" -- \
   "$FAULTLINE" capture convert --timing "$WORK/none.raw" --access "$DATA/strided-access.raw" \
   --out "$WORK/c.fltrace"
+expect "capture convert missing program pass" 1 stderr "none-program.raw" -- \
+  "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" --access "$DATA/strided-access.raw" \
+  --program "$WORK/none-program.raw" --out "$WORK/c.fltrace"
+expect "capture convert timing pass as the program pass" 1 stderr "a timing pass, not of a program pass" -- \
+  "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" --access "$DATA/strided-access.raw" \
+  --program "$DATA/stream-timing.raw" --out "$WORK/c.fltrace"
 expect "capture convert mismatched passes" 1 stderr "allocations" -- \
   "$FAULTLINE" capture convert --timing "$DATA/strided-timing.raw" \
   --access "$DATA/stream-access.raw" --out "$WORK/c.fltrace"

@@ -181,4 +181,10 @@ TEST_CASE("capture: a program pass of another program is refused, naming both pa
   msg = raw_error(bad);
   check_where(msg, bad, f, c);
   CHECK_THAT(msg, Contains("call activity: kind 9; expected 1 to 7"));
+
+  // Another pass's stream in its place.
+  request.program_path = data("mlp-timing.raw");
+  msg = fltest::trace_error_of([&] { convert_capture(request); });
+  CHECK_THAT(msg,
+             Contains("mlp-timing.raw: the raw stream of a timing pass, not of a program pass"));
 }

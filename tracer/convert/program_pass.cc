@@ -45,6 +45,11 @@ std::vector<std::pair<uint64_t, uint64_t>> timing_syncs(const RawStream& raw, co
 } // namespace
 
 ProgramPass build_program_pass(const RawStream& raw) {
+  const std::string mode = raw.meta.value("mode", "");
+  if (mode != "program")
+    throw TraceError(raw.path + ": the raw stream of " +
+                     (mode.empty() ? std::string("no named pass") : "a " + mode + " pass") +
+                     ", not of a program pass (FAULTLINE_MODE=program)");
   ProgramPass p;
   std::vector<const raw::RawApiAct*> calls;
   for (const raw::RawApiAct& c : raw.calls) calls.push_back(&c);

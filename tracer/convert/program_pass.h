@@ -31,7 +31,8 @@ struct ProgramPass {
   uint64_t unattributed = 0;               // GPU records in the range whose call was not recorded
 };
 
-// Throws TraceError when the range holds a CUDA graph launch.
+// Throws TraceError when `raw` is not a program pass's stream or its range holds a CUDA graph
+// launch.
 ProgramPass build_program_pass(const RawStream& raw);
 
 // A monotone map from the timing pass's CPU clock to the program pass's: piecewise linear

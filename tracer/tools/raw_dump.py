@@ -23,6 +23,8 @@ T = {
     20: "pages",
     21: "host_touch",
     22: "step",
+    23: "call",
+    24: "kshape",
 }
 
 
@@ -56,6 +58,12 @@ def dec(t, p):
     if t == "um":
         s, e, a, v, c, src, dst, fl = struct.unpack("<QQQQIIII", p)
         return dict(s=s, e=e, a=hex(a), v=v, c=c, src=src, dst=dst, fl=fl)
+    if t == "call":
+        s, e, c, what, domain, thread = struct.unpack("<QQIIII", p)
+        return dict(s=s, e=e, c=c, what=what, domain=domain, thread=thread)
+    if t == "kshape":
+        s, e, c, g0, g1, g2, b0, b1, b2, _ = struct.unpack("<QQIIIIIIII", p)
+        return dict(s=s, e=e, c=c, grid=(g0, g1, g2), block=(b0, b1, b2))
     if t == "kact":
         s, e, c, st, dv, _ = struct.unpack("<QQIIII", p)
         return dict(s=s, e=e, corr=c, stream=st)
