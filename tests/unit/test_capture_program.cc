@@ -14,9 +14,29 @@ template <typename T> std::string record(raw::RawType type, const T& payload) {
          std::string(reinterpret_cast<const char*>(&payload), sizeof(T));
 }
 
+std::string stream_head(const std::string& meta) {
+  raw::RawFileHeader header{};
+  std::memcpy(header.magic, raw::kMagic, 8);
+  header.version = raw::kVersion;
+  raw::RawRecordHead mh{static_cast<uint16_t>(raw::RawType::kMeta), 0,
+                        static_cast<uint32_t>(meta.size())};
+  return std::string(reinterpret_cast<const char*>(&header), sizeof(header)) +
+         std::string(reinterpret_cast<const char*>(&mh), sizeof(mh)) + meta;
+}
+
+raw::RawApiAct call(uint64_t start, uint64_t end, uint32_t corr, raw::ApiWhat what,
+                    uint32_t thread = 7, raw::ApiDomain domain = raw::ApiDomain::kRuntime) {
+  return {start, end, corr, static_cast<uint32_t>(what), static_cast<uint32_t>(domain), thread};
+}
+
+raw::RawKernelShape kernel(uint64_t start, uint32_t corr) {
+  return {start, start + 100, corr, {1, 1, 1}, {32, 1, 1}, 0};
+}
+
 struct Made {
   std::string bytes;
-  std::vector<uint64_t> op_times; // each operation's call, on the program pass's clock
+  std::vector<uint64_t> op_times;   // each operation's call, on the program pass's clock
+  std::vector<uint64_t> gpu_starts; // and its start on the GPU
 };
 
 // A program pass of the timing pass `raw`: every CPU time t becomes base + (t - base) * scale;
@@ -27,14 +47,7 @@ Made program_stream(const RawStream& raw, const Pass& pass, double scale, size_t
     return base + static_cast<uint64_t>(static_cast<double>(t - base) * scale);
   };
   Made m;
-  raw::RawFileHeader header{};
-  std::memcpy(header.magic, raw::kMagic, 8);
-  header.version = raw::kVersion;
-  m.bytes.assign(reinterpret_cast<const char*>(&header), sizeof(header));
-  const std::string meta = R"({"mode":"program"})";
-  raw::RawRecordHead mh{static_cast<uint16_t>(raw::RawType::kMeta), 0,
-                        static_cast<uint32_t>(meta.size())};
-  m.bytes += std::string(reinterpret_cast<const char*>(&mh), sizeof(mh)) + meta;
+  m.bytes = stream_head(R"({"mode":"program","range":"all"})");
   uint32_t corr = 1000;
   for (size_t i = 0; i < pass.ops.size(); ++i) {
     const Operation& op = pass.ops[i];
@@ -47,6 +60,7 @@ Made program_stream(const RawStream& raw, const Pass& pass, double scale, size_t
     ++corr;
     m.bytes += record(raw::RawType::kApiAct, raw::RawApiAct{t, t + 2000, corr, what, 1, 7});
     const uint64_t gpu = std::max(t + 5000, at(op.gpu_start));
+    m.gpu_starts.push_back(gpu);
     if (op.kind == OpKind::kKernel) {
       if (i == skip) continue;
       raw::RawKernelShape k{gpu, gpu + (op.gpu_end - op.gpu_start), corr, {}, {}, 0};
@@ -98,12 +112,15 @@ TEST_CASE("capture: the program pass's clock becomes the trace's", "[capture]") 
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     INFO("operation #" << i);
     CHECK(c.kernels[i].start == static_cast<Time>(made.op_times[i] - begin));
+    // How long the GPU held it: the program pass's distance from the call to the GPU's start.
+    CHECK(c.kernels[i].queued == static_cast<Time>(made.gpu_starts[i] - made.op_times[i]));
   }
   // The same inputs without the program pass keep the timing pass's clock.
   const std::string plain = dir.file("plain.fltrace");
   convert("mlp", plain, true);
   CHECK(trace::TraceReader(plain).metadata()["capture"]["cpu_clock"] == "timing pass");
   const Contents p = read_trace(plain);
+  REQUIRE(p.kernels.size() == pass.ops.size());
   for (size_t i = 0; i < p.kernels.size(); ++i)
     CHECK(p.kernels[i].start == static_cast<Time>(pass.ops[i].cpu_time - pass.range_start));
 }
@@ -187,4 +204,60 @@ TEST_CASE("capture: a program pass of another program is refused, naming both pa
   msg = fltest::trace_error_of([&] { convert_capture(request); });
   CHECK_THAT(msg,
              Contains("mlp-timing.raw: the raw stream of a timing pass, not of a program pass"));
+}
+
+TEST_CASE("capture: the program pass's range is the timing pass's: every profiler interval",
+          "[capture]") {
+  fltest::TempDir dir;
+  using W = raw::ApiWhat;
+  // Two intervals, each start and stop recorded by the runtime and by the driver inside it, and a
+  // launch between them that lies outside the range.
+  std::string calls;
+  for (const raw::RawApiAct& c : {call(100, 120, 1, W::kRangeStart),
+                                  call(100, 110, 2, W::kRangeStart, 7, raw::ApiDomain::kDriver),
+                                  call(150, 160, 10, W::kLaunch), call(200, 210, 3, W::kRangeStop),
+                                  call(201, 205, 4, W::kRangeStop, 7, raw::ApiDomain::kDriver),
+                                  call(250, 260, 11, W::kLaunch), call(300, 310, 5, W::kRangeStart),
+                                  call(350, 360, 12, W::kLaunch), call(400, 410, 6, W::kRangeStop)})
+    calls += record(raw::RawType::kApiAct, c);
+  for (uint32_t corr : {10u, 11u, 12u})
+    calls += record(raw::RawType::kKernelShape, kernel(1000 + corr, corr));
+  const std::string end = record(raw::RawType::kEnd, raw::RawEnd{0, 0});
+
+  const ProgramPass ranged = build_program_pass(read_raw(write_raw(
+      dir, "ranged.raw", stream_head(R"({"mode":"program","range":"profiler"})") + calls + end)));
+  CHECK(ranged.has_range);
+  REQUIRE(ranged.ops.size() == 2);
+  CHECK(ranged.ops[0].cpu_time == 150);
+  CHECK(ranged.ops[1].cpu_time == 350);
+  CHECK(ranged.range_start == 100);
+  CHECK(ranged.range_end == 400);
+
+  // --range all: every operation, whatever profiler calls the program makes.
+  const ProgramPass all = build_program_pass(read_raw(
+      write_raw(dir, "all.raw", stream_head(R"({"mode":"program","range":"all"})") + calls + end)));
+  CHECK_FALSE(all.has_range);
+  CHECK(all.ops.size() == 3);
+}
+
+TEST_CASE("capture: a program pass's syncs are the outermost calls of each thread", "[capture]") {
+  fltest::TempDir dir;
+  using W = raw::ApiWhat;
+  const auto driver = raw::ApiDomain::kDriver;
+  std::string calls;
+  // Thread 1's runtime sync holds a driver sync inside it; thread 2 syncs meanwhile, and its own
+  // driver call starts at the same nanosecond as its runtime call.
+  for (const raw::RawApiAct& c :
+       {call(10, 100, 1, W::kSync, 1), call(20, 50, 2, W::kSync, 2),
+        call(20, 45, 3, W::kSync, 2, driver), call(30, 90, 4, W::kSync, 1, driver),
+        call(120, 130, 5, W::kSync, 1, driver)})
+    calls += record(raw::RawType::kApiAct, c);
+  const ProgramPass p = build_program_pass(
+      read_raw(write_raw(dir, "syncs.raw",
+                         stream_head(R"({"mode":"program","range":"all"})") + calls +
+                             record(raw::RawType::kEnd, raw::RawEnd{0, 0}))));
+  REQUIRE(p.syncs.size() == 3);
+  CHECK(p.syncs[0] == std::make_pair<uint64_t, uint64_t>(10, 100));
+  CHECK(p.syncs[1] == std::make_pair<uint64_t, uint64_t>(20, 50));
+  CHECK(p.syncs[2] == std::make_pair<uint64_t, uint64_t>(120, 130)); // a driver call of its own
 }

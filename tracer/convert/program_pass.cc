@@ -53,23 +53,46 @@ ProgramPass build_program_pass(const RawStream& raw) {
   ProgramPass p;
   std::vector<const raw::RawApiAct*> calls;
   for (const raw::RawApiAct& c : raw.calls) calls.push_back(&c);
-  std::stable_sort(calls.begin(), calls.end(),
-                   [](auto* a, auto* b) { return a->start < b->start; });
-  // The range: the first cudaProfilerStart to the next cudaProfilerStop (the runtime's call and
-  // the driver's inside it both come; the outer one's times are the program's).
-  bool started = false;
+  // An outer call before the calls nested in it (a runtime call and the driver's inside it may
+  // start at the same nanosecond).
+  std::stable_sort(calls.begin(), calls.end(), [](auto* a, auto* b) {
+    return a->start != b->start ? a->start < b->start : a->end > b->end;
+  });
+  // Only the outermost call of each thread counts: the runtime's sync or profiler call reaches
+  // the driver inside it, and both are recorded.
+  std::vector<const raw::RawApiAct*> outer;
+  std::unordered_map<uint32_t, uint64_t> open_until; // per thread
   for (const raw::RawApiAct* c : calls) {
-    if (!started && is(*c, ApiWhat::kRangeStart)) {
-      p.range_start = c->start;
-      started = p.has_range = true;
-    } else if (started && is(*c, ApiWhat::kRangeStop)) {
-      p.range_end = c->start;
-      break;
-    }
+    uint64_t& until = open_until[c->thread];
+    if (c->start < until && c->end <= until) continue;
+    outer.push_back(c);
+    until = c->end;
   }
-  if (!started && !calls.empty()) p.range_start = calls.front()->start;
+  // The range as the timing pass takes it (build_pass): with --range profiler, every
+  // cudaProfilerStart to the next cudaProfilerStop; else everything.
+  p.has_range = raw.meta.value("range", "all") == "profiler";
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  if (!p.has_range) {
+    ranges.emplace_back(0, UINT64_MAX);
+    if (!calls.empty()) p.range_start = calls.front()->start;
+  } else {
+    bool in = false;
+    for (const raw::RawApiAct* c : outer) {
+      if (is(*c, ApiWhat::kRangeStart) && !in) {
+        ranges.emplace_back(c->start, UINT64_MAX);
+        in = true;
+      } else if (is(*c, ApiWhat::kRangeStop) && in) {
+        ranges.back().second = c->start;
+        p.range_end = c->start;
+        in = false;
+      }
+    }
+    if (!ranges.empty()) p.range_start = ranges.front().first;
+  }
   const auto in_range = [&](uint64_t t) {
-    return t >= p.range_start && (p.range_end == 0 || t <= p.range_end);
+    for (const auto& [begin, end] : ranges)
+      if (t >= begin && t <= end) return true;
+    return false;
   };
   std::unordered_map<uint32_t, const raw::RawApiAct*> by_corr;
   for (const raw::RawApiAct* c : calls) {
@@ -105,17 +128,8 @@ ProgramPass build_program_pass(const RawStream& raw) {
     add(c.corr, c.is_memset ? OpKind::kMemset : OpKind::kMemcpy, c.start, c.end, nullptr, nullptr);
   std::stable_sort(p.ops.begin(), p.ops.end(),
                    [](const ProgramOp& a, const ProgramOp& b) { return a.cpu_time < b.cpu_time; });
-  // A sync reaches the driver inside the runtime's call: only the outermost call of a thread
-  // counts.
-  uint64_t open_until = 0;
-  uint32_t open_thread = 0;
-  for (const raw::RawApiAct* c : calls) {
-    if (!is(*c, ApiWhat::kSync) || !in_range(c->start)) continue;
-    if (c->thread == open_thread && c->end <= open_until) continue;
-    p.syncs.emplace_back(c->start, c->end);
-    open_until = c->end;
-    open_thread = c->thread;
-  }
+  for (const raw::RawApiAct* c : outer)
+    if (is(*c, ApiWhat::kSync) && in_range(c->start)) p.syncs.emplace_back(c->start, c->end);
   return p;
 }
 
@@ -143,38 +157,54 @@ CpuClock::CpuClock(const RawStream& timing, const Pass& tpass, const RawStream& 
   for (size_t i = 0; i < ppass.ops.size(); ++i) {
     anchors.emplace_back(tpass.ops[i].cpu_time, ppass.ops[i].cpu_time);
     // A blocking cudaMemcpy returns once its copy is done: its return is the CPU's next moment.
+    // Some (device to device, pageable host to device) return before the copy ends; the copy's
+    // end is then no moment of the CPU's.
     const ApiEvent& e = timing.api[tpass.ops[i].api_index];
-    if (e.type == RawType::kCopy && e.copy.pad == raw::kCopyBlocking)
-      anchors.emplace_back(std::max(tpass.ops[i].gpu_end, e.cpu_time), ppass.ops[i].cpu_return);
+    const uint64_t end = std::max(tpass.ops[i].gpu_end, e.cpu_time);
+    if (e.type == RawType::kCopy && e.copy.pad == raw::kCopyBlocking &&
+        (i + 1 == tpass.ops.size() || end < tpass.ops[i + 1].cpu_time))
+      anchors.emplace_back(end, ppass.ops[i].cpu_return);
   }
+  // Syncs pair up by their order only where each sits after as many operations in both passes.
   const auto tsyncs = timing_syncs(timing, tpass);
-  const bool syncs_align = tsyncs.size() == ppass.syncs.size();
+  std::vector<uint64_t> tcalls, pcalls;
+  for (const Operation& op : tpass.ops) tcalls.push_back(op.cpu_time);
+  for (const ProgramOp& op : ppass.ops) pcalls.push_back(op.cpu_time);
+  std::sort(tcalls.begin(), tcalls.end());
+  const auto before = [](const std::vector<uint64_t>& calls, uint64_t t) {
+    return std::lower_bound(calls.begin(), calls.end(), t) - calls.begin();
+  };
+  bool syncs_align = tsyncs.size() == ppass.syncs.size();
+  for (size_t i = 0; syncs_align && i < tsyncs.size(); ++i)
+    syncs_align = before(tcalls, tsyncs[i].first) == before(pcalls, ppass.syncs[i].first);
   if (syncs_align)
     for (size_t i = 0; i < tsyncs.size(); ++i) {
       anchors.emplace_back(tsyncs[i].first, ppass.syncs[i].first);
       if (tsyncs[i].second) anchors.emplace_back(tsyncs[i].second, ppass.syncs[i].second);
     }
-  // Without a range the timing pass starts at its first event and the program pass at its first
-  // recorded call, which differ: the first operation anchors both instead.
-  if (tpass.has_range && ppass.has_range)
+  // Without a range the timing pass starts at its first event (an allocation, say) and the program
+  // pass at its first recorded call, which are different moments: the range's start is then no
+  // anchor, and the earliest anchor places it.
+  if (tpass.has_range && ppass.has_range) {
     anchors.emplace_back(tpass.range_start, ppass.range_start);
-  if (tpass.has_range && ppass.range_end)
+    uint64_t last_stop = 0; // where the trace's records end (the converter's range end)
     for (const ApiEvent& e : timing.api)
-      if (e.type == RawType::kRange && !e.range.on && e.cpu_time > tpass.range_start) {
-        anchors.emplace_back(e.cpu_time, ppass.range_end);
-        break;
-      }
+      if (e.type == RawType::kRange && !e.range.on && e.cpu_time > tpass.range_start)
+        last_stop = e.cpu_time;
+    if (last_stop && ppass.range_end) anchors.emplace_back(last_stop, ppass.range_end);
+  }
   std::sort(anchors.begin(), anchors.end());
+  uint64_t clamped = 0; // anchors out of order: the passes did not line up there
   for (const auto& [from, to] : anchors) {
     if (!from_.empty() && from == from_.back()) continue;
+    clamped += !to_.empty() && to < to_.back();
     from_.push_back(from);
     to_.push_back(std::max(to, to_.empty() ? to : to_.back())); // never backwards
   }
-  summary_ = {{"operations", ppass.ops.size()},
-              {"syncs", ppass.syncs.size()},
-              {"timing_pass_syncs", tsyncs.size()},
-              {"syncs_anchored", syncs_align},
-              {"unattributed_gpu_operations", ppass.unattributed}};
+  summary_ = {
+      {"operations", ppass.ops.size()},     {"syncs", ppass.syncs.size()},
+      {"timing_pass_syncs", tsyncs.size()}, {"syncs_anchored", syncs_align},
+      {"anchors_out_of_order", clamped},    {"unattributed_gpu_operations", ppass.unattributed}};
 }
 
 uint64_t CpuClock::operator()(uint64_t t) const {
