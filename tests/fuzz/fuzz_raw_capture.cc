@@ -1,12 +1,16 @@
 // A raw capture stream (tracer/raw/raw_format.h) as `faultline capture convert` reads it: the
 // stream's framing, then the whole conversion with the stream as both the timing and the access
-// pass, into a trace in a scratch folder.
+// pass, into a trace in a scratch folder; and the stream as a program pass, its clock against
+// itself as the timing pass.
 #include "fuzz_support.h"
 #include "tracer/convert/assemble.h"
+#include "tracer/convert/program_pass.h"
 #include "tracer/convert/raw_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -43,5 +47,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   request.access_path = path;
   request.out_path = scratch.trace();
   fuzz::accept_errors([&] { faultline::capture::convert_capture(request); });
+  fuzz::accept_errors([&] {
+    using namespace faultline::capture;
+    const RawStream raw = read_raw(path);
+    const ProgramPass program = build_program_pass(raw);
+    const Pass timing = build_pass(raw);
+    const CpuClock clock(raw, timing, raw, program);
+    std::vector<uint64_t> times;
+    for (const Operation& op : timing.ops) times.push_back(op.cpu_time);
+    std::sort(times.begin(), times.end());
+    uint64_t last = 0;
+    for (uint64_t time : times) {
+      const uint64_t t = clock(time);
+      if (t < last) __builtin_trap(); // the map never runs backwards
+      last = t;
+    }
+  });
   return 0;
 }

@@ -9,7 +9,8 @@
                    allocator history) and a capture's allocator history
     raw_capture    the raw streams of tests/data/capture/, each page list cut to 16 entries and
                    each kind of bulk record (UM counters, host touches, memory activity) to its
-                   first 24, so that every seed stays a few KB and still converts
+                   first 24, so that every seed stays a few KB and still converts; and a
+                   program pass's stream (call and kernel records in a profiler range)
 
     python3 tests/fuzz/make_corpus.py FAULTLINE_BINARY
 
@@ -98,6 +99,29 @@ def raw_corpus():
             data = shrink_raw(f.read())
         with open(os.path.join(out, rel.replace(os.sep, "-")), "wb") as f:
             f.write(data)
+    with open(os.path.join(out, "program-ranged.raw"), "wb") as f:
+        f.write(program_stream())
+
+
+def program_stream():
+    """A program pass's raw stream: two profiler intervals, launches in and between them, a sync
+    with a driver call nested in it, and the kernels' records (tracer/raw/raw_format.h)."""
+    def record(kind, payload):
+        return struct.pack("<HHI", kind, 0, len(payload)) + payload
+
+    def call(start, end, corr, what, domain=1, thread=7):  # RawApiAct
+        return record(23, struct.pack("<QQIIII", start, end, corr, what, domain, thread))
+
+    meta = b'{"mode":"program","range":"profiler"}'
+    out = [b"FLRAW01\n" + struct.pack("<II", 1, 0), record(1, meta),
+           call(100, 120, 1, 5), call(100, 110, 2, 5, 2), call(150, 160, 10, 1),
+           call(170, 260, 3, 4), call(180, 250, 4, 4, 2), call(300, 310, 11, 1),
+           call(400, 410, 5, 6), call(500, 510, 6, 5), call(550, 560, 12, 1), call(600, 610, 7, 6)]
+    for corr in (10, 11, 12):  # RawKernelShape
+        out.append(record(24, struct.pack("<QQI3I3II", 1000 + corr, 1100 + corr, corr, 4, 1, 1,
+                                          128, 1, 1, 0)))
+    out.append(record(17, struct.pack("<QQ", 0, 0)))
+    return b"".join(out)
 
 
 def main():

@@ -151,6 +151,8 @@ TEST_CASE("capture: a CPU clock map is monotone, exact at its anchors, a shift b
   const uint64_t end = pass.ops.back().cpu_time + 10'000'000'000ull; // past every anchor
   CHECK(clock(end + 12345) - clock(end) == 12345);
   CHECK(CpuClock()(777) == 777);
+  // Far past the last anchor the shift saturates rather than wrap around.
+  CHECK(clock(UINT64_MAX - 1) >= clock(end));
 }
 
 TEST_CASE("capture: a program pass of another program is refused, naming both passes",

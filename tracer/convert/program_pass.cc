@@ -212,7 +212,10 @@ uint64_t CpuClock::operator()(uint64_t t) const {
   auto hi = std::upper_bound(from_.begin(), from_.end(), t);
   if (hi == from_.begin()) return to_.front() - std::min(to_.front(), from_.front() - t);
   const size_t i = static_cast<size_t>(hi - from_.begin()) - 1;
-  if (hi == from_.end()) return to_[i] + (t - from_[i]);
+  if (hi == from_.end()) { // a shift, saturating so that the map stays monotone
+    const uint64_t past = t - from_[i];
+    return to_[i] > UINT64_MAX - past ? UINT64_MAX : to_[i] + past;
+  }
   const auto span = static_cast<__int128>(to_[i + 1] - to_[i]);
   return to_[i] + static_cast<uint64_t>(span * (t - from_[i]) / (from_[i + 1] - from_[i]));
 }
