@@ -1,8 +1,9 @@
 """The check a trace's timeline must pass: `faultline sim` at a capacity that holds the whole
 footprint (ondemand, configs/runs/no-oversubscription.json with twice the footprint: at exactly
 the footprint the simulator evicted 65-124 MB in each of T5-base's steps and needed 8 chunks more
-to evict nothing, though in the trace's order its kernels' chunks peak at the footprint) against the program's own step time
-(the trace's program_step_ns, from the capture's program pass), step by step, steps 2..N of N
+to evict nothing, though in the trace's order its kernels' chunks peak at the footprint) against
+the program's own step time (the trace's program_step_ns, from the capture's program pass), step
+by step, steps 2..N of N
 (default: the captured steps, each against the same step of the program; --iterations N > that
 repeats the last, each repetition against the last step's time).
 
