@@ -7,6 +7,7 @@
 #include "sim/live/plan.h"
 #include "sim/live/replay_setup.h"
 #include "sim/run/results.h"
+#include "sim/trace/chunks.h"
 #include "sim/trace/inspect.h"
 #include "sim/trace/step_repeater.h"
 
@@ -138,12 +139,9 @@ private:
     measured_.steps.push_back(step_json(totals.row_since(*step_start_, step_)));
   }
 
-  static int64_t chunks_of(Bytes size) {
-    return static_cast<int64_t>((size + kBlockSize - 1) / kBlockSize);
-  }
-
   void alloc(const trace::AllocRecord& a) {
-    if (a.kind == trace::MemoryKind::kDevice) books_.residency().reserve(chunks_of(a.size));
+    if (a.kind == trace::MemoryKind::kDevice)
+      books_.residency().reserve(static_cast<int64_t>(device_chunks_.add(a.address, a.size, +1)));
     if (a.kind == trace::MemoryKind::kManaged) {
       clock_.pause(); // the simulator counts allocation as free
       void* p = device_.alloc_managed(a.size);
@@ -159,7 +157,8 @@ private:
   void free(uint64_t id) {
     if (!host_.live().count(id)) return;
     const trace::AllocRecord a = host_.free(id, now()); // the policy acts on it while it lives
-    if (a.kind == trace::MemoryKind::kDevice) books_.residency().reserve(-chunks_of(a.size));
+    if (a.kind == trace::MemoryKind::kDevice)
+      books_.residency().reserve(-static_cast<int64_t>(device_chunks_.add(a.address, a.size, -1)));
     if (a.kind != trace::MemoryKind::kManaged) return;
     void* live = books_.remove(a.address);
     if (!live) return;
@@ -372,6 +371,7 @@ private:
   LiveDevice& device_;
   Plan plan_;
   Books books_;
+  trace::SharedChunks device_chunks_; // as the simulator counts device memory
   host::PolicyHost host_;
   Clock clock_;
   Time last_end_ = 0;

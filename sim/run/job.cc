@@ -11,10 +11,6 @@ namespace {
 
 enum HostEvent : uint32_t { kStep, kNextPart, kGpuNext };
 
-uint64_t chunks_for(Bytes size) {
-  return (size + kBlockSize - 1) / kBlockSize;
-}
-
 // Whether the job's prefetches wait in the driver's queue behind faults: as the config says, or
 // as the policy's system runs them. The budget mode (the live replay's) never queues them.
 bool queues_prefetches(const config::RunConfig& c, const host::PolicyHost& host) {
@@ -271,7 +267,7 @@ void Job::on_alloc(const trace::AllocRecord& r, Time now) {
     }
     memory_.add_managed(r.address + offset_, r.size, setup_.gpu);
   } else if (r.kind == trace::MemoryKind::kDevice) {
-    memory_.reserve_device(setup_.gpu, chunks_for(r.size));
+    memory_.reserve_device(setup_.gpu, device_chunks_.add(r.address, r.size, +1));
     device_ranges_[r.address] = r.size;
   }
   host_.alloc(r, now);
@@ -285,7 +281,7 @@ void Job::on_free(const trace::FreeRecord& r, Time now) {
     });
     memory_.remove_managed(a.address + offset_, a.size);
   } else if (a.kind == trace::MemoryKind::kDevice) {
-    memory_.release_device(setup_.gpu, chunks_for(a.size));
+    memory_.release_device(setup_.gpu, device_chunks_.add(a.address, a.size, -1));
     device_ranges_.erase(a.address);
   }
   host_.free(r.id, now); // after the memory is gone: the policy's actions on it do nothing

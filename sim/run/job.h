@@ -7,6 +7,7 @@
 #include "sim/host/policy_host.h"
 #include "sim/run/capacity.h"
 #include "sim/topology/topology.h"
+#include "sim/trace/chunks.h"
 #include "sim/trace/step_repeater.h"
 
 #include <deque>
@@ -157,11 +158,11 @@ private:
   Time delay_ = 0; // serial traces: simulated minus recorded time, carried from kernel to kernel
   // Issue-time traces: the CPU ran ahead (false: serial playing).
   bool run_ahead_ = false;
-  bool serial_kernels_ = false; // the CPU waits for each kernel (capacity mode "budget")
-  Time cpu_free_ = 0;           // simulated time the CPU finished its last record
-  Time cpu_mark_ = 0;           // recorded time it finished it (a sync's end after its wait)
-  bool cpu_waiting_ = false;    // the CPU waits for the GPU's queue to drain
-  bool reader_done_ = false;    // the pass's records are all played
+  bool serial_kernels_ = false;     // the CPU waits for each kernel (capacity mode "budget")
+  Time cpu_free_ = 0;               // simulated time the CPU finished its last record
+  Time cpu_mark_ = 0;               // recorded time it finished it (a sync's end after its wait)
+  bool cpu_waiting_ = false;        // the CPU waits for the GPU's queue to drain
+  bool reader_done_ = false;        // the pass's records are all played
   bool waiting_for_kernel_ = false; // the CPU waits for its last kernel (serial_kernels_)
   // What the CPU issued and the GPU has not started: kernels, and frees of allocator blocks,
   // which happen in stream order (the program's allocator reuses a block once its stream is
@@ -186,6 +187,9 @@ private:
   Time end_time_ = 0;
   uint64_t kernel_index_ = 0;
   std::map<Addr, Bytes> device_ranges_;
+  // The chunks device allocations hold, shared as the footprint counts them (small ones share
+  // one; a chunk per allocation made T5-base's seven take 38 chunks for 33).
+  trace::SharedChunks device_chunks_;
 };
 
 } // namespace faultline

@@ -1,5 +1,6 @@
 #include "sim/trace/inspect.h"
 
+#include "sim/trace/chunks.h"
 #include "sim/trace/reader.h"
 
 #include <filesystem>
@@ -9,27 +10,6 @@
 
 namespace faultline::trace {
 namespace {
-
-// Live 2 MB chunks spanned by allocations (several small ones may share a chunk).
-class ChunkCounter {
-public:
-  void add(Addr a, Bytes size, int delta) {
-    for (uint64_t b = a / kBlockSize; b * kBlockSize < a + size; ++b) {
-      int& n = refs_[b];
-      if (n == 0 && delta > 0) ++live_;
-      n += delta;
-      if (n == 0) {
-        refs_.erase(b);
-        --live_;
-      }
-    }
-  }
-  uint64_t live() const { return live_; }
-
-private:
-  std::unordered_map<uint64_t, int> refs_;
-  uint64_t live_ = 0;
-};
 
 class StatsPass {
 public:
@@ -94,7 +74,7 @@ private:
   std::unordered_set<std::string> names_;
   std::unordered_map<uint64_t, uint64_t> last_kernel_; // big page -> last kernel touching it
   std::unordered_set<uint64_t> blocks_;
-  ChunkCounter chunks_;
+  SharedChunks chunks_;
   Bytes managed_ = 0, device_ = 0;
   uint64_t reused_ = 0;
 };

@@ -457,3 +457,34 @@ TEST_CASE("synth pages: a page outside the block is refused with its key", "[sim
   CHECK_THROWS_WITH(synth::params_from_json({{"pattern", "pages"}, {"held_step", 33}}, "opts"),
                     Catch::Matchers::Contains("$.held_step"));
 }
+
+TEST_CASE("small device allocations share the chunks they span, as the footprint counts them",
+          "[sim]") {
+  Scratch s;
+  const std::string path = s.file("t.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
+    // Three device allocations of a few KB in one 2 MB chunk (the driver packs them), one of a
+    // chunk and a half across two more.
+    const Addr device = kBase + 64 * kBlockSize;
+    w.write(trace::AllocRecord{2, trace::MemoryKind::kDevice, device, 4096, 0, 0});
+    w.write(trace::AllocRecord{3, trace::MemoryKind::kDevice, device + 4096, 25344, 0, 0});
+    w.write(trace::AllocRecord{4, trace::MemoryKind::kDevice, device + 32768, 4, 0, 0});
+    w.write(trace::AllocRecord{5, trace::MemoryKind::kDevice, device + kBlockSize,
+                               kBlockSize + kBlockSize / 2, 0, 0});
+    w.write(kernel(0, 1000, {{0, 0}, {32, 0}}));
+    w.write(trace::FreeRecord{3, 2000});
+    w.write(kernel(3000, 1000, {{0, 0}, {32, 0}}));
+    w.close();
+  }
+  // The footprint: 2 managed chunks and 3 device ones. Five chunks hold it without an eviction;
+  // a chunk per device allocation would have needed six.
+  CHECK(trace::compute_stats(path).footprint_chunks == 5);
+  const Outcome fits = simulate(Scratch::run_config(), path, 5);
+  CHECK(fits.stats.evictions == 0);
+  CHECK(fits.stats.faults == 2);
+  // With four, the managed blocks take turns.
+  const Outcome short_one = simulate(Scratch::run_config(), path, 4);
+  CHECK(short_one.stats.evictions > 0);
+}
