@@ -29,7 +29,7 @@ public:
           const std::optional<TorchHistory>& history, const CpuClock& clock,
           const ProgramPass* program)
       : w_(writer), raw_(raw), pass_(pass), accesses_(accesses), history_(history), clock_(clock),
-        program_(program), step_starts_(step_starts(raw, pass)) {
+        program_(program), start_(clock(pass.range_start)), step_starts_(step_starts(raw, pass)) {
     // An event is due once it or any later event can have happened: PyTorch's microsecond
     // stamps blur the order inside a microsecond (a block freed and its address reallocated
     // just before a launch must both precede it), and the history's own order is exact.
@@ -139,8 +139,8 @@ private:
   // A CPU time of the timing pass as trace time: on the program pass's clock where there is one.
   Time at(uint64_t cpu_time) {
     if (range_end_) cpu_time = std::min(cpu_time, range_end_);
-    const uint64_t now = clock_(cpu_time), start = clock_(pass_.range_start);
-    Time t = now > start ? static_cast<Time>(now - start) : 0;
+    const uint64_t now = clock_(cpu_time);
+    Time t = now > start_ ? static_cast<Time>(now - start_) : 0;
     last_ = std::max(last_, t);
     return last_;
   }
@@ -369,6 +369,7 @@ private:
   const std::optional<TorchHistory>& history_;
   const CpuClock& clock_;
   const ProgramPass* program_; // aligned with pass_.ops; null without a program pass
+  uint64_t start_;             // the range's start on the records' clock
   std::vector<const raw::RawUm*> cpu_faults_;
   std::map<uint64_t, Segment> segments_;
   std::map<uint64_t, Block> blocks_;
