@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 
 def main():
@@ -59,7 +59,7 @@ def main():
         manifest["gpu_profile"] = args.gpu_profile
     if args.shipped_profile:
         manifest["shipped_profile"] = args.shipped_profile
-    common.write_json(path, manifest)
+    write_json(path, manifest)
     for p in absorbed + ([machine_path] if machine and not args.machine else []):
         os.unlink(p)
     print(f"{path}: {len(refusals)} refusals")

@@ -10,9 +10,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+from lab.tables import pyplot, save_figure  # noqa: E402
 
-plt = common.pyplot()
+plt = pyplot()
 
 
 def load(path):
@@ -79,7 +79,7 @@ def main():
     fig.suptitle(f"{cfg['gpu']['name']}, capacity {capacity:.2f} GiB, policy "
                  f"{cfg['policy']['name']} — {doc['trace']['path']}", fontsize=9)
     fig.tight_layout()
-    common.save_figure(fig, args.out)
+    save_figure(fig, args.out)
     print(f"wrote {args.out}")
 
 

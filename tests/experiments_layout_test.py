@@ -1,6 +1,6 @@
 """experiments/'s layout: every campaign (STUDY/data/CAMPAIGN/) has a manifest.json with its
 revision, machine, command and refusals; no bare .err file is left beside the results; and every
-live result a campaign holds reads through common.load_runs (trace, policy and budget from the
+live result a campaign holds reads through load_runs (trace, policy and budget from the
 result itself)."""
 import glob
 import json
@@ -9,7 +9,7 @@ import sys
 
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(root, "experiments"))
-import common  # noqa: E402
+from lab.campaigns import load_runs  # noqa: E402
 
 
 def main():
@@ -32,7 +32,7 @@ def main():
         problems += [f"{p}: a bare .err file (make_manifest.py turns it into a refusal)"
                      for p in glob.glob(os.path.join(folder, "*.err"))]
     for folder in glob.glob(os.path.join(root, "experiments", "live", "data", "*", "")):
-        for run in common.load_runs(folder):
+        for run in load_runs(folder):
             if not run["policy"] or run["budget"] is None:
                 problems.append(f"{run['path']}: no policy or budget in the result")
     assert not problems, "\n".join(problems)

@@ -12,8 +12,7 @@ root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, os.path.join(root, "experiments", "live"))
 sys.path.insert(0, os.path.join(root, "experiments"))
 import median_profile  # noqa: E402
-
-import common  # noqa: E402
+from lab.sim import simulate  # noqa: E402
 
 LINK = "host_link.forward.bandwidth_gbps"
 
@@ -74,7 +73,7 @@ def test_committed(faultline):
     h100 = median_profile.instance_costs(median_profile.calibrated_campaigns("h100"))
     assert (median_profile.median_profile("h100", h100, "h100-median")[0]
             == read("configs", "gpus", "h100-median.json"))
-    result = common.simulate(os.path.join(root, "traces", "real", "stream.fltrace"),
+    result = simulate(os.path.join(root, "traces", "real", "stream.fltrace"),
                              {"gpu": "h200-median", "capacity": {"fraction_of_footprint": 0.5},
                               "policy": {"name": "ondemand", "params": {}}}, faultline)
     assert result["results"]["total_time_ns"] > 0

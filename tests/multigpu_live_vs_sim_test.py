@@ -9,8 +9,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "experiments"))
 sys.path.insert(0, os.path.join(HERE, "..", "experiments", "multigpu"))
 import live_vs_sim  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import median_of_repeats  # noqa: E402
 
 
 def run(variant_params, seconds, repeat):
@@ -31,7 +30,7 @@ runs = [run(VARIANTS["peer"], s, i + 1) for i, s in enumerate([14.0, 12.0, 13.0]
 runs += [run(VARIANTS["harvest"], s, i + 1) for i, s in enumerate([12.5, 16.0])]
 for r in runs:
     r["variant"] = live_vs_sim.variant(r)
-medians = {r["variant"]: r for r in common.median_of_repeats(runs, key=("trace", "variant",
+medians = {r["variant"]: r for r in median_of_repeats(runs, key=("trace", "variant",
                                                                         "budget"))}
 assert medians["peer"]["results"]["total_time_ns"] == 13e9, medians["peer"]
 assert medians["peer"]["repeats_s"] == [12.0, 13.0, 14.0]

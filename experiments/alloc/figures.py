@@ -14,9 +14,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+from lab.tables import pyplot, save_figure  # noqa: E402
 
-plt = common.pyplot()
+plt = pyplot()
 
 GiB = 2**30
 MODELS = ["caching", "expandable", "gmlake"]
@@ -82,7 +82,7 @@ def plot_fragmentation(rows, path):
     ax.set_title("1 - peak allocated / peak reserved, per allocation trace")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def plot_saved(rows, path):
@@ -98,7 +98,7 @@ def plot_saved(rows, path):
     ax.axhline(0, color="k", lw=0.5)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def plot_timeline(rows, name, path):
@@ -116,7 +116,7 @@ def plot_timeline(rows, name, path):
     ax.set_title(row["name"])
     ax.legend(fontsize=8)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 LIVE_MODEL = {"default": "caching", "expandable": "expandable", "faultline-gmlake": "gmlake",
@@ -169,7 +169,7 @@ def plot_live(rows, path):
     ax.set_ylabel("simulated peak reserved (GiB)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def maxbatch_table(out, data):

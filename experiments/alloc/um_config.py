@@ -8,15 +8,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.sim import trace_stats  # noqa: E402
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     trace, fraction = sys.argv[1], float(sys.argv[2])
-    stats = common.trace_stats(trace)
-    with open(os.path.join(common.REPO, "configs", "runs", "default.json")) as f:
+    stats = trace_stats(trace)
+    with open(os.path.join(REPO, "configs", "runs", "default.json")) as f:
         config = json.load(f)
     chunk = 2 << 20
     capacity = int(stats["footprint_bytes"] * fraction) // chunk * chunk

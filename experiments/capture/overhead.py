@@ -15,11 +15,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+from lab.campaigns import load_manifest  # noqa: E402
 
 rows = {}
 for folder in sys.argv[1:]:
-    machines = common.load_manifest(folder).get("machine") or [{}]
+    machines = load_manifest(folder).get("machine") or [{}]
     machine = "\n".join(machines[0].get("text", [])) or None
     plain_steps = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.runs.jsonl"))):

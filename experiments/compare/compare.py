@@ -18,9 +18,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+from lab.sim import bound  # noqa: E402
+from lab.tables import pyplot, save_figure  # noqa: E402
 
-plt = common.pyplot()
+plt = pyplot()
 
 ABLATION = {("deepum", '{"discard_freed":false,"pre_evict":false}'): "deepum: prefetch",
             ("deepum", '{"discard_freed":false}'): "deepum: +pre-evict",
@@ -60,7 +61,7 @@ def bounds(rows, base, faultline):
     def one(key):
         trace, capacity, iterations = key
         steps = {} if iterations is None else {"iterations": iterations}
-        return common.bound(f"traces/real/{trace}.fltrace", base, faultline,
+        return bound(f"traces/real/{trace}.fltrace", base, faultline,
                             capacity={"fraction_of_footprint": capacity}, **steps)
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         return dict(zip(keys, pool.map(one, keys)))
@@ -140,7 +141,7 @@ def per_trace_figure(rows, key, ylabel, path, log=False):
     axes[0].set_ylabel(ylabel)
     axes[-1].legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -160,7 +161,7 @@ def traffic_figure(rows, path, capacity=0.5):
         ax.set_title(f"{title} at {capacity:.0%} capacity")
     right.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 

@@ -30,8 +30,9 @@ import cost_swap  # noqa: E402  (beside this file)
 import fidelity  # noqa: E402
 import results  # noqa: E402
 import speeds  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import read_json  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 
 def scalar(value):
@@ -51,8 +52,8 @@ def refit_alone(faultline, calibration, gpu, out_dir):
     name = os.path.basename(calibration)[:-len(".json")]
     path = fidelity.refit(faultline, ["--refit", calibration, "--from", gpu], name, out_dir,
                           "calibration_noise")
-    profile = common.read_json(path, "calibration_noise")
-    return cost_swap.costs(profile, common.read_json(
+    profile = read_json(path, "calibration_noise")
+    return cost_swap.costs(profile, read_json(
         os.path.join(out_dir, "links", profile["host_link"] + ".json"), "calibration_noise"))
 
 
@@ -71,7 +72,7 @@ def repeated(gpu):
 
 def kept_costs(calibration):
     """The costs a per-machine calibration keeps from the shipped profile."""
-    doc = common.read_json(calibration, "calibration_noise")
+    doc = read_json(calibration, "calibration_noise")
     kept = doc.get("measurements", {}).get("fault_path_from", {})
     return {k for k in kept if k != "profile"} | ({"host_link.forward.overhead_ns",
                                                    "host_link.reverse.overhead_ns"}
@@ -150,7 +151,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--calibrations", nargs="+", metavar="CAL.json",
                     help="instead: print the spread of these calibrations of one instance (the "
                          "first --gpu's shipped fault path)")
@@ -162,14 +163,14 @@ def main():
         print(spread_table(args.calibrations, (args.gpu or ["h200"])[0], args.faultline), end="")
         return
     out_dir = (os.path.join(results.LIVE, "reports", "calibration-noise") if args.write else
-               os.path.join(common.REPO, "out", "live", "calibration-noise"))
+               os.path.join(REPO, "out", "live", "calibration-noise"))
     os.makedirs(out_dir, exist_ok=True)
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
         doc = noise(gpu, args.faultline)
         if not doc["campaigns"]:
             print(f"{gpu}: no campaign calibrated its instance twice")
             continue
-        common.write_json(os.path.join(out_dir, gpu + ".json"), doc)
+        write_json(os.path.join(out_dir, gpu + ".json"), doc)
         with open(os.path.join(out_dir, gpu + ".md"), "w") as f:
             f.write(markdown(doc))
         print(f"{gpu}: {len(doc['costs'])} costs, {len(doc['campaigns'])} campaigns")

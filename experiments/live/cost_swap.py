@@ -23,10 +23,13 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fidelity  # noqa: E402  (beside this file)
+import lab.sim  # noqa: E402
 import misses  # noqa: E402
 import results  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import load_manifest, read_json  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.sim import trace_at  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 NOT_COSTS = {"memory_bytes"}  # the GPU's size, not a calibrated cost
 LINK = "host_link."
@@ -35,7 +38,7 @@ LINK = "host_link."
 def sim_config(campaign):
     """The run config (less trace, policy and budget) the campaign's report simulated with."""
     path = os.path.join(results.LIVE, "reports", campaign, "summary.json")
-    summary = common.read_json(path, "cost_swap")
+    summary = read_json(path, "cost_swap")
     if not isinstance(summary.get("sim_config"), dict):
         raise SystemExit(f"cost_swap: {path}: expected fidelity.py's summary with a sim_config")
     return summary["sim_config"]
@@ -51,11 +54,11 @@ def report_profile(campaign):
     """(GPU profile, host link) documents the campaign's report simulated with."""
     config = sim_config(campaign)
     if "host_link" not in config:  # a shipped profile, by its name
-        shipped = os.path.join(common.REPO, "configs")
-        gpu = common.read_json(os.path.join(shipped, "gpus", config["gpu"] + ".json"), "cost_swap")
-        return gpu, common.read_json(os.path.join(shipped, "links", gpu["host_link"] + ".json"),
+        shipped = os.path.join(REPO, "configs")
+        gpu = read_json(os.path.join(shipped, "gpus", config["gpu"] + ".json"), "cost_swap")
+        return gpu, read_json(os.path.join(shipped, "links", gpu["host_link"] + ".json"),
                                      "cost_swap")
-    return tuple(common.read_json(os.path.join(common.REPO, config[key]), "cost_swap")
+    return tuple(read_json(os.path.join(REPO, config[key]), "cost_swap")
                  for key in ("gpu", "host_link"))
 
 
@@ -109,8 +112,8 @@ def trace_of(campaign, trace, policy, budget):
     runs, _ = fidelity.read_live(data)
     for r in runs:
         if (r["trace"], r["policy"], r["budget"]) == (trace, policy, budget):
-            return common.trace_at(r["trace_path"],
-                                   common.load_manifest(data).get("traces_revision"))
+            return trace_at(r["trace_path"],
+                                   load_manifest(data).get("traces_revision"))
     raise SystemExit(f"cost_swap: {data}: no live run of {trace} {policy} {budget}")
 
 
@@ -135,7 +138,7 @@ def swap_run(miss, siblings, faultline, jobs, tmp):
         machine = with_costs(gpu, link, changes, os.path.join(tmp, miss["campaign"], str(i)))
         config = {**fidelity.sim_config(machine["gpu"], miss["policy"], miss["budget"]),
                   "host_link": machine["host_link"]}
-        doc = common.simulate(trace, config, faultline)
+        doc = lab.sim.simulate(trace, config, faultline)
         return doc["results"]["total_time_ns"] / 1e9, doc["faultline"]["git_revision"]
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
@@ -164,7 +167,7 @@ def calibration_misses(gpu):
     c = results.CAMPAIGNS[gpu]
     siblings = {label: c.get(key, []) for label, _, key in results.SETS}
     out = []
-    for m in results.gpu_misses(gpu, c, misses.load_causes(repo=common.REPO)):
+    for m in results.gpu_misses(gpu, c, misses.load_causes(repo=REPO)):
         if m["lies_in"] == "calibration":
             rows = results.report(m["campaign"])[1]
             row = next(r for r in rows if (r["trace"], r["policy"], float(r["budget"])) ==
@@ -200,19 +203,19 @@ def main():
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--write", action="store_true",
                     help="into experiments/live/reports/cost-swap/ (else out/live/cost-swap/)")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"cost_swap: {args.faultline}: no faultline binary (build it first)")
     out_dir = (os.path.join(results.LIVE, "reports", "cost-swap") if args.write else
-               os.path.join(common.REPO, "out", "live", "cost-swap"))
+               os.path.join(REPO, "out", "live", "cost-swap"))
     os.makedirs(out_dir, exist_ok=True)
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
         with tempfile.TemporaryDirectory() as tmp:
             runs = [swap_run(m, s, args.faultline, args.jobs, tmp)
                     for m, s in calibration_misses(gpu)]
-        common.write_json(os.path.join(out_dir, f"{gpu}.json"),
+        write_json(os.path.join(out_dir, f"{gpu}.json"),
                           {"gpu": gpu, "runs": runs})
         with open(os.path.join(out_dir, f"{gpu}.md"), "w") as f:
             f.write(markdown(gpu, runs))

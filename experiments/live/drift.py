@@ -23,8 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fidelity  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import load_runs, repo_relative  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 
 def moments(data_dir):
@@ -58,7 +58,7 @@ def profiles(data_dir, out_dir, faultline):
 def live_times(data_dir):
     """{(trace, policy, budget): {pass: seconds}} and each run's trace path."""
     live, traces = {}, {}
-    for run in common.load_runs(data_dir):
+    for run in load_runs(data_dir):
         key = (run["trace"], run["policy"], run["budget"])
         live.setdefault(key, {})[run["repeat"]] = run["results"]["total_time_ns"] / 1e9
         traces[key] = run["trace_path"]
@@ -140,9 +140,9 @@ def main():
         if "error" in sim:
             raise SystemExit(f"drift: simulating {key} with {label}: {sim['error']}")
         sims.setdefault(label, {})[key] = sim["results"]["total_time_ns"] / 1e9
-    result = {"campaign": common.repo_relative(os.path.abspath(args.data_dir)),
+    result = {"campaign": repo_relative(os.path.abspath(args.data_dir)),
               "profiles_fitted_by": args.faultline, **analyse(live, sims)}
-    common.write_json(os.path.join(args.out_dir, "drift.json"), result)
+    write_json(os.path.join(args.out_dir, "drift.json"), result)
     with open(os.path.join(args.out_dir, "drift.md"), "w") as f:
         f.write(markdown(result))
     print(markdown(result))

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import common  # noqa: E402
+import lab.sim  # noqa: E402
 
 BLOCKS = 1024
 FILL = re.compile(r"blocks\s+(\d+)\s+origin (\w+)\s+touch (\d+)\+(\d+)(?:x(\d+))?\s+held (\d+)\+(\d+)"
@@ -63,7 +63,7 @@ def simulate(key, gpu, faultline, tmp):
     config = {"description": "fault_cases: one probe case", "gpu": os.path.abspath(gpu),
               "capacity": {"fraction_of_footprint": 1.0}, "policy": {"name": "ondemand"},
               "per_kernel": True}
-    doc = common.simulate(trace, config, faultline)
+    doc = lab.sim.simulate(trace, config, faultline)
     k = doc["kernels"][-1]
     return (k["end_ns"] - k["start_ns"]) / 1e3 / BLOCKS, doc["faultline"]["git_revision"]
 

@@ -15,9 +15,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import lab.sim  # noqa: E402
 from fidelity import profile_keys  # noqa: E402 (this folder's)
-
-import common  # noqa: E402
 
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 
@@ -34,7 +33,7 @@ def simulate(faultline, trace, policy, budget, gpu):
                for k, v in profile_keys(gpu).items()}
     config = {**machine, "policy": {"name": policy, "params": {}},
               "capacity": {"fraction_of_footprint": budget, "mode": "budget"}, "per_kernel": True}
-    return common.simulate(trace, config, faultline)
+    return lab.sim.simulate(trace, config, faultline)
 
 
 def main():

@@ -29,7 +29,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+import lab.sim  # noqa: E402
+from lab.campaigns import load_manifest, load_runs, median_of_repeats, refusals, repo_relative, trace_name  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.sim import SimulationError, trace_at, trace_stats  # noqa: E402
+from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines  # noqa: E402
 
 POLICIES = ["ondemand", "deepum", "pump", "oracle"]
 
@@ -79,7 +83,7 @@ def filled_profile(gpu, shipped, out_dir):
     missing = [k for k in LATER_KEYS if k not in doc]
     if not missing or not shipped:
         return gpu, []
-    with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
+    with open(os.path.join(REPO, "configs", "gpus", shipped + ".json")) as f:
         model = json.load(f)
     missing = [k for k in missing if k in model]
     if not missing:
@@ -121,9 +125,9 @@ def shipped_fault_path_differs(calibration, shipped):
         kept = json.load(f)["measurements"].get("fault_path_from")
     if not kept:
         return False
-    with open(os.path.join(common.REPO, "configs", "gpus", shipped + ".json")) as f:
+    with open(os.path.join(REPO, "configs", "gpus", shipped + ".json")) as f:
         now = json.load(f)
-    with open(os.path.join(common.REPO, "configs", "links", now["host_link"] + ".json")) as f:
+    with open(os.path.join(REPO, "configs", "links", now["host_link"] + ".json")) as f:
         now["copy_overhead_ns"] = json.load(f)["forward"]["overhead_ns"]  # the link's, kept too
     return not all(now.get(k) == v for k, v in kept.items() if k != "profile")
 
@@ -158,8 +162,8 @@ def sim_config(gpu, policy, fraction):
 
 def simulate(faultline, gpu, trace, policy, fraction):
     try:
-        return common.simulate(trace, sim_config(gpu, policy, fraction), faultline)
-    except common.SimulationError as e:
+        return lab.sim.simulate(trace, sim_config(gpu, policy, fraction), faultline)
+    except SimulationError as e:
         return {"error": str(e)}
 
 
@@ -167,18 +171,18 @@ def read_live(live_dir):
     """Live runs, one per (trace, policy, budget): the repeats' median run, with all their times;
     and the runs the GPU machine refused (the campaign manifest's refusals)."""
     runs = []
-    manifest = common.load_manifest(live_dir)
-    for run in common.load_runs(live_dir):
+    manifest = load_manifest(live_dir)
+    for run in load_runs(live_dir):
         if run["budget"] is None:
             print(f"{run['path']}: skipped, its budget is in bytes, not a fraction of the footprint")
             continue
         run["live"] = run["results"]
         run["drained"] = drained(run["doc"], manifest.get("counters_drained"))
         runs.append(run)
-    runs = common.median_of_repeats(runs)
-    refused = [{"trace": common.trace_name(r["trace"]), "policy": r["policy"],
+    runs = median_of_repeats(runs)
+    refused = [{"trace": trace_name(r["trace"]), "policy": r["policy"],
                 "budget": r["budget"], "reason": r["message"]}
-               for r in common.refusals(live_dir)]
+               for r in refusals(live_dir)]
     return runs, refused
 
 
@@ -292,7 +296,7 @@ def rankings(rows):
 
 
 def write_tables(rows, refused, ranks, out_dir):
-    common.write_csv(os.path.join(out_dir, "fidelity.csv"), rows)
+    write_csv(os.path.join(out_dir, "fidelity.csv"), rows)
     lines = ["| trace | policy | budget | time GPU (median; range of repeats) | time sim | error "
              "| HtoD GPU / sim (GB) | DtoH GPU / sim (GB) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -324,7 +328,7 @@ def write_tables(rows, refused, ranks, out_dir):
         lines += ["", "Not run live (the replay's message):", ""]
         for r in refused:
             lines.append(f"- {r['trace']} {r['policy']} {r['budget']:.0%}: {r['reason']}")
-    common.write_lines(os.path.join(out_dir, "fidelity.md"), lines)
+    write_lines(os.path.join(out_dir, "fidelity.md"), lines)
 
 
 def plot(rows, out_path):
@@ -332,7 +336,7 @@ def plot(rows, out_path):
     if not timed:
         return plot_bytes(rows, out_path)
     rows = timed
-    plt = common.pyplot()
+    plt = pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8))
     markers = {"ondemand": "o", "deepum": "s", "pump": "^", "oracle": "D"}
     for p in POLICIES:
@@ -361,12 +365,12 @@ def plot(rows, out_path):
     b.set_ylabel("time error (%), simulated vs GPU")
     b.set_title("error per run (grey: within 10%)")
     fig.tight_layout()
-    common.save_figure(fig, out_path)
+    save_figure(fig, out_path)
 
 
 def plot_bytes(rows, out_path):
     """A campaign of drained runs only: bytes each way, simulated against the GPU."""
-    plt = common.pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, way, title in zip(axes, ("htod", "dtoh"), ("host to GPU", "GPU to host")):
         for r in rows:
@@ -378,7 +382,7 @@ def plot_bytes(rows, out_path):
         ax.set_title(f"bytes {title}, every run")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, out_path)
+    save_figure(fig, out_path)
 
 
 def byte_errors(rows, way, drained_runs=True, conserved_only=True):
@@ -424,22 +428,22 @@ def main():
     ap.add_argument("--jobs", type=int, default=2, help="threads to simulate on")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    args.gpu = args.gpu or common.load_manifest(args.live_dir).get("gpu_profile", "h200")
+    args.gpu = args.gpu or load_manifest(args.live_dir).get("gpu_profile", "h200")
     if args.gpu.endswith(".json") and not os.path.isabs(args.gpu):
         args.gpu = os.path.abspath(os.path.join(args.live_dir, args.gpu))
     calibrated, filled, refitted = args.gpu, [], False
     if args.gpu.endswith(".json"):
-        shipped = common.load_manifest(args.live_dir).get("shipped_profile")
+        shipped = load_manifest(args.live_dir).get("shipped_profile")
         args.gpu, refitted = with_shipped_fault_path(args.gpu, shipped, args.out_dir,
                                                      args.faultline)
         args.gpu, filled = filled_profile(args.gpu, shipped, args.out_dir)
     runs, refused = read_live(args.live_dir)
     order = {p: i for i, p in enumerate(POLICIES)}
     runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
-    traces_revision = common.load_manifest(args.live_dir).get("traces_revision")
+    traces_revision = load_manifest(args.live_dir).get("traces_revision")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu,
-                                                common.trace_at(r["trace_path"], traces_revision),
+                                                trace_at(r["trace_path"], traces_revision),
                                                 r["policy"], r["budget"]), runs))
     # A drained run's bytes are checked against its trace's allocations and host reads.
     stats = {}
@@ -449,9 +453,9 @@ def main():
             failed.append({"trace": run["trace"], "policy": run["policy"],
                            "budget": run["budget"], "error": sim["error"]})
             continue
-        trace = common.trace_at(run["trace_path"], traces_revision)
+        trace = trace_at(run["trace_path"], traces_revision)
         if run["drained"] and trace not in stats:
-            stats[trace] = common.trace_stats(trace, args.faultline)
+            stats[trace] = trace_stats(trace, args.faultline)
         rows.append(row_of(run, sim, stats.get(trace) if run["drained"] else None))
     if not rows:
         raise SystemExit(f"fidelity: none of the {len(failed)} live runs could be simulated; "
@@ -460,12 +464,12 @@ def main():
     errors = [abs(r["time_error"]) for r in rows if not r["counters_drained"]]
     undrained = {way: byte_errors(rows, way, False) for way in ("htod", "dtoh")}
     revision = next(s["faultline"]["git_revision"] for s in sims if "error" not in s)
-    summary = {"runs": len(rows), "gpu_profile": common.repo_relative(calibrated),
+    summary = {"runs": len(rows), "gpu_profile": repo_relative(calibrated),
                **({"filled_from_shipped_profile": filled} if filled else {}),
                **({"fault_path_refitted_from": shipped} if refitted else {}),
                "device": sorted({r["device"] for r in runs}),
                "live_revisions": sorted({r["revision"] for r in runs}),
-               "sim_config": {k: common.repo_relative(v) if k in ("gpu", "host_link") else v
+               "sim_config": {k: repo_relative(v) if k in ("gpu", "host_link") else v
                               for k, v in sim_config(args.gpu, "POLICY", "BUDGET").items()},
                "sim_revision": revision,
                "timed_runs": len(errors),
@@ -486,7 +490,7 @@ def main():
                "simulator_failed": failed, "not_runnable_live": refused}
     write_tables(rows, refused, ranks, args.out_dir)
     plot(rows, os.path.join(args.out_dir, "fidelity.png"))
-    common.write_json(os.path.join(args.out_dir, "summary.json"), summary, newline=False)
+    write_json(os.path.join(args.out_dir, "summary.json"), summary, newline=False)
     def pct(x):
         return "-" if x is None else f"{x:.1%}"
     print(f"{len(rows)} runs: median |time error| {pct(summary['median_abs_time_error'])}, "

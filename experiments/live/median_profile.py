@@ -29,10 +29,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cost_swap  # noqa: E402  (beside this file)
 import speeds  # noqa: E402
+from lab.campaigns import load_manifest, read_json  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
-import common  # noqa: E402
-
-LIVE = os.path.join(common.REPO, "experiments", "live")
+LIVE = os.path.join(REPO, "experiments", "live")
 # Kept from the shipped profile: the fault path and the host link's copy overhead, fitted with it
 # (every per-machine calibration keeps both), and what none measures (memory size, the peer path).
 FAULT_PATH = {"batch_fixed_ns", "per_fault_ns", "per_vablock_ns", "page_table_update_ns",
@@ -60,16 +61,16 @@ def calibrated_campaigns(gpu):
         summary_path = os.path.join(LIVE, "reports", campaign, "summary.json")
         if not campaign.startswith(gpu + "-") or not os.path.exists(summary_path):
             continue
-        profile = common.load_manifest(folder).get("gpu_profile", "")
+        profile = load_manifest(folder).get("gpu_profile", "")
         if not profile.endswith(".json"):
             continue
         name = os.path.basename(profile)[:-len(".json")]
         calibration = os.path.join(folder, os.path.dirname(os.path.dirname(profile)),
                                    "calibration", name + ".json")
-        measurements = common.read_json(calibration, "median_profile")["measurements"]
+        measurements = read_json(calibration, "median_profile")["measurements"]
         if "fault_path_from" not in measurements:
             continue  # a full calibration: its fault path is its own
-        summary = common.read_json(summary_path, "median_profile")
+        summary = read_json(summary_path, "median_profile")
         unmeasured = [k for k, (bench, *within) in MEASURED_BY.items()
                       if bench not in measurements or any(w not in measurements[bench]
                                                           for w in within)]
@@ -106,9 +107,9 @@ def median_profile(gpu, costs, name, leave_out=None):
     if any(v is None for v in med.values()):
         raise SystemExit("median_profile: the instances' bandwidth curves differ in their sizes: "
                          + ", ".join(k for k, v in med.items() if v is None))
-    shipped = os.path.join(common.REPO, "configs")
-    profile = common.read_json(os.path.join(shipped, "gpus", gpu + ".json"), "median_profile")
-    link = common.read_json(os.path.join(shipped, "links", profile["host_link"] + ".json"),
+    shipped = os.path.join(REPO, "configs")
+    profile = read_json(os.path.join(shipped, "gpus", gpu + ".json"), "median_profile")
+    link = read_json(os.path.join(shipped, "links", profile["host_link"] + ".json"),
                             "median_profile")
     page = med.pop("eviction_page_ns", 0)
     profile.pop("eviction_page_ns", None)
@@ -139,8 +140,8 @@ def write_profile(folder, profile, link):
     path = os.path.join(folder, "gpus", profile["name"] + ".json")
     for sub in ("gpus", "links"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
-    common.write_json(path, profile)
-    common.write_json(os.path.join(folder, "links", link["name"] + ".json"), link)
+    write_json(path, profile)
+    write_json(os.path.join(folder, "links", link["name"] + ".json"), link)
     return path
 
 
@@ -229,7 +230,7 @@ def main():
     ap.add_argument("--gpu", default="h200", help="GPU model: the shipped profile's name")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--evaluate", action="store_true")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     args = ap.parse_args()
     campaigns = calibrated_campaigns(args.gpu)
     costs = instance_costs(campaigns)
@@ -237,18 +238,18 @@ def main():
         raise SystemExit(f"median_profile: {len(costs)} calibrated {args.gpu} instances; "
                          "need 3 or more")
     out = (os.path.join(LIVE, "reports", "median-profile", args.gpu) if args.write
-           else os.path.join(common.REPO, "out", "live", "median-profile", args.gpu))
+           else os.path.join(REPO, "out", "live", "median-profile", args.gpu))
     profile, link = median_profile(args.gpu, costs, f"{args.gpu}-median")
-    configs = os.path.join(common.REPO, "configs") if args.write else os.path.join(out, "profile")
+    configs = os.path.join(REPO, "configs") if args.write else os.path.join(out, "profile")
     print(f"median_profile: {write_profile(configs, profile, link)} from {len(costs)} instances")
     if args.evaluate:
-        rows = evaluate(args.gpu, campaigns, costs, os.path.join(common.REPO, "out", "live",
+        rows = evaluate(args.gpu, campaigns, costs, os.path.join(REPO, "out", "live",
                                                                   "median-profile", args.gpu),
                         args.faultline)
         summary = {"gpu": args.gpu, "instances": sorted(costs), "campaigns": rows,
                    "all": overall(rows), "holdout": overall(rows, lambda r: "holdout" in r["campaign"])}
         os.makedirs(out, exist_ok=True)
-        common.write_json(os.path.join(out, "summary.json"), summary)
+        write_json(os.path.join(out, "summary.json"), summary)
         with open(os.path.join(out, "README.md"), "w") as f:
             f.write(readme(args.gpu, summary))
         a = summary["all"]

@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+from lab.campaigns import read_json  # noqa: E402
 
 TARGET_MAX = 0.15  # issue 21: max |time error| <= 15%
 SAME_ELSEWHERE = 0.10
@@ -158,7 +158,7 @@ def load_swaps(path):
     """{(campaign, trace, policy, budget): run} of a cost_swap.py report, or {} without one."""
     if not os.path.exists(path):
         return {}
-    doc = common.read_json(path, "misses")
+    doc = read_json(path, "misses")
     try:
         return {(r["campaign"], r["trace"], r["policy"], float(r["budget"])): r
                 for r in doc["runs"]}

@@ -28,16 +28,18 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cost_swap  # noqa: E402  (beside this file)
 import fidelity  # noqa: E402
+import lab.sim  # noqa: E402
 import results  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import read_json  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 
 def shipped_value(gpu, cost):
     """COST's value in the GPU model's shipped profile (configs/gpus/GPU.json, its host link)."""
-    doc = common.read_json(os.path.join(common.REPO, "configs", "gpus", gpu + ".json"),
+    doc = read_json(os.path.join(REPO, "configs", "gpus", gpu + ".json"),
                            "pooled_cost")
-    link = common.read_json(os.path.join(common.REPO, "configs", "links",
+    link = read_json(os.path.join(REPO, "configs", "links",
                                          doc["host_link"] + ".json"), "pooled_cost")
     known = cost_swap.costs(doc, link)
     if cost not in known:
@@ -67,7 +69,7 @@ def campaign_runs(campaign, policies, cost, value, faultline, jobs, tmp, traces=
         trace = cost_swap.trace_of(campaign, row["trace"], row["policy"], budget)
         config = {**fidelity.sim_config(machine["gpu"], row["policy"], budget),
                   "host_link": machine["host_link"]}
-        doc = common.simulate(trace, config, faultline)
+        doc = lab.sim.simulate(trace, config, faultline)
         return doc["results"]["total_time_ns"] / 1e9, doc["faultline"]["git_revision"]
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
@@ -155,7 +157,7 @@ def main():
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--policies", default="", help="comma-separated (default: every policy)")
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     policies = [p for p in args.policies.split(",") if p]
@@ -176,11 +178,11 @@ def main():
         revisions |= set(doc["gpus"][gpu].pop("revisions"))
     doc["sim_revision"] = sorted(revisions)
     out_dir = (os.path.join(results.LIVE, "reports", "pooled-cost") if args.write else
-               os.path.join(common.REPO, "out", "live", "pooled-cost"))
+               os.path.join(REPO, "out", "live", "pooled-cost"))
     os.makedirs(out_dir, exist_ok=True)
     name = (args.cost + (f"-at-{args.value}" if args.value is not None else "")
             + (f"-{args.traces.replace(',', '-')}" if args.traces else ""))
-    common.write_json(os.path.join(out_dir, name + ".json"), doc)
+    write_json(os.path.join(out_dir, name + ".json"), doc)
     with open(os.path.join(out_dir, name + ".md"), "w") as f:
         f.write(markdown(doc))
 

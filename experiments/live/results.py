@@ -42,11 +42,12 @@ import fidelity as fidelity_module  # noqa: E402  (beside this file)
 import misses  # noqa: E402  (beside this file)
 import rank_spread  # noqa: E402
 import speeds  # noqa: E402
+from lab.campaigns import read_json  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 from results_readme import POLICIES, pct, readme  # noqa: E402
 
-import common  # noqa: E402
-
-LIVE = os.path.join(common.REPO, "experiments", "live")
+LIVE = os.path.join(REPO, "experiments", "live")
 # GPU model -> the campaigns its results come from: the shipped traces (newest first), the
 # hold-out programs (the first set: holdout, on each instance: holdouts; the second set, kept
 # apart because the first set is no longer unseen: holdout2, holdouts2; the third: holdout3,
@@ -276,8 +277,8 @@ def write_holdout(folder, summary, held):
     it, into FOLDER."""
     os.makedirs(folder, exist_ok=True)
     if summary:
-        common.write_json(os.path.join(folder, "summary.json"), summary)
-    common.write_json(os.path.join(folder, "instances.json"), held)
+        write_json(os.path.join(folder, "summary.json"), summary)
+    write_json(os.path.join(folder, "instances.json"), held)
 
 
 # Each set's label, its main campaign's key in CAMPAIGNS and its instances' key.
@@ -335,9 +336,9 @@ def main():
     if args.list:
         print("\n".join(campaigns()))
         return
-    root = os.path.join(LIVE, "results") if args.write else os.path.join(common.REPO, "out",
+    root = os.path.join(LIVE, "results") if args.write else os.path.join(REPO, "out",
                                                                           "live", "results")
-    causes = misses.load_causes(repo=common.REPO)
+    causes = misses.load_causes(repo=REPO)
     for gpu, c in CAMPAIGNS.items():
         shipped = fidelity(c["shipped"], c.get("bytes"))
         holdout = fidelity(c["holdout"], c.get("holdout_bytes")) if c["holdout"] else None
@@ -347,7 +348,7 @@ def main():
             + c.get("holdouts3", []))})
         median = os.path.join(LIVE, "reports", "median-profile", gpu, "summary.json")
         if os.path.exists(median):  # median_profile.py --evaluate: one profile for any instance
-            inst["median_profile"] = {k: common.read_json(median, "results")[k]
+            inst["median_profile"] = {k: read_json(median, "results")[k]
                                       for k in ("instances", "all", "holdout")}
         held = holdouts(c["holdouts"])
         holdout2 = fidelity(c["holdout2"], c.get("holdout2_bytes")) if c.get("holdout2") else None
@@ -360,18 +361,18 @@ def main():
                 summary["rankings_within_gpu_spread"] = rank_spread.counts(
                     ranked[label][1])["rankings_within_gpu_spread"]
         os.makedirs(os.path.join(root, gpu), exist_ok=True)
-        common.write_json(os.path.join(root, gpu, "summary.json"), shipped)
-        common.write_json(os.path.join(root, gpu, "instances.json"), inst)
+        write_json(os.path.join(root, gpu, "summary.json"), shipped)
+        write_json(os.path.join(root, gpu, "instances.json"), inst)
         schedule = fidelity(c["schedule"]) if c.get("schedule") else None
         if schedule:
-            common.write_json(os.path.join(root, gpu, "schedule.json"), schedule)
+            write_json(os.path.join(root, gpu, "schedule.json"), schedule)
         write_holdout(os.path.join(root, gpu, "holdout"), holdout, held)
         if holdout2 or held2:
             write_holdout(os.path.join(root, gpu, "holdout2"), holdout2, held2)
         if holdout3 or held3:
             write_holdout(os.path.join(root, gpu, "holdout3"), holdout3, held3)
         found = gpu_misses(gpu, c, causes)
-        common.write_json(os.path.join(root, gpu, "misses.json"), found)
+        write_json(os.path.join(root, gpu, "misses.json"), found)
         with open(os.path.join(root, gpu, "README.md"), "w") as f:
             f.write(readme(gpu, shipped, holdout, inst, held, schedule, holdout2, held2, holdout3,
                            held3)

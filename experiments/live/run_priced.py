@@ -41,8 +41,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fidelity  # noqa: E402
 from call_log import BLOCK, HEADER, QUEUED_NS  # noqa: E402  (a call back within 10 us: queued)
-
-import common  # noqa: E402
+from lab.campaigns import load_manifest, load_runs, repo_relative  # noqa: E402
+from lab.sim import trace_at  # noqa: E402
+from lab.tables import write_json  # noqa: E402
 
 MIN_EVICTIONS = 20
 MIN_FILL = 0.5
@@ -116,7 +117,7 @@ def calibrated_profile(gpu_path):
 def refit_args(data_dir):
     """The calibration behind the campaign's profile and the refit arguments that reproduce the
     profile fidelity.py simulates with (the shipped fault path where fidelity.py takes it)."""
-    manifest = common.load_manifest(data_dir)
+    manifest = load_manifest(data_dir)
     gpu = os.path.abspath(os.path.join(data_dir, manifest["gpu_profile"]))
     name = os.path.basename(gpu)[:-len(".json")]
     calibration = os.path.join(os.path.dirname(os.path.dirname(gpu)), "calibration",
@@ -141,7 +142,7 @@ def profile_at(faultline, args, name, price, out_dir, shipped):
 def priced_runs(data_dir, logs):
     """The campaign's runs with their price, or the reason they have none."""
     runs = []
-    for run in common.load_runs(data_dir):
+    for run in load_runs(data_dir):
         stem = os.path.basename(run["path"])[:-len(".json")]
         row = {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
                "repeat": run["repeat"], "trace_path": run["trace_path"],
@@ -240,7 +241,7 @@ def markdown(result):
 def price_runs(args, runs, profiles_dir):
     """The runs simulated as calibrated and, those priced, at their own price; the result."""
     name, calibration, shipped, refit = refit_args(args.data_dir)
-    traces_revision = common.load_manifest(args.data_dir).get("traces_revision")
+    traces_revision = load_manifest(args.data_dir).get("traces_revision")
 
     profiles = {}  # price (None: as calibrated) -> the refitted profile
 
@@ -251,7 +252,7 @@ def price_runs(args, runs, profiles_dir):
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             sims = list(pool.map(lambda j: fidelity.simulate(
                 args.faultline, profiles[j[1]],
-                common.trace_at(j[0]["trace_path"], traces_revision), j[0]["policy"],
+                trace_at(j[0]["trace_path"], traces_revision), j[0]["policy"],
                 j[0]["budget"]), jobs))
         for (run, price), sim in zip(jobs, sims):
             if "error" in sim:
@@ -280,8 +281,8 @@ def price_runs(args, runs, profiles_dir):
     simulate([(r, r["price_ns"]) for r in runs if "not_priced" not in r])
     for run in runs:
         del run["trace_path"]
-    return {"campaign": common.repo_relative(os.path.abspath(args.data_dir)),
-            "calibration": common.repo_relative(calibration),
+    return {"campaign": repo_relative(os.path.abspath(args.data_dir)),
+            "calibration": repo_relative(calibration),
             "calibration_price_ns": calibration_price(calibration),
             "sim_revision": revision,
             "summary": summarise(runs), "runs": runs}
@@ -305,7 +306,7 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as profiles_dir:  # refitted profiles, not kept
         result = price_runs(args, runs, profiles_dir)
-    common.write_json(os.path.join(args.out_dir, "run_priced.json"), result)
+    write_json(os.path.join(args.out_dir, "run_priced.json"), result)
     with open(os.path.join(args.out_dir, "run_priced.md"), "w") as f:
         f.write(markdown(result))
     print(markdown(result).splitlines()[0])

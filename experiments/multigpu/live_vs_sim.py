@@ -22,7 +22,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import common  # noqa: E402
+import lab.sim  # noqa: E402
+from lab.campaigns import load_manifest, load_runs, median_of_repeats  # noqa: E402
+from lab.sim import trace_at  # noqa: E402
+from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines  # noqa: E402
 
 VARIANTS = ["host", "preevict", "peer", "harvest"]
 
@@ -43,18 +46,18 @@ def load_campaign(live_dir, topology=None):
     """A campaign's harvester runs (the neighbour's left out), one per trace, variant and budget
     (the median of its repeats, .r2.json and on, their times in `repeats_s`), its manifest, and
     the topology to simulate it on: TOPOLOGY, else the manifest's gpu_profile, else h200x2."""
-    runs = [r for r in common.load_runs(live_dir)
+    runs = [r for r in load_runs(live_dir)
             if os.path.basename(r["path"]) != "neighbour.json"]
     for r in runs:
         r["variant"] = variant(r)
-    runs = common.median_of_repeats(runs, key=("trace", "variant", "budget"))
-    manifest = common.load_manifest(live_dir)
+    runs = median_of_repeats(runs, key=("trace", "variant", "budget"))
+    manifest = load_manifest(live_dir)
     return runs, manifest, topology or manifest.get("gpu_profile", "h200x2")
 
 
 def simulate(faultline, live, topology, traces_revision=None):
-    trace = common.trace_at(live["trace"]["path"], traces_revision)
-    return common.simulate(trace, sim_config(live, topology), faultline)
+    trace = trace_at(live["trace"]["path"], traces_revision)
+    return lab.sim.simulate(trace, sim_config(live, topology), faultline)
 
 
 def variant(run):
@@ -117,7 +120,7 @@ def relative(row):
 
 def write(rows, out):
     fields = [k for k in rows[0] if k != "live_repeats_s"] + ["live_repeats_s"]
-    common.write_csv(os.path.join(out, "fidelity.csv"), rows, fields)
+    write_csv(os.path.join(out, "fidelity.csv"), rows, fields)
     lines = ["| trace | variant | budget | live s | sim s | error | over host live/sim | "
              "to peer GB live/sim | "
              "staged GB live/sim | device-to-device GB live/sim | host->GPU GB live/sim | "
@@ -130,11 +133,11 @@ def write(rows, out):
             f"{r['sim_to_peer_gb']:.1f} | {r['live_staged_gb']:.1f} / {r['sim_staged_gb']:.1f} | "
             f"{r['live_d2d_gb']:.1f} / {r['sim_d2d_gb']:.1f} | {r['live_htod_gb']:.1f} / "
             f"{r['sim_htod_gb']:.1f} | {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
-    common.write_lines(os.path.join(out, "fidelity.md"), lines)
+    write_lines(os.path.join(out, "fidelity.md"), lines)
 
 
 def plot(rows, path, device):
-    plt = common.pyplot()
+    plt = pyplot()
     traces = sorted({r["trace"] for r in rows})
     fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 3.6), squeeze=False)
     for ax, t in zip(axes[0], traces):
@@ -149,7 +152,7 @@ def plot(rows, path, device):
         ax.set_title(f"{t}, budget {rows[0]['budget']:.0%}")
     axes[0][0].legend()
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def main():
@@ -196,7 +199,7 @@ def main():
                "live_revisions": sorted({live["faultline"]["git_revision"] for live in lives}),
                "sim_revision": sims[0]["faultline"]["git_revision"],
                "device": lives[0]["config"]["device"]}
-    common.write_json(os.path.join(args.out_dir, "summary.json"), summary, sort_keys=True)
+    write_json(os.path.join(args.out_dir, "summary.json"), summary, sort_keys=True)
     print(json.dumps({k: summary[k] for k in ("runs", "median_abs_time_error",
                                              "max_abs_time_error", "ranking_identical",
                                              "winner_same", "winner_within_live_spread",

@@ -26,8 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import live_vs_sim  # noqa: E402
-
-import common  # noqa: E402
+from lab.campaigns import load_manifest, repeat_of  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.sim import simulate, trace_at  # noqa: E402
+from lab.tables import markdown_table, reports_dir, write_json, write_lines  # noqa: E402
 
 VARIANTS = ["peer", "harvest"]
 
@@ -43,7 +45,7 @@ def per_kernel_runs(campaign_dir):
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for member in tar.getmembers():
             name = os.path.basename(member.name)
-            if member.isfile() and name.endswith(".json") and common.repeat_of(name) == 1:
+            if member.isfile() and name.endswith(".json") and repeat_of(name) == 1:
                 runs[name] = json.load(tar.extractfile(member))
     return runs
 
@@ -74,10 +76,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("campaign")
     ap.add_argument("--write-reports", action="store_true")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     args = ap.parse_args()
-    folder = os.path.join(common.REPO, "experiments", "multigpu", "data", args.campaign)
-    manifest = common.load_manifest(folder)
+    folder = os.path.join(REPO, "experiments", "multigpu", "data", args.campaign)
+    manifest = load_manifest(folder)
     topology = manifest.get("gpu_profile", "h200x2")
     runs = per_kernel_runs(folder)
     groups = []
@@ -90,8 +92,8 @@ def main():
             live = runs[name]
             config = live_vs_sim.sim_config(live, topology)
             config["per_kernel"] = True
-            trace_path = common.trace_at(live["trace"]["path"], manifest.get("traces_revision"))
-            group[v] = measure(live, common.simulate(trace_path, config, args.faultline))
+            trace_path = trace_at(live["trace"]["path"], manifest.get("traces_revision"))
+            group[v] = measure(live, simulate(trace_path, config, args.faultline))
         groups.append(group)
     header = ["trace", "side", "total s peer / harvest", "between kernels s",
               "copies waited in kernels s", "migrations s", "faults", "faults' stall s",
@@ -109,16 +111,16 @@ def main():
                          f"{p['faults']} / {h['faults']}",
                          f"{p['stall_s']:.2f} / {h['stall_s']:.2f}",
                          f"{p['stall_us_per_fault']:.1f} / {h['stall_us_per_fault']:.1f}"])
-    out = common.reports_dir("multigpu", args.campaign, args.write_reports)
+    out = reports_dir("multigpu", args.campaign, args.write_reports)
     lines = [f"# Multi-path prefetch, live against simulated: `{args.campaign}`", "",
              f"peer (victims to GPU 1) / harvest (the same plus the multi-path prefetch), the "
              f"first repeat of each, simulated on `{topology}`. Faults are counted as each side "
              f"counts them (live: the replay's fault records; simulated: faulted pages), so "
              f"compare their change, not their values. Migrations: between kernels plus, live, "
              f"the copies a kernel waited for on the GPU (results.copy_wait_ns); faults' stall: "
-             f"the kernels' stall less that wait.", "", *common.markdown_table(header, body)]
-    common.write_lines(os.path.join(out, "prefetch_split.md"), lines)
-    common.write_json(os.path.join(out, "prefetch_split.json"),
+             f"the kernels' stall less that wait.", "", *markdown_table(header, body)]
+    write_lines(os.path.join(out, "prefetch_split.md"), lines)
+    write_json(os.path.join(out, "prefetch_split.json"),
                       {"campaign": args.campaign, "topology": topology, "groups": groups})
     print("\n".join(lines))
 

@@ -24,9 +24,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+from lab.campaigns import load_manifest  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import markdown_table, write_json, write_lines  # noqa: E402
 from report import GB, PAPER, SOURCE, STRATEGY, GiB, revision  # noqa: E402
-
-import common  # noqa: E402
 
 CAMPAIGN = "experiments/alloc/data/h200x2-fsdp"
 COMMAND = ("experiments/papers/gmlake/fsdp.sh OUT (two GPUs), then "
@@ -73,14 +74,14 @@ def simulate(faultline, snapshots, frag_limit_mib=None):
     """Each rank's history through faultline's caching, expandable and GMLake models (only
     GMLake's at FRAG_LIMIT_MIB, when given): the mean peak reserved and fragmentation per model
     over the ranks."""
-    config = load(os.path.join(common.REPO, "configs/alloc/default.json"))
+    config = load(os.path.join(REPO, "configs/alloc/default.json"))
     if frag_limit_mib is not None:
         config["allocators"] = ["gmlake"]
         config["options"]["gmlake_frag_limit"] = frag_limit_mib << 20
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         config_path = os.path.join(tmp, "alloc.json")
-        common.write_json(config_path, config)
+        write_json(config_path, config)
         for path in snapshots:
             result = os.path.join(tmp, "result.json")
             subprocess.run([faultline, "alloc", "run", "--history", path, "--config",
@@ -144,7 +145,7 @@ def table(rows):
                      cell(r["live"]["expandable"]), cell(r["live"]["faultline"]),
                      f"{r['saved_gb']:.2f}" if "saved_gb" in r else "-",
                      f"{r['points']:.1f}" if "points" in r else "-", models])
-    return common.markdown_table(header, body)
+    return markdown_table(header, body)
 
 
 def what_if_table(rows):
@@ -153,7 +154,7 @@ def what_if_table(rows):
     body = [[r["run"], *(f"{r['what_if'][str(m)]['saved_gb']:.2f} / "
                          f"{r['what_if'][str(m)]['points']:.1f}" for m in WHAT_IF_FRAG_LIMITS_MIB)]
             for r in rows if r.get("what_if")]
-    return common.markdown_table(header, body)
+    return markdown_table(header, body)
 
 
 def setting_of(rows, ours, manifest):
@@ -188,28 +189,28 @@ def summary(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("campaign", nargs="?", default=os.path.join(common.REPO, CAMPAIGN))
+    ap.add_argument("campaign", nargs="?", default=os.path.join(REPO, CAMPAIGN))
     ap.add_argument("--write-reports", action="store_true")
     ap.add_argument("--out", help="where the reports go without --write-reports (default "
                                   "out/papers/gmlake/fsdp)")
-    ap.add_argument("--faultline", default=os.path.join(common.REPO, "build", "faultline"))
+    ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     args = ap.parse_args()
     if not os.path.exists(args.faultline):
         sys.exit(f"fsdp_report: {args.faultline} is missing: run ./setup.sh")
     out = (os.path.join(HERE, "reports") if args.write_reports
-           else args.out or os.path.join(common.REPO, "out", "papers", "gmlake", "fsdp"))
+           else args.out or os.path.join(REPO, "out", "papers", "gmlake", "fsdp"))
     claims_path = os.path.join(HERE if args.write_reports else out, "claims-fsdp.json")
     os.makedirs(out, exist_ok=True)
     rows = rows_of(args.campaign, args.faultline)
     ours = summary(rows)
-    manifest = common.load_manifest(args.campaign)
+    manifest = load_manifest(args.campaign)
     setting = setting_of(rows, ours, manifest)
     claims = [{"paper": "gmlake", "claim": text, "paper_value": PAPER[key],
                "our_value": round(ours[key], 2), "setting": setting, "command": COMMAND}
               for key, text in CLAIMS]
-    common.write_json(claims_path, claims)
+    write_json(claims_path, claims)
     lines = ["# GMLake under FSDP over two GPUs, live", "",
-             f"Campaign `{os.path.relpath(args.campaign, common.REPO)}` "
+             f"Campaign `{os.path.relpath(args.campaign, REPO)}` "
              f"(revision {manifest.get('revision')}, {manifest.get('date')}); report at "
              f"revision {revision()}. Per GPU: the mean of the two ranks.", "",
              *table(rows), "",
@@ -225,9 +226,9 @@ def main():
              *what_if_table(rows)]
     if manifest.get("caveat"):
         lines += ["", manifest["caveat"]]
-    common.write_lines(os.path.join(out, "fsdp.md"), lines)
-    common.write_json(os.path.join(out, "fsdp.json"), {
-        "revision": revision(), "campaign": os.path.relpath(args.campaign, common.REPO),
+    write_lines(os.path.join(out, "fsdp.md"), lines)
+    write_json(os.path.join(out, "fsdp.json"), {
+        "revision": revision(), "campaign": os.path.relpath(args.campaign, REPO),
         "paper": PAPER, "paper_source": SOURCE, "ours": ours, "runs": rows})
     print("\n".join(lines))
     print(f"\nwritten to {out} and {claims_path}")

@@ -17,7 +17,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-import common  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import markdown_table, pyplot, reports_dir, save_figure, write_csv, write_json, write_lines  # noqa: E402
 
 GiB = 2**30
 GB = 1e9
@@ -52,7 +53,7 @@ def rows_of(sim_dir):
     """One row per captured run: the measured result beside the three models' replay."""
     rows = []
     for campaign in CAMPAIGNS:
-        for path in sorted(glob.glob(os.path.join(common.REPO, campaign, "*.json"))):
+        for path in sorted(glob.glob(os.path.join(REPO, campaign, "*.json"))):
             name = os.path.basename(path)[:-5]
             if name == "manifest":
                 continue
@@ -107,13 +108,13 @@ def run_table(rows):
               f"{r['caching_reserved_gib']:.2f} GiB ({r['caching_frag_pct']:.1f}%)",
               f"{r['gmlake_reserved_gib']:.2f} GiB ({r['gmlake_frag_pct']:.1f}%)",
               f"{r['saved_gb']:.2f}", f"{r['points']:.1f}", r["stitches"]] for r in rows]
-    return common.markdown_table(header, cells)
+    return markdown_table(header, cells)
 
 
 def claims_table(ours):
     header = ["claim", "GMLake paper (8 LLMs, A100-80GB, ZeRO-3 on 4 GPUs)",
               f"ours (simulated GMLake vs caching, {ours['runs']} H200 histories)"]
-    return common.markdown_table(header, [[text, f"{PAPER[key]:g}", f"{ours[key]:.1f}"]
+    return markdown_table(header, [[text, f"{PAPER[key]:g}", f"{ours[key]:.1f}"]
                                           for key, text in CLAIMS])
 
 
@@ -133,7 +134,7 @@ def batch_table(rows):
               f"{r['caching_frag_pct']:.1f}", f"{r['saved_gb']:.2f}", f"{r['points']:.1f}",
               r["stitches"]]
              for model, technique in SERIES for r in series(rows, model, technique)]
-    return common.markdown_table(header, cells)
+    return markdown_table(header, cells)
 
 
 def by_footprint(rows, gib=30):
@@ -173,11 +174,11 @@ def fraglimit_table(frows):
     header = ["run"] + [f"fragLimit {m} MiB" for m in limits]
     body = [[run] + [f"{cell[(run, m)]['saved_gb']:.2f} GB, {cell[(run, m)]['points']:.1f} pt "
                      f"({cell[(run, m)]['stitches']})" for m in limits] for _, run in runs]
-    return common.markdown_table(header, body)
+    return markdown_table(header, body)
 
 
 def plot(rows, frows, path):
-    plt = common.pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     ax = axes[0]
     xs = range(len(rows))
@@ -221,7 +222,7 @@ def plot(rows, frows, path):
     ax.set_title("stitching only serves requests of fragLimit or more")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def main():
@@ -229,8 +230,8 @@ def main():
     ap.add_argument("sim_dir")
     ap.add_argument("--write-reports", action="store_true")
     args = ap.parse_args()
-    reports = common.reports_dir("papers/gmlake", "", args.write_reports,
-                                 out_root=os.path.join(common.REPO, "out", "papers", "gmlake"))
+    reports = reports_dir("papers/gmlake", "", args.write_reports,
+                                 out_root=os.path.join(REPO, "out", "papers", "gmlake"))
     claims_path = (os.path.join(HERE, "claims.json") if args.write_reports
                    else os.path.join(reports, "claims.json"))
     rows = rows_of(args.sim_dir)
@@ -245,15 +246,15 @@ def main():
     claims = [{"paper": "gmlake", "claim": text, "paper_value": PAPER[key],
                "our_value": round(ours[key], 2), "setting": setting, "command": COMMAND}
               for key, text in CLAIMS]
-    common.write_json(claims_path, claims)
-    common.write_lines(os.path.join(reports, "table.md"),
+    write_json(claims_path, claims)
+    write_lines(os.path.join(reports, "table.md"),
                        claims_table(ours) + [""] + run_table(rows) + ["", model_error(rows)])
-    common.write_csv(os.path.join(reports, "table.csv"),
+    write_csv(os.path.join(reports, "table.csv"),
                      [{k: v for k, v in r.items() if k != "sim_config"} for r in rows])
-    common.write_lines(os.path.join(reports, "batch.md"),
+    write_lines(os.path.join(reports, "batch.md"),
                        batch_table(rows) + [""] + by_footprint(rows))
-    common.write_lines(os.path.join(reports, "fraglimit.md"), fraglimit_table(frows))
-    common.write_json(os.path.join(reports, "results.json"), {
+    write_lines(os.path.join(reports, "fraglimit.md"), fraglimit_table(frows))
+    write_json(os.path.join(reports, "results.json"), {
         "revision": rev, "paper": PAPER, "paper_source": SOURCE, "ours": ours,
         "sim_config": rows[0]["sim_config"], "sim_revision": rows[0]["sim_revision"],
         "campaigns": CAMPAIGNS, "runs": [{k: v for k, v in r.items() if k != "sim_config"}

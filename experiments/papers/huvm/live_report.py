@@ -20,7 +20,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-import common  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.tables import markdown_table, write_json, write_lines  # noqa: E402
 
 CAMPAIGNS = ["h200x2-huvm-busy", "h200x2-huvm-idle"]
 PAPER_SPEEDUP = 2.71  # report.py's source: "up to 2.71x ... compared to the prior approach"
@@ -31,7 +32,7 @@ COMMAND = ("experiments/papers/huvm/live.sh OUT (two GPUs); experiments/multigpu
 
 
 def groups(campaign):
-    folder = os.path.join(common.REPO, "experiments", "multigpu", "reports", campaign)
+    folder = os.path.join(REPO, "experiments", "multigpu", "reports", campaign)
     path = os.path.join(folder, "fidelity.csv")
     if not os.path.exists(path):
         sys.exit(f"live_report: {path} is missing; run experiments/multigpu/fidelity.sh "
@@ -67,7 +68,7 @@ def main():
                                   "out/papers/huvm/live)")
     args = ap.parse_args()
     out = (os.path.join(HERE, "reports") if args.write_reports
-           else args.out or os.path.join(common.REPO, "out", "papers", "huvm", "live"))
+           else args.out or os.path.join(REPO, "out", "papers", "huvm", "live"))
     os.makedirs(out, exist_ok=True)
     rows, summaries = [], {}
     for c in args.campaigns:
@@ -80,7 +81,7 @@ def main():
              " / ".join(f"{r['live_s'][v]:.2f}" for v in ("host", "preevict", "peer", "harvest")),
              " / ".join(f"{r['sim_s'][v]:.2f}" for v in ("host", "preevict", "peer", "harvest"))]
             for r in rows]
-    lines = ["# HUVM live on two GPUs", "", *common.markdown_table(header, body), ""]
+    lines = ["# HUVM live on two GPUs", "", *markdown_table(header, body), ""]
     for c, s in summaries.items():
         lines.append(f"- `{c}` ({s['device']}, topology {s['sim_config_common']['topology']}): "
                      f"time error median {100 * s['median_abs_time_error']:.1f}%, max "
@@ -88,8 +89,8 @@ def main():
                      f"{100 * s['median_abs_relative_error']:.1f}%, max "
                      f"{100 * s['max_abs_relative_error']:.1f}%; same winner in "
                      f"{s['winner_same']} of {len(s['ranking'])} groups")
-    common.write_lines(os.path.join(out, "live.md"), lines)
-    common.write_json(os.path.join(out, "live.json"), {"groups": rows, "summaries": summaries})
+    write_lines(os.path.join(out, "live.md"), lines)
+    write_json(os.path.join(out, "live.json"), {"groups": rows, "summaries": summaries})
     device = rows[0]["device"]
     setting = (f"live on two {device} (NV18), faultline replay of GPT-2 small and BERT-large at a "
                f"50% budget on GPU 0, GPU 1 offering 4 GiB, busy (ResNet-50 looping) or idle; "
@@ -109,7 +110,7 @@ def main():
                "our_value": round(best_sim["sim_speedup"], 2),
                "setting": setting.replace("live on", "simulated for"), "command": COMMAND}]
     claims_path = os.path.join(HERE if args.write_reports else out, "claims-live.json")
-    common.write_json(claims_path, claims)
+    write_json(claims_path, claims)
     print("\n".join(lines))
     print(f"\nwritten to {out} and {claims_path}")
 

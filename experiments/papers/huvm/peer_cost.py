@@ -29,9 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPERIMENTS = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, EXPERIMENTS)
 sys.path.insert(0, os.path.join(EXPERIMENTS, "multigpu"))
+import lab.sim  # noqa: E402
 import live_vs_sim  # noqa: E402
-
-import common  # noqa: E402
+from lab.paths import REPO  # noqa: E402
+from lab.sim import trace_at  # noqa: E402
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
 
 PEER_VARIANTS = ("peer", "harvest")  # the variants that move chunks to GPU 1
 
@@ -39,7 +41,7 @@ PEER_VARIANTS = ("peer", "harvest")  # the variants that move chunks to GPU 1
 def sim_config(live, extra_ns, profile="h200x2"):
     """live_vs_sim's simulation of LIVE with GPU 0's peer costs raised by EXTRA_NS per 2 MB."""
     cfg = live_vs_sim.sim_config(live, profile)  # the topology and its GPUs share the name
-    with open(os.path.join(common.REPO, "configs", "gpus", profile + ".json")) as f:
+    with open(os.path.join(REPO, "configs", "gpus", profile + ".json")) as f:
         base = json.load(f)
     gpu0 = {"profile": profile,
             "peer_eviction_ns": base["peer_eviction_ns"] + extra_ns,
@@ -51,8 +53,8 @@ def sim_config(live, extra_ns, profile="h200x2"):
 
 
 def simulate(faultline, live, extra_ns, traces_revision=None, profile="h200x2"):
-    trace = common.trace_at(live["trace"]["path"], traces_revision)
-    return common.simulate(trace, sim_config(live, extra_ns, profile), faultline)
+    trace = trace_at(live["trace"]["path"], traces_revision)
+    return lab.sim.simulate(trace, sim_config(live, extra_ns, profile), faultline)
 
 
 def crossing(points, level):
@@ -100,7 +102,7 @@ def analyse(group, curves, extras):
 
 
 def plot(results, path):
-    plt = common.pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
     for ax, (name, r) in zip(axes[0], results.items()):
         for v, pts in r["sim_s_by_extra_us"].items():
@@ -113,7 +115,7 @@ def plot(results, path):
         ax.set_title(name)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def table(results):
@@ -124,7 +126,7 @@ def table(results):
         be = f"{r['break_even_us']:.0f}" if r["break_even_us"] is not None else "outside the sweep"
         rows.append([name, fit, be, r["winner_live"], r["winner_sim_calibrated"],
                      r["winner_sim_fitted"]])
-    return common.markdown_table(
+    return markdown_table(
         ["trace, budget", "fitted extra µs per 2 MB (live peer time)",
          "break-even µs (sim peer = preevict)", "winner live", "winner sim (calibrated)",
          "winner sim (fitted)"], rows)
@@ -163,8 +165,8 @@ def main():
     doc = {"live_dir": args.live_dir, "extra_us": extras, "groups": results,
            "live_revisions": sorted({r["revision"] for r in runs}),
            "sim_revisions": sorted(revisions)}
-    common.write_json(os.path.join(args.out_dir, "peer_cost.json"), doc, sort_keys=True)
-    common.write_lines(os.path.join(args.out_dir, "peer_cost.md"), table(results))
+    write_json(os.path.join(args.out_dir, "peer_cost.json"), doc, sort_keys=True)
+    write_lines(os.path.join(args.out_dir, "peer_cost.md"), table(results))
     plot(results, os.path.join(args.out_dir, "peer_cost.png"))
     print("\n".join(table(results)))
 

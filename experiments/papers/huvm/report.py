@@ -15,9 +15,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-import common  # noqa: E402
+from lab.campaigns import trace_name  # noqa: E402
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
 
-plt = common.pyplot()
+plt = pyplot()
 
 # The paper's published numbers, each with its source. Only the headline is published in a form
 # we could read: the per-case bars of Fig. 6 are not in our sources (the PDF's text was not
@@ -84,7 +85,7 @@ def load(sweeps, name):
     for p in doc["points"]:
         pt, r = p["point"], p["results"]
         varied = {k: factor(k, v) for k, v in pt["varied"].items()}
-        rows.append({"trace": common.trace_name(pt["trace"]), "variant": variant(pt["policy"]),
+        rows.append({"trace": trace_name(pt["trace"]), "variant": variant(pt["policy"]),
                      "varied": varied, "x": next(iter(varied.values()), None),
                      "time_s": r["total_time_ns"] / 1e9,
                      "to_peer_gb": r["peers"]["bytes_to_peer"] / 1e9,
@@ -149,7 +150,7 @@ def plot_consolidation(rows, path):
     ax.set_title("consolidation on p3.8xlarge (harvester at 50% of its footprint)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def curves(rows, key=lambda r: r["x"]):
@@ -170,7 +171,7 @@ def plot_lines(rows, scale, xlabel, path, title, paper_x=None):
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def speedup_curve(rows):
@@ -190,7 +191,7 @@ def plot_speedup_vs(points, scale, xlabel, path, title, level):
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
 
 
 def ablation(rows, path):
@@ -208,7 +209,7 @@ def ablation(rows, path):
     ax.set_ylabel("pagerank time (s)")
     ax.set_title("ablation (HUVM Fig. 7 order), each step adding to the last")
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     return dict(zip(labels, ys))
 
 
@@ -216,7 +217,7 @@ def every_point(groups, path):
     lines = []
     for name, rows in groups.items():
         lines += [f"## {name}", ""]
-        lines += common.markdown_table(
+        lines += markdown_table(
             ["trace", "variant", "varied", "time s", "to peer GB", "from peer GB", "host->GPU GB",
              "neighbours (passes, time s, reclaimed chunks)"],
             [[r["trace"], r["variant"],
@@ -226,7 +227,7 @@ def every_point(groups, path):
               "; ".join(f"{j['name']} {j['passes']}x {j['time_s']:.2f} s {j['reclaims']}"
                         for j in r["neighbours"])] for r in rows])
         lines.append("")
-    common.write_lines(path, lines)
+    write_lines(path, lines)
 
 
 def fmt_x(value, unit, scale=1.0):
@@ -239,7 +240,7 @@ def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps):
              "pre-eviction to the host and local prefetch, no hierarchy); the paper's value is",
              f"its headline, the maximum over its four cases ({PAPER['speedup_max']}x); its",
              "per-case bars are not in our sources. Our two other baselines for comparison.", ""]
-    lines += common.markdown_table(
+    lines += markdown_table(
         ["paper case (its jobs)", "ours (harvester, neighbours)", "paper: Ours / pre-ef-host",
          "ours: / pre-ef-host", "ours: / pre-eviction only", "ours: / stock UVM"],
         [[f"{r['paper_case']}: {r['paper_jobs']}", f"{r['trace']}, {r['case']}",
@@ -253,14 +254,14 @@ def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps):
           f"{max(r['over_pe_host'] for r in cons_rows):.2f}",
           f"{max(r['over_base'] for r in cons_rows):.2f}"]])
     lines += ["", "Harvester time (s) per variant:", ""]
-    lines += common.markdown_table(
+    lines += markdown_table(
         ["scenario", "stock UVM", "pre-eviction only", "pre-ef-host", "harvest"],
         [[f"{r['trace']}, {r['case']}"] + [f"{r['times_s'][v]:.3f}" for v in
                                            ("base", "PE-host", "pre-ef-host", "harvest")]
          for r in cons_rows])
     lines += ["", "The factors, each swept alone on PageRank beside ResNet-50 (speedup over "
               "pre-ef-host):", ""]
-    lines += common.markdown_table(
+    lines += markdown_table(
         ["factor (sweep)", "values: speedup", f"where it falls to the paper's {PAPER['speedup_max']}x",
          "where harvest stops winning"],
         [["GPU 0's peer-migration overhead beyond the copy, µs per 2 MB moved between GPUs "
@@ -349,13 +350,13 @@ def main():
                "spare_break_even": crossing(spare_pts, 1.0),
                "ablation_time_s": steps,
                "revisions": sorted({r["revision"] for r in cons + spare + prefetch + abl + cost})}
-    common.write_json(os.path.join(args.out, "summary.json"), summary, sort_keys=True)
+    write_json(os.path.join(args.out, "summary.json"), summary, sort_keys=True)
     lines = results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps)
-    common.write_lines(os.path.join(args.out, "results.md"), lines)
+    write_lines(os.path.join(args.out, "results.md"), lines)
     doc = claims(summary, top)
-    common.write_json(os.path.join(args.out, "claims.json"), doc)
+    write_json(os.path.join(args.out, "claims.json"), doc)
     if args.claims:
-        common.write_json(args.claims, doc)
+        write_json(args.claims, doc)
     if args.readme:
         splice(args.readme, lines)
     print(json.dumps({"max_over_pre_ef_host": summary["max_over_pre_ef_host"],

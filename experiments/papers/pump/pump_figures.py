@@ -19,7 +19,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-import common  # noqa: E402
+from lab.campaigns import load_manifest, load_runs, median_of_repeats, trace_name  # noqa: E402
+from lab.paths import EXPERIMENTS, FAULTLINE, REPO  # noqa: E402
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
 
 # The paper's one published number (PUMP, ASP-DAC 2022, DOI 10.1109/ASP-DAC52403.2022.9712507,
 # abstract: "about 2x speedup on average compared to the baseline that naively enables UM"). Its
@@ -38,7 +40,7 @@ TRACE_ORDER = ["resnet50", "gpt2-small", "gpt2-medium", "bert-large", "t5-base",
                "graphsage"]
 COMMAND = "experiments/papers/pump/run.sh"
 
-plt = common.pyplot()
+plt = pyplot()
 
 
 def geomean(values):
@@ -58,7 +60,7 @@ def load(sweeps, name):
         pt, cfg = p["point"], p["config"]
         params = cfg["policy"].get("params") or {}
         gpu = cfg["gpu"]["name"] if isinstance(cfg["gpu"], dict) else cfg["gpu"]
-        rows.append({"trace": common.trace_name(pt["trace"]), "policy": cfg["policy"]["name"],
+        rows.append({"trace": trace_name(pt["trace"]), "policy": cfg["policy"]["name"],
                      "factor": params.get("memory_factor_percent", 0),
                      "lead": params.get("lead_launches", 0), "capacity": pt["capacity_fraction"],
                      "gpu": gpu, "iterations": cfg.get("iterations"),
@@ -120,10 +122,10 @@ def live_table(data_dir):
         folder = os.path.join(data_dir, campaign)
         if not os.path.isdir(folder) or not os.path.exists(os.path.join(folder, "manifest.json")):
             continue
-        runs = [r for r in common.load_runs(folder) if r["policy"] in ("ondemand", "pump")
+        runs = [r for r in load_runs(folder) if r["policy"] in ("ondemand", "pump")
                 and not r["params"]]
-        med = {(r["trace"], r["policy"], r["budget"]): r for r in common.median_of_repeats(runs)}
-        manifest = common.load_manifest(folder)
+        med = {(r["trace"], r["policy"], r["budget"]): r for r in median_of_repeats(runs)}
+        manifest = load_manifest(folder)
         machine = manifest.get("machine", [{}])
         if isinstance(machine, list):  # a campaign without machine.txt has an empty list
             machine = machine[0].get("text", ["?"])[0] if machine else "?"
@@ -155,7 +157,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sweeps")
     ap.add_argument("out")
-    ap.add_argument("--live", default=os.path.join(common.EXPERIMENTS, "live", "data"))
+    ap.add_argument("--live", default=os.path.join(EXPERIMENTS, "live", "data"))
     ap.add_argument("--claims")
     ap.add_argument("--no-situations", action="store_true")
     args = ap.parse_args()
@@ -193,7 +195,7 @@ def main():
     table.append(["paper (model, GPU, ratio unknown)"] + [f"about {PAPER['speedup']:.0f}"] * len(cols))
     md += ["## Speedup of PUMP over UM (ondemand), PUMP's own factor", "",
            "Capacity as a fraction of the footprint (50% = 2x oversubscription).", ""]
-    md += common.markdown_table(["trace"] + [f"{gpu.upper()} {pct(c)}" for gpu, c in cols], table)
+    md += markdown_table(["trace"] + [f"{gpu.upper()} {pct(c)}" for gpu, c in cols], table)
     summary["speedup"] = {f"{gpu}-{pct(c)}": {"geomean": geomean(by_col[(gpu, c)]),
                                               "min": min(by_col[(gpu, c)], default=None),
                                               "max": max(by_col[(gpu, c)], default=None),
@@ -219,7 +221,7 @@ def main():
                 summary["factor"][f"{t}-{pct(c)}"] = {"spread": spread}
                 table.append([pct(c), t] + [fmt(x) for x in s] + [f"{spread * 100:.2f}%" if
                                                                    spread is not None else "–"])
-        md += common.markdown_table(["capacity", "trace", "own"] + [f"{f:g}%" for f in factors]
+        md += markdown_table(["capacity", "trace", "own"] + [f"{f:g}%" for f in factors]
                                     + ["spread"], table)
 
     # (3) the one factor that decides whether the memory factor matters: the CPU's lead.
@@ -242,7 +244,7 @@ def main():
                                                   "by_factor": {str(f): v for f, v in s.items()}}
                 table.append([t, str(lead)] + [f"**{fmt(v)}**" if f == best[1] else fmt(v)
                                                for f, v in s.items()])
-        md += common.markdown_table(["trace", "lead"] + [f"{f:g}%" for f in lfactors], table)
+        md += markdown_table(["trace", "lead"] + [f"{f:g}%" for f in lfactors], table)
         lead_figure(g, traces, leads, lfactors, lcap, os.path.join(args.out, "lead.png"))
 
     # (4) the four situations.
@@ -259,8 +261,8 @@ def main():
         table = []
         summary["situations"] = {}
         for t in traces:
-            s = situation_of(os.path.join(common.REPO, "traces", "real", f"{t}.fltrace"),
-                             common.FAULTLINE)
+            s = situation_of(os.path.join(REPO, "traces", "real", f"{t}.fltrace"),
+                             FAULTLINE)
             cells = []
             for _, f, _ in SITUATIONS:
                 a = g.speedup(t, f, 0, lcap, "h200")
@@ -270,7 +272,7 @@ def main():
             summary["situations"][t] = s
             table.append([t, str(s["allocator_blocks"]), str(s["cudnn_kernel_names"]),
                           s["ours"], s["stock_framework"]] + cells)
-        md += common.markdown_table(["trace", "allocator blocks", "cuDNN kernels", "ours",
+        md += markdown_table(["trace", "allocator blocks", "cuDNN kernels", "ours",
                                      "stock"] + [f"{n} ({f}%)" for n, f, _ in SITUATIONS], table)
 
     # (5) live, from the committed campaigns.
@@ -283,7 +285,7 @@ def main():
                "`faultline replay` (capacity mode budget: the replay launches each kernel once "
                "the one before it ends, so no CPU lead; PUMP's own factor), the median of each "
                "campaign's repeats; read from experiments/live/data/, not re-measured.", ""]
-        md += common.markdown_table(
+        md += markdown_table(
             ["campaign", "machine", "GPU", "revision", "traces of revision", "repeats"],
             [[c, r["machine"], r["gpu_uuid"], r["revision"], r["traces_revision"] or r["revision"],
               str(r["repeats"])] for c in campaigns
@@ -300,7 +302,7 @@ def main():
                                  if r else "")
                 if any(cells):
                     table.append([t, pct(b)] + cells)
-        md += common.markdown_table(["trace", "budget"] + campaigns, table)
+        md += markdown_table(["trace", "budget"] + campaigns, table)
         summary["live"] = {}
         for machine in sorted({r["machine"] for r in live}):
             for b in sorted({r["budget"] for r in live}):
@@ -319,10 +321,10 @@ def main():
     if fcaps:
         factor_figure(g, traces, factors, fcaps, leads, os.path.join(args.out, "factor.png"))
     ratio_figure(g, traces, caps, os.path.join(args.out, "ratio.png"))
-    common.write_lines(os.path.join(args.out, "pump.md"), md)
-    common.write_json(os.path.join(args.out, "summary.json"), summary)
+    write_lines(os.path.join(args.out, "pump.md"), md)
+    write_json(os.path.join(args.out, "summary.json"), summary)
     if args.claims:
-        common.write_json(args.claims, claims(summary, cols))
+        write_json(args.claims, claims(summary, cols))
 
 
 def claims(summary, cols):
@@ -372,7 +374,7 @@ def speedup_figure(g, traces, cols, live, path):
     ax.set_ylabel("speedup over UM (ondemand)")
     ax.legend(fontsize=6, ncol=3)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -393,7 +395,7 @@ def factor_figure(g, traces, factors, fcaps, leads, path):
     axes[0].set_ylabel("speedup over ondemand")
     axes[0].legend(fontsize=6)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -412,7 +414,7 @@ def lead_figure(g, traces, leads, lfactors, cap, path):
     ax.set_title(f"H200, {pct(cap)}, {len(traces)} traces", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -426,7 +428,7 @@ def ratio_figure(g, traces, caps, path):
     ax.set_ylabel("speedup over ondemand")
     ax.legend(fontsize=6)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 

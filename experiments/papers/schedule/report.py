@@ -16,9 +16,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-import common  # noqa: E402
+from lab.campaigns import trace_name  # noqa: E402
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
 
-plt = common.pyplot()
+plt = pyplot()
 
 DNN = ["resnet50", "gpt2-small", "gpt2-medium", "bert-large", "t5-base", "moe", "graphsage"]
 SEEDS = ["ondemand", "deepum", "pump"]
@@ -39,7 +40,7 @@ def load(path):
     doc = json.load(open(path))
     times = {}
     for p in doc["points"]:
-        key = (common.trace_name(p["point"]["trace"]), p["point"]["capacity_fraction"],
+        key = (trace_name(p["point"]["trace"]), p["point"]["capacity_fraction"],
                label(p["point"]["policy"]))
         times[key] = p["results"]["total_time_ns"] / 1e9
     revisions = sorted({p["git_revision"] for p in doc["points"]})
@@ -87,14 +88,14 @@ def tables(rows, live, dnn):
              "Simulated time (s) of 10 training steps, H200 profile, capacity as a fraction of the "
              "trace's footprint; `speedup` = ondemand / schedule, `/oracle` = schedule / oracle, "
              "`/best` = schedule / the faster of the oracle and the oracle with discard.", "",
-             *common.markdown_table(
+             *markdown_table(
                  ["trace", "capacity"] + POLICIES + ["speedup", "/oracle", "/best"],
                  [[r["trace"], f"{r['capacity']:.0%}"] + [f"{r[p]:.2f}" for p in POLICIES]
                   + [f"{r['speedup']:.2f}", f"{r['vs_oracle']:.2f}", f"{r['vs_best_oracle']:.2f}"]
                   for r in rows])]
     half = [r for r in rows if r["capacity"] == 0.5]
     lines += ["", "## Targets at 50%, DNN traces", "",
-              *common.markdown_table(
+              *markdown_table(
                   ["trace", "speedup over ondemand (target >= 2)", "/oracle (target <= 1.3)",
                    "/best oracle", "met"],
                   [[r["trace"], f"{r['speedup']:.2f}", f"{r['vs_oracle']:.2f}",
@@ -108,7 +109,7 @@ def tables(rows, live, dnn):
     if live:
         cols = ["ondemand", "deepum", "pump", "schedule"]
         lines += ["", "## Live, 10 steps at 50% (`faultline replay --iterations 10`)", "",
-                  *common.markdown_table(
+                  *markdown_table(
                       ["campaign", "trace"] + cols + ["faster than pump and deepum"],
                       [[r["campaign"], r["trace"]] + [f"{r[c]:.2f}" if c in r else "-" for c in cols]
                        + [live_wins(r)] for r in live])]
@@ -135,7 +136,7 @@ def figure(rows, key, ylabel, path, policies):
     ax.set_title("50% of the footprint, 10 steps, simulated (H200 profile)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    common.save_figure(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -190,7 +191,7 @@ def main():
     times, revisions = load(args.results)
     rows = derive(times)
     live = live_rows(args.live)
-    common.write_lines(os.path.join(args.out, "schedule.md"),
+    write_lines(os.path.join(args.out, "schedule.md"),
                        [tables(rows, live, args.dnn).rstrip("\n")])
     figure(rows, lambda r, p: r["ondemand"] / r[p], "speedup over ondemand",
            os.path.join(args.out, "speedup.png"), SEEDS[1:] + ["schedule"] + ORACLES)
@@ -198,8 +199,8 @@ def main():
            "best oracle time / policy time", os.path.join(args.out, "of_oracle.png"),
            SEEDS + ["schedule"])
     s = summary(rows, live, revisions, args.dnn)
-    common.write_json(os.path.join(args.out, "summary.json"), s, sort_keys=True)
-    common.write_json(args.claims, claims(s, args.dnn))
+    write_json(os.path.join(args.out, "summary.json"), s, sort_keys=True)
+    write_json(args.claims, claims(s, args.dnn))
     print(open(os.path.join(args.out, "schedule.md")).read())
 
 

@@ -1,0 +1,90 @@
+"""Running the simulator from Python: `faultline sim`, `bound` and `trace stats` of a trace under
+a run config with overrides merged in, and a trace as it was at a git revision.
+
+    from lab import sim
+    result = sim.simulate("traces/real/stream.fltrace", {"gpu": "h200", ...}, iterations=6)
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+from lab.paths import FAULTLINE, REPO
+
+
+class SimulationError(RuntimeError):
+    """`faultline sim` failed; the message is the last line it wrote on stderr."""
+
+
+def deep_merge(base, overrides):
+    """base with overrides set into it, dicts merged key by key (neither argument changes)."""
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def simulate(trace, config, faultline=None, **overrides):
+    """`faultline sim` of TRACE under CONFIG (a run config dict, or the path of one), with the
+    keyword overrides merged into it (`capacity={"mode": "budget"}`, `iterations=6`). Returns
+    the result JSON; raises SimulationError with the simulator's message when it fails."""
+    return _run("sim", trace, config, faultline, overrides)
+
+
+def bound(trace, config, faultline=None, **overrides):
+    """`faultline bound` of TRACE under CONFIG (as simulate takes it): the lower bound on any
+    policy's time (its "bound" object: lower_bound_ns, all_resident_ns, min_bytes_host_to_gpu)."""
+    return _run("bound", trace, config, faultline, overrides)["bound"]
+
+
+def trace_stats(trace, faultline=None):
+    """`faultline trace stats` of TRACE (counts, footprint, bytes allocated and read by the host);
+    raises SimulationError with the binary's message when it fails."""
+    out = subprocess.run([faultline or FAULTLINE, "trace", "stats", trace], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise SimulationError(lines[-1] if lines else f"exit status {out.returncode}")
+    return json.loads(out.stdout)
+
+
+def _run(command, trace, config, faultline, overrides):
+    if isinstance(config, str):
+        with open(config) as f:
+            config = json.load(f)
+    config = deep_merge(config, overrides)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    try:
+        progress = ["--no-progress"] if command == "sim" else []
+        out = subprocess.run([faultline or FAULTLINE, command, "--config", f.name, "--trace", trace]
+                             + progress, capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise SimulationError(lines[-1] if lines else f"exit status {out.returncode}")
+    return json.loads(out.stdout)
+
+
+def trace_at(path, revision=None):
+    """The trace PATH (relative to the repository) as it was at git REVISION, extracted once into
+    out/traces/REVISION/PATH; PATH itself when REVISION is None. A campaign replayed on traces
+    since recaptured names their revision in its manifest (`traces_revision`). Without REVISION, a
+    relative PATH that is not there from the working directory is taken from the repository."""
+    if not revision:
+        return path if os.path.isabs(path) or os.path.exists(path) else os.path.join(REPO, path)
+    out = os.path.join(REPO, "out", "traces", revision, path)
+    if not os.path.exists(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        blob = subprocess.run(["git", "-C", REPO, "show", f"{revision}:{path}"],
+                              capture_output=True, check=True).stdout
+        with tempfile.NamedTemporaryFile("wb", dir=os.path.dirname(out), delete=False) as f:
+            f.write(blob)  # threads may extract the same trace: each its own file, then one name
+        os.replace(f.name, out)
+    return out
+
+
