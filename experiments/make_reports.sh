@@ -15,38 +15,39 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     # Every campaign the results read, and the older reports the READMEs cite.
     for c in $("$python" experiments/live/results.py --list) h200 h200-other-instance h100 \
       h100-sanitize-traces h200-papers h200-e4b970cd-drained; do
-      experiments/live/fidelity.sh "$c" --write-reports
+      "$python" experiments/live/fidelity.py report "$c" --write-reports
     done
     # Campaigns made in passes with a calibration between them: how far the costs moved.
     for c in h200-9bc851db-drift h200-a74c9e80-drift; do
-      "$python" experiments/live/drift.py "experiments/live/data/$c" "experiments/live/reports/$c/drift" \
-        >/dev/null
+      "$python" experiments/live/calibration.py drift "experiments/live/data/$c" \
+        "experiments/live/reports/$c/drift" >/dev/null
     done
     # Campaigns whose runs carry eviction call logs: each run at the eviction price it met.
     for c in h200-153bc426 h200-153bc426-holdout3 h200-153bc426-holdout2 h200-a74c9e80-drift; do
-      "$python" experiments/live/run_priced.py "experiments/live/data/$c" \
+      "$python" experiments/live/diagnose.py priced "experiments/live/data/$c" \
         "experiments/live/reports/$c/run-priced" >/dev/null
     done
     # The calibrated cost that carries each miss lying in its calibration (read by results.py),
     # the costs' spread within one instance and across, and one cost pooled over the instances
     # (about 30 minutes).
-    "$python" experiments/live/cost_swap.py --write
-    "$python" experiments/live/calibration_noise.py --write >/dev/null
-    "$python" experiments/live/pooled_cost.py --cost swap_extra_ns --policies pump,oracle,deepum \
-      --write >/dev/null
+    "$python" experiments/live/calibration.py cost-swap --write
+    "$python" experiments/live/calibration.py noise --write >/dev/null
+    "$python" experiments/live/calibration.py pooled-cost --cost swap_extra_ns \
+      --policies pump,oracle,deepum --write >/dev/null
     # strided on the H100s at the H200's measured price of an evicted run (no H100 measured it)
-    "$python" experiments/live/pooled_cost.py --cost eviction_run_ns --value 1721 --gpu h100 \
-      --traces strided --write >/dev/null
+    "$python" experiments/live/calibration.py pooled-cost --cost eviction_run_ns --value 1721 \
+      --gpu h100 --traces strided --write >/dev/null
     # One profile for any instance: the median over the calibrated ones (configs/gpus/GPU-median),
     # each campaign simulated with the other instances' median (read by results.py; 8 minutes).
     for gpu in h200 h100; do
-      "$python" experiments/live/median_profile.py --gpu "$gpu" --write --evaluate >/dev/null
+      "$python" experiments/live/calibration.py median-profile --gpu "$gpu" --write --evaluate \
+        >/dev/null
     done
     "$python" experiments/live/results.py --write ;;
   multigpu)
     # Every two-GPU campaign with a committed report, then HUVM's live headline from them.
     for c in $(ls experiments/multigpu/reports); do
-      experiments/multigpu/fidelity.sh "$c" --write-reports
+      "$python" experiments/live/fidelity.py two-gpu "$c" --write-reports
     done
     "$python" experiments/papers/huvm/live_report.py --write-reports >/dev/null ;;
   papers)

@@ -1,4 +1,4 @@
-"""experiments/live/call_log.py: a call log's kinds, its swaps once the driver's queue is full,
+"""experiments/lab/live/call_log.py: a call log's kinds, its swaps once the driver's queue is full,
 its evictions matched in order against the simulator's, and a clear error for a malformed log."""
 import json
 import os
@@ -6,8 +6,8 @@ import sys
 import tempfile
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import call_log  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import call_log  # noqa: E402
 
 HEADER = "kernel,kind,address,bytes,start_ns,cpu_ns\n"
 MB2 = 2 << 20

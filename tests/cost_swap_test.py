@@ -1,4 +1,4 @@
-"""experiments/live/cost_swap.py, pooled_cost.py and calibration_noise.py: a profile's costs (the host link's among
+"""experiments/lab/live/cost_swap.py, pooled_cost.py and calibration_noise.py: a profile's costs (the host link's among
 them), the median of the other instances' values (bandwidth curves per point, none where their
 sizes differ), a profile with some costs changed and the originals left as they were, and end
 to end on a real campaign: unchanged costs simulate as its report did, a dearer swap slower; the
@@ -11,12 +11,14 @@ import sys
 import tempfile
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import calibration_noise  # noqa: E402
-import cost_swap  # noqa: E402
-import misses  # noqa: E402
-import pooled_cost  # noqa: E402
-import results  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import (  # noqa: E402
+    calibration_noise,
+    cost_swap,
+    misses,
+    pooled_cost,
+    results,
+)
 
 FAULTLINE = os.path.join(root, "build", "faultline")
 CAMPAIGN = "h200-47aad059-holdout"  # six hash-join runs: quick to simulate

@@ -1,4 +1,4 @@
-"""experiments/live/drift.py: the errors of each profile against the median of the passes and
+"""experiments/lab/live/drift.py: the errors of each profile against the median of the passes and
 against each pass, each pass with the calibration before it, the GPU against itself, and a clear
 error for a campaign without calibrations of several moments."""
 import os
@@ -6,8 +6,8 @@ import sys
 import tempfile
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import drift  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import drift  # noqa: E402
 
 
 def test_errors():

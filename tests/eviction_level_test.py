@@ -1,4 +1,4 @@
-"""experiments/live/eviction_level.py: rounds split by the eviction's level, each column's median
+"""experiments/lab/live/eviction_level.py: rounds split by the eviction's level, each column's median
 in either level and its correlation with the eviction; the committed outputs read back into the
 table their README shows; a malformed output is refused with its file and line."""
 import contextlib
@@ -8,8 +8,8 @@ import sys
 import tempfile
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import eviction_level  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import eviction_level  # noqa: E402
 
 HEADER = "s cpu arith_us steal_ms evict_us pinned_us warm_us fresh_us touch_us_per_2MB pgfault"
 

@@ -11,9 +11,11 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments", "live"))
-import fidelity  # noqa: E402
-import rank_spread  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "experiments"))
+from lab.live import (  # noqa: E402
+    fidelity,
+    rank_spread,
+)
 
 
 def write_run(directory, policy, seconds, repeat):
@@ -70,7 +72,7 @@ def check_rank_spread():
     # Untimed runs (drained) hold no live time: left out.
     assert rank_spread.rank_spread([dict(mine[0], live_s=""), mine[1]], {}) == []
     # The committed sets: the same count of groups ranked alike as the fidelity report's.
-    import results
+    from lab.live import results
     for gpu, c in results.CAMPAIGNS.items():
         for label, (campaign, groups) in results.gpu_rankings(c).items():
             summary = results.report(campaign)[0]

@@ -8,8 +8,8 @@ import sys
 import tempfile
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import fidelity  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import fidelity  # noqa: E402
 
 
 def test_profile_keys():
@@ -55,8 +55,7 @@ def test_filled_profile():
 def test_calibration_kinds():
     """A campaign's report names how its profile was calibrated, and the instances table gives
     every instance with each way of calibrating it."""
-    sys.path.insert(0, os.path.join(root, "experiments", "live"))
-    import results
+    from lab.live import results
     assert results.own_calibration("h100-a069ff39") == "per_machine"
     assert results.own_calibration("h100-c1cb0b94") == "full"
     with open(os.path.join(root, "experiments", "live", "results", "h100",
@@ -91,7 +90,7 @@ def test_holdout_instances():
 def test_misses():
     """A run beyond 15% is listed with the same run elsewhere and the most specific cause; runs
     within the target are not; the kind says whether the model misses elsewhere too."""
-    import misses
+    from lab.live import misses
 
     def row(t, p, b, e, live=10.0):
         return {"trace": t, "policy": p, "budget": str(b), "time_error": str(e),
@@ -168,7 +167,7 @@ def test_misses():
 def test_speeds():
     """Each instance's live and simulated shift against the runs' medians over the instances;
     runs made on fewer than three instances and untimed (drained) runs do not count."""
-    import speeds
+    from lab.live import speeds
 
     def row(t, live, sim, timed=True):
         return {"trace": t, "policy": "pump", "budget": "0.5", "live_s": str(live),
@@ -194,7 +193,7 @@ def test_speeds():
 
 def test_causes_file():
     """The committed causes load, name existing evidence, and a malformed one says where."""
-    import misses
+    from lab.live import misses
     assert misses.load_causes(repo=root)
     bad = [({"causes": {}}, "expected {\"causes\""),
            ({"causes": [{"runs": ["a"], "gpu": ["h200"], "cause": "c", "evidence": "README.md"}]},
@@ -217,8 +216,8 @@ def test_causes_file():
 
 
 def test_holdout_bytes():
-    import results
-    import results_readme
+    from lab.live import results
+    from lab.live import results_readme
     base = {"campaign": "h200-153bc426-holdout3", "bytes_runs": 22}
     text = results_readme.holdout_bytes
     same = text("the set", dict(base, bytes_campaign="h200-153bc426-drained"))

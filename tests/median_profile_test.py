@@ -1,4 +1,4 @@
-"""experiments/live/median_profile.py: each measured cost the median over the instances (one left
+"""experiments/lab/live/median_profile.py: each measured cost the median over the instances (one left
 out when asked), a full chunk's eviction split again at the median cost per page, the fault path
 and the link's overhead the shipped profile's, curves of different sizes refused; the committed
 configs/gpus/h200-median.json (and h100-median.json) is what the committed calibrations give, it simulates, and the
@@ -9,9 +9,8 @@ import os
 import sys
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
 sys.path.insert(0, os.path.join(root, "experiments"))
-import median_profile  # noqa: E402
+from lab.live import median_profile  # noqa: E402
 from lab.sim import simulate  # noqa: E402
 
 LINK = "host_link.forward.bandwidth_gbps"

@@ -1,4 +1,4 @@
-"""experiments/multigpu/live_vs_sim.py without the simulator: repeats of a variant reduce to the
+"""experiments/lab/multigpu/live_vs_sim.py without the simulator: repeats of a variant reduce to the
 median run with its spread kept, the variant is read from the policy and its parameters, and the
 winner counts as matched when the simulator's pick is within the live repeats' spread of the
 live winner."""
@@ -7,9 +7,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "experiments"))
-sys.path.insert(0, os.path.join(HERE, "..", "experiments", "multigpu"))
-import live_vs_sim  # noqa: E402
 from lab.campaigns import median_of_repeats  # noqa: E402
+from lab.multigpu import live_vs_sim  # noqa: E402
 
 
 def run(variant_params, seconds, repeat):

@@ -1,4 +1,4 @@
-"""experiments/live/run_priced.py: a run's eviction price from its call log (blocking 2 MB
+"""experiments/lab/live/run_priced.py: a run's eviction price from its call log (blocking 2 MB
 evictions only), which runs are not priced and why, the calibration's price, clear errors for
 malformed logs, and end to end on two runs of a real campaign: at the calibration's own price a
 run simulates as calibrated, at a higher price slower."""
@@ -10,8 +10,8 @@ import sys
 import tempfile
 
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(root, "experiments", "live"))
-import run_priced  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.live import run_priced  # noqa: E402
 
 HEADER = "kernel,kind,address,bytes,start_ns,cpu_ns\n"
 MB2 = 2 << 20
@@ -105,8 +105,8 @@ def small_campaign(tmp, price_ns):
 def priced(tmp, price_ns):
     data = small_campaign(os.path.join(tmp, str(price_ns)), price_ns)
     out = os.path.join(tmp, str(price_ns), "out")
-    subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "run_priced.py"),
-                    data, out, "--faultline", os.path.join(root, "build", "faultline")],
+    subprocess.run([sys.executable, os.path.join(root, "experiments", "live", "diagnose.py"),
+                    "priced", data, out, "--faultline", os.path.join(root, "build", "faultline")],
                    check=True, capture_output=True)
     with open(os.path.join(out, "run_priced.json")) as f:
         doc = json.load(f)
@@ -138,7 +138,7 @@ def test_campaign_without_logs_is_refused():
             if name.endswith(".calls.e.csv"):
                 os.remove(os.path.join(data, name))
         out = subprocess.run([sys.executable, os.path.join(root, "experiments", "live",
-                                                           "run_priced.py"), data,
+                                                           "diagnose.py"), "priced", data,
                               os.path.join(tmp, "out")], capture_output=True, text=True)
         assert out.returncode != 0 and "no run has a priced eviction log" in out.stderr, out.stderr
 

@@ -11,11 +11,11 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 repo = os.path.dirname(here)
-sys.path.insert(0, os.path.join(repo, "experiments", "live"))
-from fault_cost_by_kernel import simulate  # noqa: E402
+sys.path.insert(0, os.path.join(repo, "experiments"))
+from lab.live.fault_cost_by_kernel import simulate  # noqa: E402
 
 faultline = os.path.join(repo, "build", "faultline")
-script = os.path.join(repo, "experiments", "live", "stall_split.py")
+script = [os.path.join(repo, "experiments", "live", "diagnose.py"), "stall-split"]
 runs = []
 with tempfile.TemporaryDirectory() as tmp:
     for trace in ("stream", "strided"):
@@ -33,7 +33,7 @@ with tempfile.TemporaryDirectory() as tmp:
             with open(live, "w") as out:
                 json.dump({"kernels": rows}, out)
             runs.append(f"{live}:{path}:ondemand:{budget}")
-    done = subprocess.run([sys.executable, script, "--gpu", "h100", "--faultline", faultline] + runs,
+    done = subprocess.run([sys.executable, *script, "--gpu", "h100", "--faultline", faultline] + runs,
                           capture_output=True, text=True, check=True)
     big = [line for line in done.stdout.splitlines() if line.startswith("| 512-")]
     assert len(big) == 1, done.stdout
@@ -44,11 +44,11 @@ with tempfile.TemporaryDirectory() as tmp:
 
     with open(os.path.join(tmp, "short.json"), "w") as out:
         json.dump({"kernels": [{"start_ns": 0, "end_ns": 1}]}, out)
-    bad = subprocess.run([sys.executable, script, "--gpu", "h100", "--faultline", faultline,
+    bad = subprocess.run([sys.executable, *script, "--gpu", "h100", "--faultline", faultline,
                           f"{tmp}/short.json:{repo}/traces/real/stream.fltrace:ondemand:0.5"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "1 kernel rows, the simulation" in bad.stderr, bad.stderr
-    bad = subprocess.run([sys.executable, script, "--gpu", "h100", "a.json:b"],
+    bad = subprocess.run([sys.executable, *script, "--gpu", "h100", "a.json:b"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "expected LIVE.json:TRACE:POLICY:BUDGET" in bad.stderr, bad.stderr
 print("stall_split: fit and refusals as expected")

@@ -4,6 +4,7 @@ a run config with overrides merged in, and a trace as it was at a git revision.
     from lab import sim
     result = sim.simulate("traces/real/stream.fltrace", {"gpu": "h200", ...}, iterations=6)
 """
+import functools
 import json
 import os
 import subprocess
@@ -88,3 +89,30 @@ def trace_at(path, revision=None):
     return out
 
 
+
+
+@functools.lru_cache(maxsize=None)
+def _blob(revision, path):
+    """The git object id of PATH at REVISION ("" where PATH was not committed there), and of the
+    file as it is now in the working tree ("" where there is none)."""
+    then = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "--quiet",
+                           f"{revision}:{path}"], capture_output=True, text=True).stdout.strip()
+    now_path = os.path.join(REPO, path)
+    now = (subprocess.run(["git", "-C", REPO, "hash-object", now_path], capture_output=True,
+                          text=True).stdout.strip() if os.path.isfile(now_path) else "")
+    return then, now
+
+
+def replayed_trace(path, run_revision, traces_revision=None):
+    """The trace file a live run replayed: PATH at the campaign's TRACES_REVISION where its
+    manifest names one, else at the revision the run's own result names (RUN_REVISION, the
+    replay's build; a "-dirty" mark is dropped), so a trace recaptured since is not compared with
+    runs of its predecessor. PATH as it is now where it is unchanged since, or was never committed
+    (a trace a campaign captured into its own folder)."""
+    if traces_revision:
+        return trace_at(path, traces_revision)
+    revision = (run_revision or "").removesuffix("-dirty")
+    if not revision or revision == "unknown" or os.path.isabs(path):
+        return trace_at(path)
+    then, now = _blob(revision, path)
+    return trace_at(path, revision) if then and then != now else trace_at(path)

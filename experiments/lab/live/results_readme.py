@@ -1,11 +1,8 @@
 """The README of experiments/live/results/GPU/ (results.py): the sets' table, where their bytes
 come from, the hold-out sets on each instance and the instances' calibrations."""
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import speeds  # noqa: E402  (beside this file)
-from fidelity import LATER_KEYS  # noqa: E402
+from lab.live import speeds
+from lab.live.fidelity import LATER_KEYS
 
 # The policies of the sets' table, in its column order.
 POLICIES = ["ondemand", "deepum", "pump", "oracle", "schedule"]
@@ -75,7 +72,7 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held
     lines = [f"# Live fidelity on the {gpu.upper()}: results", "",
              "Made by `experiments/live/results.py --write` from the campaigns' reports; each "
              "campaign's runs simulated with the profile of the instance they ran on (calibrated "
-             "in the same session by `experiments/live/campaign.sh`).", "",
+             "in the same session by `experiments/campaign.sh live`).", "",
              "| set | campaign | runs | median abs time error | max | median HtoD | median DtoH "
              "| " + " | ".join(f"{p}: median / max (signed median)" for p in POLICIES) + " |",
              "|---|---|---|---|---|---|---|" + "---|" * len(POLICIES)]
@@ -169,7 +166,7 @@ def readme(gpu, shipped, holdout, inst, held, schedule=None, holdout2=None, held
         m = inst["median_profile"]
         lines += ["", f"One profile for an instance nobody calibrated (`configs/gpus/{gpu}-median"
                   f".json`: each per-machine cost the median over {len(m['instances'])} "
-                  "instances, `experiments/live/median_profile.py`), each campaign simulated with "
+                  "instances, `experiments/live/calibration.py median-profile`), each campaign simulated with "
                   "the median of the other instances (its own left out): "
                   + "; ".join(f"{label} ({o['campaigns']}) median of the medians "
                               f"{pct(o['median_of_others']['median_of_medians'])} against "

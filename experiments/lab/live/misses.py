@@ -13,14 +13,13 @@ results.py writes them into results/GPU/misses.json and a README section.
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lab.campaigns import read_json  # noqa: E402
+from lab.campaigns import read_json
+from lab.paths import EXPERIMENTS
 
 TARGET_MAX = 0.15  # issue 21: max |time error| <= 15%
 SAME_ELSEWHERE = 0.10
-CAUSES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "causes.json")
+CAUSES = os.path.join(EXPERIMENTS, "live", "causes.json")
 
 
 def load_causes(path=CAUSES, repo=None):
@@ -244,7 +243,8 @@ def misses(gpu, label, campaign, rows, siblings, causes, priced=None, swaps=None
 def readme_section(found):
     """The README's table of the misses."""
     lines = ["", "## Runs beyond 15%", "",
-             "Made by `experiments/live/misses.py`: each set's runs with |time error| above 15%, "
+             "Made by `experiments/live/results.py` (`lab/live/misses.py`): each set's runs with |time "
+             "error| above 15%, "
              "the same run on the other instances that made it (median, range), whether the model "
              "misses there too (systematic: their median beyond 10% on the same side; instance: "
              "within 10%), the run's live and simulated time against the same run's median on "
@@ -252,9 +252,9 @@ def readme_section(found):
              "or the moment made the run slow or fast and its calibration did not follow; its "
              "calibration: the simulated time moved and the live one did not; the model: the "
              "run misses elsewhere too; for a miss in its calibration, the one cost that, at "
-             "the other instances' median, closes most of it: `experiments/live/cost_swap.py`), "
+             "the other instances' median, closes most of it: `experiments/live/calibration.py cost-swap`), "
              "the run simulated at the eviction price its own call log shows "
-             "(`experiments/live/run_priced.py`, campaigns with call logs) and the measured cause "
+             "(`experiments/live/diagnose.py priced`, campaigns with call logs) and the measured cause "
              "(`experiments/live/causes.json`; else, for a run its own price brings within the "
              "target, the eviction's level of the moment; else the one calibrated cost that "
              "carries the miss into the target; none where none was measured).", ""]

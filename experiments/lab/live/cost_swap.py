@@ -1,6 +1,6 @@
 """Which calibrated cost carries a miss that lies in its instance's calibration.
 
-    python3 experiments/live/cost_swap.py [--gpu GPU] [--write] [--faultline BIN] [--jobs N]
+    experiments/live/calibration.py cost-swap [--gpu GPU] [--write] [--faultline BIN] [--jobs N]
 
 A run beyond the time target whose simulated time left the other instances' while its live time
 did not (misses.py: it lies in its calibration) is simulated again with its campaign's profile
@@ -18,18 +18,14 @@ import copy
 import json
 import os
 import statistics
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fidelity  # noqa: E402  (beside this file)
-import lab.sim  # noqa: E402
-import misses  # noqa: E402
-import results  # noqa: E402
-from lab.campaigns import load_manifest, read_json  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.sim import trace_at  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+import lab.sim
+from lab.campaigns import load_manifest, read_json
+from lab.live import fidelity, misses, results
+from lab.paths import REPO
+from lab.sim import replayed_trace
+from lab.tables import write_json
 
 NOT_COSTS = {"memory_bytes"}  # the GPU's size, not a calibrated cost
 LINK = "host_link."
@@ -112,8 +108,8 @@ def trace_of(campaign, trace, policy, budget):
     runs, _ = fidelity.read_live(data)
     for r in runs:
         if (r["trace"], r["policy"], r["budget"]) == (trace, policy, budget):
-            return trace_at(r["trace_path"],
-                                   load_manifest(data).get("traces_revision"))
+            return replayed_trace(r["trace_path"], r["revision"],
+                                  load_manifest(data).get("traces_revision"))
     raise SystemExit(f"cost_swap: {data}: no live run of {trace} {policy} {budget}")
 
 
@@ -179,7 +175,7 @@ def calibration_misses(gpu):
 
 def markdown(gpu, runs):
     lines = [f"# {gpu}: the calibrated cost that carries each miss lying in its calibration", "",
-             "Made by `experiments/live/cost_swap.py --write`: each run simulated with its "
+             "Made by `experiments/live/calibration.py cost-swap --write`: each run simulated with its "
              "campaign's profile, with one cost at a time set to the median of the other "
              "instances' own profiles for the same set (n), and with every cost so set; the "
              "three swaps that close most of the miss.", ""]
@@ -198,14 +194,14 @@ def markdown(gpu, runs):
     return "\n".join(lines + [""])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--write", action="store_true",
                     help="into experiments/live/reports/cost-swap/ (else out/live/cost-swap/)")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"cost_swap: {args.faultline}: no faultline binary (build it first)")
     out_dir = (os.path.join(results.LIVE, "reports", "cost-swap") if args.write else
@@ -220,7 +216,3 @@ def main():
         with open(os.path.join(out_dir, f"{gpu}.md"), "w") as f:
             f.write(markdown(gpu, runs))
         print(f"{gpu}: {len(runs)} runs")
-
-
-if __name__ == "__main__":
-    main()

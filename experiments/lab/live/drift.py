@@ -1,6 +1,6 @@
 """How far one instance's costs move within a campaign, and what that does to the simulator.
 
-    python3 experiments/live/drift.py DATA_DIR OUT_DIR [--faultline BIN] [--jobs N]
+    experiments/live/calibration.py drift DATA_DIR OUT_DIR [--faultline BIN] [--jobs N]
 
 DATA_DIR is a campaign made in passes (replay_all.sh REPEATS: pass N writes TRACE-POLICY-BUDGET.rN
 .json) with a per-machine calibration before the first pass and after each
@@ -19,12 +19,10 @@ import glob
 import os
 import re
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fidelity  # noqa: E402
-from lab.campaigns import load_runs, repo_relative  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+from lab.campaigns import load_runs, repo_relative
+from lab.live import fidelity
+from lab.tables import write_json
 
 
 def moments(data_dir):
@@ -121,13 +119,13 @@ def markdown(result):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("data_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--faultline", default="build/faultline")
     ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     found = profiles(args.data_dir, args.out_dir, args.faultline)
     live, traces = live_times(args.data_dir)
@@ -146,7 +144,3 @@ def main():
     with open(os.path.join(args.out_dir, "drift.md"), "w") as f:
         f.write(markdown(result))
     print(markdown(result))
-
-
-if __name__ == "__main__":
-    main()

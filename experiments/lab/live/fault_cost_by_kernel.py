@@ -5,7 +5,7 @@ the time per fault; last, the time outside kernels (the trace's host work and wa
 replay's own), which is where a miss lies that no bucket shows. A kernel's time runs from when
 the host asked for it to its end: the budget's evictions that make room for it are its own, in
 the live rows as in the simulated ones (`launched_ns`).
-    fault_cost_by_kernel.py --trace T --policy P --budget B --gpu PROFILE LIVE.json [LIVE.json...]
+    experiments/live/diagnose.py kernels --trace T --policy P --budget B --gpu PROFILE LIVE.json [LIVE.json...]
 PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it).
 """
 import argparse
@@ -14,9 +14,8 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import lab.sim  # noqa: E402
-from fidelity import profile_keys  # noqa: E402 (this folder's)
+import lab.sim
+from lab.live.fidelity import profile_keys
 
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 
@@ -36,15 +35,15 @@ def simulate(faultline, trace, policy, budget, gpu):
     return lab.sim.simulate(trace, config, faultline)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("live", nargs="+")
     ap.add_argument("--trace", required=True)
     ap.add_argument("--policy", default="ondemand")
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--gpu", default="h200")
     ap.add_argument("--faultline", default="build/faultline")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     docs = [json.load(open(p)) for p in args.live]
     runs = [d["kernels"] for d in docs]
     doc = simulate(args.faultline, args.trace, args.policy, args.budget, args.gpu)
@@ -71,7 +70,3 @@ def main():
           f"| {(sim_out - live_out) / live_out if live_out else 0:+.0%} | |")
     print(f"| the run | {len(sim)} | | {live_total / 1e9:.3f} | {sim_total / 1e9:.3f} "
           f"| {(sim_total - live_total) / live_total:+.0%} | |")
-
-
-if __name__ == "__main__":
-    main()

@@ -11,11 +11,8 @@ instance cannot tell; another instance can. results.py writes each set's counts 
 summary (rankings_within_gpu_spread) and the pairs into the results README.
 """
 import itertools
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fidelity import ordered_differently, repeats_overlap  # noqa: E402  (beside this file)
+from lab.live.fidelity import ordered_differently, repeats_overlap
 
 TIMES = ("live_s", "sim_s", "live_min_s", "live_max_s")
 
@@ -102,7 +99,7 @@ def readme_lines(label, campaign, groups):
 def readme_section(ranked):
     """The results README's section: RANKED is {set label: (campaign, rank_spread's groups)}."""
     lines = ["", "## Policy rankings", "",
-             "Made by `experiments/live/rank_spread.py`: in each set's headline campaign, the "
+             "Made by `experiments/live/results.py` (`lab/live/rank_spread.py`): in each set's headline campaign, the "
              "(trace, budget) groups whose policies the simulator orders as the GPU did, and each "
              "pair it orders otherwise (or ties), with how the other instances that ran the set "
              "ordered the same pair: a pair the GPUs order both ways (or whose repeats overlap) "

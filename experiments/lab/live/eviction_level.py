@@ -3,7 +3,7 @@ and prints, per output, its rounds in the low and the high level (a 2 MB evictio
 time under or over SPLIT_US), every other column's median in each, and each column's correlation
 with the eviction's time over the rounds.
 
-    python3 experiments/live/eviction_level.py PROBE_OUTPUT...
+    experiments/live/diagnose.py eviction-level PROBE_OUTPUT...
 
 A column that moves with the level names where the level comes from: the pinned copy is the link
 and the GPU's copy engines, the arithmetic loop the CPU's own speed, steal the hypervisor taking
@@ -77,7 +77,8 @@ def summary(path):
     return out
 
 
-def main(paths):
+def main(argv=None, prog=None):
+    paths = sys.argv[1:] if argv is None else argv
     if not paths:
         raise SystemExit(__doc__)
     rows = [summary(p) for p in paths]
@@ -94,7 +95,3 @@ def main(paths):
         print(f"| `{r['file']}` | {r['rounds']} ({r['seconds']:.0f}) | {r['evict_median']:.0f} "
               f"({r['evict_p10']:.0f}-{r['evict_p90']:.0f}) | {r['high_share']:.0%} | "
               + " | ".join(cells) + " |")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

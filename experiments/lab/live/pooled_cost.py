@@ -2,7 +2,7 @@
 simulated again with that cost alone at one value for all instances, against the campaign's
 own calibration.
 
-    python3 experiments/live/pooled_cost.py --cost NAME [--value V] [--gpu GPU]
+    experiments/live/calibration.py pooled-cost --cost NAME [--value V] [--gpu GPU]
                                             [--policies P,P] [--traces T,T]
                                             [--write] [--faultline BIN] [--jobs N]
 
@@ -22,17 +22,13 @@ import collections
 import concurrent.futures
 import os
 import statistics
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cost_swap  # noqa: E402  (beside this file)
-import fidelity  # noqa: E402
-import lab.sim  # noqa: E402
-import results  # noqa: E402
-from lab.campaigns import read_json  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+import lab.sim
+from lab.campaigns import read_json
+from lab.live import cost_swap, fidelity, results
+from lab.paths import REPO
+from lab.tables import write_json
 
 
 def shipped_value(gpu, cost):
@@ -90,7 +86,7 @@ def markdown(doc):
     options = "".join(f" --{k} {','.join(doc[k]) if isinstance(doc[k], list) else doc[k]}"
                       for k in ("value", "policies", "traces") if doc.get(k))
     lines = [f"# {doc['cost']}: each instance's own value against one for all", "",
-             f"Made by `experiments/live/pooled_cost.py --cost {doc['cost']}{options} --write`: "
+             f"Made by `experiments/live/calibration.py pooled-cost --cost {doc['cost']}{options} --write`: "
              "every campaign's runs"
              + (f" of {', '.join(doc['traces'])}" if doc.get("traces") else "")
              + (f" under {', '.join(doc['policies'])}" if doc["policies"] else "")
@@ -148,8 +144,8 @@ def gpu_sets(gpu, args, policies):
             "revisions": sorted({r.revision for runs in made.values() for r in runs})}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--cost", required=True)
     ap.add_argument("--value", type=float,
                     help="the value for every instance (default: the shipped profile's)")
@@ -159,7 +155,7 @@ def main():
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
     unknown = [p for p in policies if p not in fidelity.POLICIES]
     if unknown:
@@ -185,7 +181,3 @@ def main():
     write_json(os.path.join(out_dir, name + ".json"), doc)
     with open(os.path.join(out_dir, name + ".md"), "w") as f:
         f.write(markdown(doc))
-
-
-if __name__ == "__main__":
-    main()

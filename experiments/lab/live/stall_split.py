@@ -4,7 +4,7 @@ copies they wait for) and its recorded compute (C); then, per bucket of kernels 
 simulated faults, the least-squares fit of the live rows' times as a*E + b*F + c*C over every
 kernel of the runs given. a = b = c = 1 where the simulator prices each part as the GPU pays it;
 b = 0.5 says the GPU stalled half as long as simulated on such kernels' faults.
-    stall_split.py --gpu PROFILE [--shipped MODEL] RUN [RUN...]
+    experiments/live/diagnose.py stall-split --gpu PROFILE [--shipped MODEL] RUN [RUN...]
 RUN: LIVE.json:TRACE:POLICY:BUDGET (a `replay --per-kernel` result, the trace it replayed).
 PROFILE: a GPU profile's name, or the path of a calibrated one (its host link beside it); with
 --shipped, a per-machine calibration is refitted with MODEL's fault path as fidelity.py does.
@@ -17,9 +17,8 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_cost_by_kernel import simulate  # noqa: E402 (this folder's)
-from fidelity import with_shipped_fault_path  # noqa: E402
+from lab.live.fault_cost_by_kernel import simulate
+from lab.live.fidelity import with_shipped_fault_path
 
 BUCKETS = [(0, 64), (64, 512), (512, float("inf"))]
 
@@ -38,13 +37,13 @@ def parts(live_path, trace, policy, budget, gpu, faultline):
             for g, s in zip(live, sim)], doc["faultline"]["git_revision"]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("runs", nargs="+", help="LIVE.json:TRACE:POLICY:BUDGET")
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--shipped", help="the GPU model's shipped profile, for a per-machine one")
     ap.add_argument("--faultline", default="build/faultline")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     named, refitted = args.gpu, False
     scratch = tempfile.TemporaryDirectory()
     if args.shipped and args.gpu.endswith(".json"):
@@ -72,7 +71,3 @@ def main():
               f"| {coef[2]:.2f} |")
     how = f", refitted with {args.shipped}'s fault path" if refitted else ""
     print(f"\nSimulated by faultline {', '.join(sorted(revisions))} with {named}{how}.")
-
-
-if __name__ == "__main__":
-    main()

@@ -3,7 +3,7 @@ the fault_shape probe's steps and fill lines (experiments/live/probes/fault_shap
 folder, each case simulated from a `faultline synth --pattern pages` trace of the same pages
 (1024 host-written blocks, the held pages brought in by a kernel first), into CASES.md and
 CASES.json of the output folder (issue 21: the strided trace's later kernels).
-    fault_cases.py DATA OUT [--gpu configs/gpus/h200.json] [--faultline build/faultline]
+    experiments/live/diagnose.py fault-cases DATA OUT [--gpu configs/gpus/h200.json] [--faultline build/faultline]
 """
 import argparse
 import json
@@ -11,11 +11,9 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import lab.sim  # noqa: E402
+import lab.sim
 
 BLOCKS = 1024
 FILL = re.compile(r"blocks\s+(\d+)\s+origin (\w+)\s+touch (\d+)\+(\d+)(?:x(\d+))?\s+held (\d+)\+(\d+)"
@@ -68,13 +66,13 @@ def simulate(key, gpu, faultline, tmp):
     return (k["end_ns"] - k["start_ns"]) / 1e3 / BLOCKS, doc["faultline"]["git_revision"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("data")
     ap.add_argument("out")
     ap.add_argument("--gpu", default="configs/gpus/h200.json")
     ap.add_argument("--faultline", default="build/faultline")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     cases = live_cases(args.data)
     files = sorted({f for c in cases.values() for f in c["live"]})
     rows, revision = [], None
@@ -95,7 +93,7 @@ def main():
         f.write(f"Fault path per block, {BLOCKS} host-written blocks, block order: live "
                 f"(`{args.data}`) against the simulator at {revision} with `{args.gpu}`. "
                 "Touch F+SxW: W pages from page F, every S pages; held: pages the GPU holds "
-                "before (brought in by a kernel). Written by `experiments/live/fault_cases.py`.\n\n")
+                "before (brought in by a kernel). Written by `experiments/live/diagnose.py fault-cases`.\n\n")
         f.write("| touch | held | case | " + " | ".join(files) + " | live median | simulated | sim/live |\n")
         f.write("|---|---|---|" + "---|" * len(files) + "---|---|---|\n")
         for r in rows:
@@ -103,7 +101,3 @@ def main():
             f.write(f"| {r['touch']} | {r['held']} | {r['what']} | {cells} | "
                     f"{r['live_median_us']:.0f} | {r['sim_us']:.0f} | {r['sim_over_live']:.2f} |\n")
     print(open(os.path.join(args.out, "cases.md")).read())
-
-
-if __name__ == "__main__":
-    main()

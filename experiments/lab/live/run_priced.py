@@ -1,9 +1,9 @@
 """Each run simulated at the eviction price its own call log shows it paid: how much of the
 simulator's error is the moment's eviction cost, and how much is left to the model.
 
-    python3 experiments/live/run_priced.py DATA_DIR OUT_DIR [--faultline BIN] [--jobs N]
+    experiments/live/diagnose.py priced DATA_DIR OUT_DIR [--faultline BIN] [--jobs N]
 
-DATA_DIR is a campaign of experiments/live/campaign.sh made with replay_all.sh CALL_LOG=1: its
+DATA_DIR is a campaign of experiments/campaign.sh live made with `campaign.sh replay` with CALL_LOG=1: its
 runs' eviction rows (TRACE-POLICY-BUDGET[.rN].calls.e.csv) in DATA_DIR/calls.tar.zst or beside
 the results, its profile in profile/ (the manifest's gpu_profile). A run's eviction price is the
 median CPU time of its 2 MB evictions that blocked (10 us or more): an eviction to the host
@@ -34,16 +34,14 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 import tarfile
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fidelity  # noqa: E402
-from call_log import BLOCK, HEADER, QUEUED_NS  # noqa: E402  (a call back within 10 us: queued)
-from lab.campaigns import load_manifest, load_runs, repo_relative  # noqa: E402
-from lab.sim import trace_at  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+from lab.campaigns import load_manifest, load_runs, repo_relative
+from lab.live import fidelity
+from lab.live.call_log import BLOCK, HEADER, QUEUED_NS
+from lab.sim import replayed_trace
+from lab.tables import write_json
 
 MIN_EVICTIONS = 20
 MIN_FILL = 0.5
@@ -252,7 +250,7 @@ def price_runs(args, runs, profiles_dir):
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             sims = list(pool.map(lambda j: fidelity.simulate(
                 args.faultline, profiles[j[1]],
-                trace_at(j[0]["trace_path"], traces_revision), j[0]["policy"],
+                replayed_trace(j[0]["trace_path"], j[0]["revision"], traces_revision), j[0]["policy"],
                 j[0]["budget"]), jobs))
         for (run, price), sim in zip(jobs, sims):
             if "error" in sim:
@@ -288,13 +286,13 @@ def price_runs(args, runs, profiles_dir):
             "summary": summarise(runs), "runs": runs}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("data_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--faultline", default="build/faultline")
     ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     try:
         logs = eviction_logs(args.data_dir)
         runs = priced_runs(args.data_dir, logs)
@@ -302,7 +300,7 @@ def main():
         raise SystemExit(f"run_priced: {e}") from None
     if not any("not_priced" not in r for r in runs):
         raise SystemExit(f"run_priced: {args.data_dir}: no run has a priced eviction log "
-                         "(replay_all.sh CALL_LOG=1, cut to its eviction rows)")
+                         "(`campaign.sh replay` with CALL_LOG=1, cut to its eviction rows)")
     os.makedirs(args.out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as profiles_dir:  # refitted profiles, not kept
         result = price_runs(args, runs, profiles_dir)
@@ -310,7 +308,3 @@ def main():
     with open(os.path.join(args.out_dir, "run_priced.md"), "w") as f:
         f.write(markdown(result))
     print(markdown(result).splitlines()[0])
-
-
-if __name__ == "__main__":
-    main()

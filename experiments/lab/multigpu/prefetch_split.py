@@ -8,7 +8,7 @@ kernels' stall less that wait, and the stall per fault. Campaigns from before co
 the whole stall as faults. Reads a campaign's per-kernel rows (per-kernel.tar.zst, written by live_harvest.sh with
 PER_KERNEL=1; the first repeat of each run) and simulates the same runs with per-kernel rows.
 
-    python3 experiments/multigpu/prefetch_split.py CAMPAIGN [--write-reports] [--faultline BIN]
+    experiments/live/diagnose.py prefetch-split CAMPAIGN [--write-reports] [--faultline BIN]
 
 Writes prefetch_split.md and prefetch_split.json into out/multigpu/CAMPAIGN/, or with
 --write-reports into experiments/multigpu/reports/CAMPAIGN/.
@@ -22,14 +22,11 @@ import tarfile
 
 import zstandard
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import live_vs_sim  # noqa: E402
-from lab.campaigns import load_manifest, repeat_of  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.sim import simulate, trace_at  # noqa: E402
-from lab.tables import markdown_table, reports_dir, write_json, write_lines  # noqa: E402
+from lab.campaigns import load_manifest, repeat_of
+from lab.multigpu import live_vs_sim
+from lab.paths import REPO
+from lab.sim import replayed_trace, simulate
+from lab.tables import markdown_table, reports_dir, write_json, write_lines
 
 VARIANTS = ["peer", "harvest"]
 
@@ -72,12 +69,12 @@ def measure(run, sim):
     return rows
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("campaign")
     ap.add_argument("--write-reports", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     folder = os.path.join(REPO, "experiments", "multigpu", "data", args.campaign)
     manifest = load_manifest(folder)
     topology = manifest.get("gpu_profile", "h200x2")
@@ -92,7 +89,9 @@ def main():
             live = runs[name]
             config = live_vs_sim.sim_config(live, topology)
             config["per_kernel"] = True
-            trace_path = trace_at(live["trace"]["path"], manifest.get("traces_revision"))
+            trace_path = replayed_trace(live["trace"]["path"],
+                                        live.get("faultline", {}).get("git_revision"),
+                                        manifest.get("traces_revision"))
             group[v] = measure(live, simulate(trace_path, config, args.faultline))
         groups.append(group)
     header = ["trace", "side", "total s peer / harvest", "between kernels s",
@@ -123,7 +122,3 @@ def main():
     write_json(os.path.join(out, "prefetch_split.json"),
                       {"campaign": args.campaign, "topology": topology, "groups": groups})
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """What each run's migration calls cost live: per kind of call (prefetch to the GPU moving pages,
 prefetch of pages already held, eviction to the host, discard) the count, the bytes and the CPU's
 time inside the calls, from `faultline replay --per-kernel` rows (issue 21, item 3).
-    call_costs.py RUN.json [RUN.json...] [--json OUT.json]
+    experiments/live/diagnose.py calls RUN.json [RUN.json...] [--json OUT.json]
 """
 import argparse
 import json
@@ -30,11 +30,11 @@ def summary(path):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--json", help="also write the summaries here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     runs = [summary(p) for p in sorted(args.runs)]
     print("| run | time (s) | " + " | ".join(f"{k}: calls, us each" for k in KINDS[:4]) + " |")
     print("|---|---|" + "---|" * 4)
@@ -45,7 +45,3 @@ def main():
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)
             f.write("\n")
-
-
-if __name__ == "__main__":
-    main()

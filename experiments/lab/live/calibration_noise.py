@@ -1,8 +1,8 @@
 """Which per-machine costs carry a difference between instances, and which move as much between
 two calibrations of one instance minutes apart.
 
-    python3 experiments/live/calibration_noise.py [--gpu GPU] [--write] [--faultline BIN]
-    python3 experiments/live/calibration_noise.py [--gpu GPU] --calibrations CAL.json...
+    experiments/live/calibration.py noise [--gpu GPU] [--write] [--faultline BIN]
+    experiments/live/calibration.py noise [--gpu GPU] --calibrations CAL.json...
 
 Within: the campaigns that calibrated their instance more than once (profile/calibration/
 NAME-atK.json: campaign.sh calibrate, then recalibrate), each calibration refitted alone with
@@ -22,17 +22,12 @@ import argparse
 import glob
 import os
 import statistics
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cost_swap  # noqa: E402  (beside this file)
-import fidelity  # noqa: E402
-import results  # noqa: E402
-import speeds  # noqa: E402
-from lab.campaigns import read_json  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+from lab.campaigns import read_json
+from lab.live import cost_swap, fidelity, results, speeds
+from lab.paths import REPO
+from lab.tables import write_json
 
 
 def scalar(value):
@@ -119,7 +114,7 @@ def markdown(doc):
     def pct(x):
         return f"{x:.0%}" if x is not None else "-"
     lines = [f"# {doc['gpu']}: per-machine costs, within one instance and across instances", "",
-             "Made by `experiments/live/calibration_noise.py --write`: coefficient of variation "
+             "Made by `experiments/live/calibration.py noise --write`: coefficient of variation "
              "(standard deviation over mean) of each cost between calibrations of one instance "
              "minutes apart (" + ", ".join(f"`{c}` {n}" for c, n in doc["campaigns"].items())
              + " calibrations; the root mean square over them) and across the instances' "
@@ -147,15 +142,15 @@ def spread_table(calibrations, gpu, faultline):
     return "\n".join(lines) + "\n"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=sorted(results.CAMPAIGNS), action="append")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
     ap.add_argument("--calibrations", nargs="+", metavar="CAL.json",
                     help="instead: print the spread of these calibrations of one instance (the "
                          "first --gpu's shipped fault path)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"calibration_noise: {args.faultline}: no faultline binary (build it "
                          "first)")
@@ -174,7 +169,3 @@ def main():
         with open(os.path.join(out_dir, gpu + ".md"), "w") as f:
             f.write(markdown(doc))
         print(f"{gpu}: {len(doc['costs'])} costs, {len(doc['campaigns'])} campaigns")
-
-
-if __name__ == "__main__":
-    main()

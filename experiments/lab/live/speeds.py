@@ -72,7 +72,8 @@ def readme_section(s):
     if not s["instances"]:
         return []
     lines = ["", "## How fast each instance ran", "",
-             f"Made by `experiments/live/speeds.py`: each run made on {s['min_instances_a_run']} "
+             f"Made by `experiments/live/results.py` (`lab/live/speeds.py`): each run made on "
+             f"{s['min_instances_a_run']} "
              "instances or more, its live and its simulated time (each instance's own profile) "
              "against the run's median over them; per instance the median of its runs' shifts "
              "(+: slower than the others). Over the instances with "

@@ -2,7 +2,7 @@
 model's calibrated instances, the fault path the shipped profile's (every per-machine calibration
 keeps it), and how well it predicts each instance's runs when that instance is left out.
 
-    python3 experiments/live/median_profile.py [--gpu h200] [--write] [--evaluate]
+    experiments/live/calibration.py median-profile [--gpu h200] [--write] [--evaluate]
 
 --write   configs/gpus/GPU-median.json and configs/links/GPU-median-host.json from every instance
           (without it: into out/live/median-profile/GPU/profile/)
@@ -26,12 +26,10 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cost_swap  # noqa: E402  (beside this file)
-import speeds  # noqa: E402
-from lab.campaigns import load_manifest, read_json  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.tables import write_json  # noqa: E402
+from lab.campaigns import load_manifest, read_json
+from lab.live import cost_swap, speeds
+from lab.paths import REPO
+from lab.tables import write_json
 
 LIVE = os.path.join(REPO, "experiments", "live")
 # Kept from the shipped profile: the fault path and the host link's copy overhead, fitted with it
@@ -125,7 +123,7 @@ def median_profile(gpu, costs, name, leave_out=None):
     instances = ", ".join(sorted(used))
     profile.update(name=name, host_link=name + "-host", sources=[
         f"every cost a per-machine calibration measures: the median over {len(used)} {gpu.upper()} "
-        f"instances' calibrations ({instances}; experiments/live/median_profile.py); a full "
+        f"instances' calibrations ({instances}; experiments/live/calibration.py median-profile); a full "
         "chunk's eviction taken whole and split at the median cost per page",
         f"the fault path, the memory size and the peer path: the shipped profile {gpu} "
         "(every per-machine calibration keeps its fault path)"])
@@ -166,7 +164,7 @@ def evaluate(gpu, campaigns, costs, out_dir, faultline):
         folder = os.path.join(out_dir, "runs", c["campaign"])
         profile, link = median_profile(gpu, costs, f"{gpu}-median", leave_out=c["instance"])
         path = write_profile(os.path.join(folder, "profile"), profile, link)
-        subprocess.run([sys.executable, os.path.join(LIVE, "fidelity.py"),
+        subprocess.run([sys.executable, os.path.join(LIVE, "fidelity.py"), "simulate",
                         os.path.join(LIVE, "data", c["campaign"]), folder, "--gpu", path,
                         "--faultline", faultline], check=True, capture_output=True)
         rows.append({"campaign": c["campaign"], "instance": c["instance"],
@@ -198,7 +196,7 @@ def overall(rows, pick=lambda r: True):
 def readme(gpu, summary):
     pct = "{:.1%}".format
     lines = [f"# The median of the other instances against the shipped profile ({gpu.upper()})", "",
-             "Made by `experiments/live/median_profile.py --gpu " + gpu + " --evaluate --write`: "
+             "Made by `experiments/live/calibration.py median-profile --gpu " + gpu + " --evaluate --write`: "
              "each campaign simulated with a profile whose per-machine costs are the median over "
              f"the other {gpu.upper()} instances' calibrations (its own instance left out: the "
              "profile has never seen the machine), beside its own calibration and the shipped "
@@ -224,14 +222,14 @@ def readme(gpu, summary):
     return "\n".join(lines)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpu", default="h200", help="GPU model: the shipped profile's name")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--evaluate", action="store_true")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     campaigns = calibrated_campaigns(args.gpu)
     costs = instance_costs(campaigns)
     if len(costs) < 3:
@@ -256,7 +254,3 @@ def main():
         print(f"median_profile: {a['campaigns']} campaigns, median of medians own "
               f"{a['own']['median_of_medians']:.1%}, shipped {a['shipped']['median_of_medians']:.1%}, "
               f"median of the others {a['median_of_others']['median_of_medians']:.1%}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """What a replay's migration calls cost, from its call log (`faultline replay --call-log FILE`):
 
-    call_log.py LOG.csv [LOG.csv...] [--timeline SIM.json]
+    experiments/live/diagnose.py call-log LOG.csv [LOG.csv...] [--timeline SIM.json]
 
 Per kind of call (m: to the GPU, h: to the GPU of pages held, e: to the host, p: to the
 neighbour, d: discard) the count, bytes, CPU time and the share that returned within 10 us: the
@@ -122,11 +122,11 @@ def matched(live, sim):
     return classes
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--timeline", help="the simulator's timeline of the same run (one log only)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.timeline and len(args.logs) != 1:
         sys.exit("call_log: --timeline goes with one log")
     for path in args.logs:
@@ -156,7 +156,3 @@ def main():
                       f"{statistics.median(a) / 1e3:.0f} us (mean {statistics.mean(a) / 1e3:.0f}), "
                       f"simulated {statistics.median(b) / 1e3:.0f} us (mean "
                       f"{statistics.mean(b) / 1e3:.0f})")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
-"""Two GPUs, live against simulated: the rows experiments/multigpu/live_harvest.sh measured,
+"""Two GPUs, live against simulated: the rows experiments/campaign.sh harvest measured,
 each simulated on the same setup, side by side.
 
-    python3 experiments/multigpu/live_vs_sim.py LIVE_DIR OUT_DIR [--faultline BIN]
+    experiments/live/fidelity.py simulate-two-gpu LIVE_DIR OUT_DIR [--faultline BIN]
 
 LIVE_DIR is a campaign (experiments/multigpu/data/NAME/). For every live result in it (the
 variant read from the result's policy and parameters, as live_harvest.sh sets them) this runs
@@ -19,13 +19,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import lab.sim  # noqa: E402
-from lab.campaigns import load_manifest, load_runs, median_of_repeats  # noqa: E402
-from lab.sim import trace_at  # noqa: E402
-from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines  # noqa: E402
+import lab.sim
+from lab.campaigns import load_manifest, load_runs, median_of_repeats
+from lab.sim import replayed_trace
+from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines
 
 VARIANTS = ["host", "preevict", "peer", "harvest"]
 
@@ -56,7 +54,8 @@ def load_campaign(live_dir, topology=None):
 
 
 def simulate(faultline, live, topology, traces_revision=None):
-    trace = trace_at(live["trace"]["path"], traces_revision)
+    trace = replayed_trace(live["trace"]["path"], live.get("faultline", {}).get("git_revision"),
+                           traces_revision)
     return lab.sim.simulate(trace, sim_config(live, topology), faultline)
 
 
@@ -155,13 +154,13 @@ def plot(rows, path, device):
     save_figure(fig, path)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("live_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--faultline", default="build/faultline")
     ap.add_argument("--topology", help="default: the manifest's gpu_profile, else h200x2")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     runs, manifest, topology = load_campaign(args.live_dir, args.topology)
     lives = [r["doc"] for r in runs]
     sims = [simulate(args.faultline, live, topology, manifest.get("traces_revision"))
@@ -205,7 +204,3 @@ def main():
                                              "winner_same", "winner_within_live_spread",
                                              "repeats", "median_abs_relative_error",
                                              "max_abs_relative_error")}))
-
-
-if __name__ == "__main__":
-    main()
