@@ -29,7 +29,7 @@ def main():
         for refusal in manifest.get("refusals", []):
             if not refusal.get("message"):
                 problems.append(f"{path}: a refusal without its message: {refusal}")
-        problems += [f"{p}: a bare .err file (make_manifest.py turns it into a refusal)"
+        problems += [f"{p}: a bare .err file (`experiments/campaign.sh manifest` turns it into a refusal)"
                      for p in glob.glob(os.path.join(folder, "*.err"))]
     for folder in glob.glob(os.path.join(root, "experiments", "live", "data", "*", "")):
         for run in load_runs(folder):

@@ -1,18 +1,19 @@
-"""experiments/capture/timeline_check.py: each simulated step against the program's step in the
-trace (the median and largest error over steps 2..N, and over the steady steps, those with no
-fault), the program run alone beside it from a capture_all.sh folder, the hold-out label, and
-its refusal of a trace with no program times. Given the faultline binary, also the property the
-timeline exists for: every shipped PyTorch trace and the Llama hold-out, simulated at the whole
-footprint, within 5% of the program's steps in the trace (median over the steady steps 2..N, or
-over steps 2..N where every step takes first touches)."""
+"""`experiments/capture/check.py timeline` (experiments/lab/capture/timeline.py): each simulated
+step against the program's step in the trace (the median and largest error over steps 2..N, and
+over the steady steps, those with no fault), the program run alone beside it from a folder of
+`experiments/campaign.sh capture`, the hold-out label, and its refusal of a trace with no
+program times. Given the faultline binary, also the property the timeline exists for: every
+shipped PyTorch trace and the Llama hold-out, simulated at the whole footprint, within 5% of the
+program's steps in the trace (median over the steady steps 2..N, or over steps 2..N where every
+step takes first touches)."""
 import json
 import os
 import sys
 import tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(root, "experiments", "capture"))
-import timeline_check  # noqa: E402
+sys.path.insert(0, os.path.join(root, "experiments"))
+from lab.capture import timeline  # noqa: E402
 
 
 def result(times_ms, program_ms, faults):
@@ -29,8 +30,8 @@ def cells(line):
 
 def test_errors_and_steady_steps():
     # Step 2 has first touches (+50%), step 3 is steady (+10%): median over 2..3 is +30%.
-    line = timeline_check.row("traces/real/w.fltrace", result([900, 150, 110], [100, 100, 100],
-                                                             [5, 3, 0]), [])
+    line = timeline.row("traces/real/w.fltrace", result([900, 150, 110], [100, 100, 100],
+                                                       [5, 3, 0]), [])
     c = cells(line)
     assert c[0] == "w" and c[1] == "GPU X"
     assert c[2] == "900.0/100.0* 150.0/100.0* 110.0/100.0"
@@ -40,8 +41,7 @@ def test_errors_and_steady_steps():
 
 
 def test_no_steady_step():
-    c = cells(timeline_check.row("t.fltrace", result([900, 96, 98], [100, 100, 100], [1, 1, 1]),
-                                 []))
+    c = cells(timeline.row("t.fltrace", result([900, 96, 98], [100, 100, 100], [1, 1, 1]), []))
     assert c[3] == "-3.0%" and c[4] == "-4.0%" and c[5] == "none"
 
 
@@ -56,21 +56,21 @@ def test_program_alone_and_holdout():
                                 "program": {"workload": "w", "step_seconds": [0.5, 0.1, 0.08]}})
                     + "\n")
         trace = os.path.join("x", "holdout", "w.fltrace")
-        c = cells(timeline_check.row(trace, result([900, 150, 110], [100, 100, 100], [5, 3, 0]),
-                                     [folder]))
+        c = cells(timeline.row(trace, result([900, 150, 110], [100, 100, 100], [5, 3, 0]),
+                               [folder]))
         assert c[0] == "w (hold-out)"
         # Alone: steps 2..N; against it, the steady step only: 110 ms against 80 ms.
         assert c[6] == "100.0 80.0"
         assert c[7] == "+37.5%"
         # A workload with no plain run leaves the two cells empty.
-        c = cells(timeline_check.row("v.fltrace", result([900, 150, 110], [100, 100, 100],
-                                                         [5, 3, 0]), [folder]))
+        c = cells(timeline.row("v.fltrace", result([900, 150, 110], [100, 100, 100],
+                                                   [5, 3, 0]), [folder]))
         assert c[6:] == ["", ""]
 
 
 def test_one_step_refused():
     try:
-        timeline_check.row("o.fltrace", result([900], [100], [0]), [])
+        timeline.row("o.fltrace", result([900], [100], [0]), [])
     except SystemExit as e:
         assert "one step only" in str(e)
     else:
@@ -81,7 +81,7 @@ def test_no_program_times_refused():
     r = result([900, 150], [100, 100], [0, 0])
     del r["steps"][1]["program_ns"]
     try:
-        timeline_check.row("n.fltrace", r, [])
+        timeline.row("n.fltrace", r, [])
     except SystemExit as e:
         assert "no program_step_ns" in str(e)
     else:
@@ -96,7 +96,7 @@ HOLDOUT = "experiments/capture/data/h100-runs-j/holdout/llama.fltrace"
 def check_shipped(binary):
     traces = [os.path.join(root, "traces", "real", f"{n}.fltrace") for n in SHIPPED]
     for trace in traces + [os.path.join(root, HOLDOUT)]:
-        steps = [s for s in timeline_check.simulate(trace, 0, binary)["steps"] if s["step"] >= 0]
+        steps = [s for s in timeline.simulate(trace, 0, binary)["steps"] if s["step"] >= 0]
         later = steps[1:]
         chosen = [s for s in later if s["faults"] == 0] or later
         errors = sorted(abs(s["time_ns"] - s["program_ns"]) / s["program_ns"] for s in chosen)
@@ -104,10 +104,10 @@ def check_shipped(binary):
             (errors[len(errors) // 2 - 1] + errors[len(errors) // 2]) / 2
         assert median <= 0.05, f"{trace}: {median:.1%} from the program's steps"
     # The GPU's own gaps between queued kernels: about a microsecond each on the H100.
-    gaps, program = timeline_check.gpu_gaps(traces[0], binary)
+    gaps, program = timeline.gpu_gaps(traces[0], binary)
     assert len(gaps) > 1000 and program > 0
     assert 500 < sorted(gaps)[len(gaps) // 2] < 5000
-    assert timeline_check.gaps_row(traces[0], binary).startswith("| resnet50 | ")
+    assert timeline.gaps_row(traces[0], binary).startswith("| resnet50 | ")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """The entry points' shape: one command per question, its parts as subcommands.
 
-    sys.exit(cli.dispatch(__doc__, {"report": (fidelity.main, "the fidelity report of a campaign"),
-                                    ...}))
+    sys.exit(cli.dispatch(__doc__, {"simulate": fidelity, "report": (report, "one campaign")}))
 
 `ENTRY --help` prints the entry's docstring and its subcommands; `ENTRY SUB --help` the
-subcommand's own options. Each subcommand is a module's `main(argv, prog)`: it parses ARGV (the
-arguments after the subcommand's name) with `prog` as its name in messages, and returns an exit
-status (None counts as 0)."""
+subcommand's own options. A subcommand is a module, whose `main(argv, prog)` it runs and whose
+`SUMMARY` is its line in the list, or a pair (main, summary). `main` parses ARGV (the arguments
+after the subcommand's name) with `prog` as its name in messages, and returns an exit status
+(None counts as 0)."""
 import sys
 
 
@@ -23,12 +23,19 @@ def dispatch(doc, subcommands, argv=None):
         print(f"{entry}: unknown subcommand '{name}'; expected one of: "
               + ", ".join(subcommands), file=sys.stderr)
         return 2
-    status = subcommands[name][0](rest, f"{entry} {name}")
+    status = _parts(subcommands[name])[0](rest, f"{entry} {name}")
     return status or 0
+
+
+def _parts(subcommand):
+    """(main, summary) of a subcommand given as a module or as the pair."""
+    if isinstance(subcommand, tuple):
+        return subcommand
+    return subcommand.main, subcommand.SUMMARY
 
 
 def usage(doc, subcommands):
     width = max(len(name) for name in subcommands)
     lines = [doc.strip(), "", "subcommands (SUB --help for each one's options):"]
-    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in subcommands.items()]
+    lines += [f"  {name:<{width}}  {_parts(sub)[1]}" for name, sub in subcommands.items()]
     return "\n".join(lines)

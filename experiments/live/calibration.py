@@ -15,19 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lab import cli  # noqa: E402
 from lab.live import calibration_noise, cost_swap, drift, median_profile, pooled_cost  # noqa: E402
 
-SUBCOMMANDS = {
-    "noise": (calibration_noise.main, "each per-machine cost's variation between calibrations of "
-                                      "one instance and across instances"),
-    "drift": (drift.main, "a campaign made in passes: every run simulated with each pass's "
-                          "calibration and with all combined"),
-    "median-profile": (median_profile.main, "configs/gpus/GPU-median.json from the calibrated "
-                                            "instances; --evaluate: each campaign with the others' "
-                                            "median"),
-    "pooled-cost": (pooled_cost.main, "every campaign simulated with one cost at one value for "
-                                      "every instance"),
-    "cost-swap": (cost_swap.main, "each miss lying in its calibration simulated with each cost "
-                                  "swapped for the other instances' median"),
-}
+SUBCOMMANDS = {"noise": calibration_noise, "drift": drift, "median-profile": median_profile,
+               "pooled-cost": pooled_cost, "cost-swap": cost_swap}
 
 if __name__ == "__main__":
     sys.exit(cli.dispatch(__doc__, SUBCOMMANDS))

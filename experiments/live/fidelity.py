@@ -17,17 +17,8 @@ from lab import cli  # noqa: E402
 from lab.live import fidelity, fidelity_campaign  # noqa: E402
 from lab.multigpu import live_vs_sim  # noqa: E402
 
-SUBCOMMANDS = {
-    "report": (lambda argv, prog: fidelity_campaign.main(argv, prog, gpus=1),
-               "a campaign of live/data/ with each profile its manifest names, into "
-               "out/live/CAMPAIGN/ (or live/reports/)"),
-    "two-gpu": (lambda argv, prog: fidelity_campaign.main(argv, prog, gpus=2),
-                "a two-GPU campaign of multigpu/data/ run by run, into out/multigpu/CAMPAIGN/ "
-                "(or multigpu/reports/)"),
-    "simulate": (fidelity.main, "any folder of live results against the simulator, one profile"),
-    "simulate-two-gpu": (live_vs_sim.main, "any folder of two-GPU live results against the "
-                                           "simulator"),
-}
+SUBCOMMANDS = {"report": fidelity_campaign.ONE_GPU, "two-gpu": fidelity_campaign.TWO_GPU,
+               "simulate": fidelity, "simulate-two-gpu": live_vs_sim}
 
 if __name__ == "__main__":
     sys.exit(cli.dispatch(__doc__, SUBCOMMANDS))

@@ -29,6 +29,8 @@ from lab.live import cost_swap, fidelity, results, speeds
 from lab.paths import REPO
 from lab.tables import write_json
 
+SUMMARY = "each per-machine cost's variation between calibrations of one instance and across instances"
+
 
 def scalar(value):
     """A cost's value as one number: a bandwidth curve's first point."""

@@ -7,6 +7,8 @@ import argparse
 import json
 import os
 
+SUMMARY = "per run, each kind of migration call's count, bytes and CPU time"
+
 KINDS = ["to_gpu", "to_gpu_held", "to_host", "discard", "to_peer"]
 
 

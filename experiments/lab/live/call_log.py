@@ -18,6 +18,10 @@ import json
 import statistics
 import sys
 
+SUMMARY = (
+    "a replay's call log: per kind of call, the queue, the swaps, each eviction against the "
+    "simulator's")
+
 KINDS = {"m": "to the GPU", "h": "to the GPU, pages held", "e": "to the host",
          "p": "to the neighbour", "d": "discard"}
 QUEUED_NS = 10_000

@@ -27,6 +27,10 @@ from lab.paths import REPO
 from lab.sim import replayed_trace
 from lab.tables import write_json
 
+SUMMARY = (
+    "each miss lying in its calibration simulated with each cost swapped for the other "
+    "instances' median")
+
 NOT_COSTS = {"memory_bytes"}  # the GPU's size, not a calibrated cost
 LINK = "host_link."
 
@@ -145,7 +149,7 @@ def swap_run(miss, siblings, faultline, jobs, tmp):
     if abs(base / miss["sim_s"] - 1) > 1e-6:  # the miss is the report's: it must reproduce
         raise SystemExit(f"cost_swap: {miss['campaign']} {miss['trace']} {miss['policy']} "
                          f"{miss['budget']:g}: simulated {base:.6f} s, its report "
-                         f"{miss['sim_s']:.6f} s: regenerate the report (fidelity.sh) first")
+                         f"{miss['sim_s']:.6f} s: regenerate the report (fidelity.py report) first")
     swaps = [{"cost": name, "here": here[name], "others": medians[name], "sim_s": t,
               "time_error": t / live - 1,
               "closes": (abs(base - live) - abs(t - live)) / abs(base - live)}

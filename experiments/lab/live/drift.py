@@ -2,7 +2,7 @@
 
     experiments/live/calibration.py drift DATA_DIR OUT_DIR [--faultline BIN] [--jobs N]
 
-DATA_DIR is a campaign made in passes (replay_all.sh REPEATS: pass N writes TRACE-POLICY-BUDGET.rN
+DATA_DIR is a campaign made in passes (`campaign.sh replay` REPEATS: pass N writes TRACE-POLICY-BUDGET.rN
 .json) with a per-machine calibration before the first pass and after each
 (campaign.sh calibrate, then recalibrate: profile/calibration/PROFILE-atK.json). Each calibration
 alone and all of them combined (`faultline calibrate --refit AT1 --combine AT2 ...`) are
@@ -23,6 +23,10 @@ import statistics
 from lab.campaigns import load_runs, repo_relative
 from lab.live import fidelity
 from lab.tables import write_json
+
+SUMMARY = (
+    "a campaign made in passes: every run simulated with each pass's calibration and with all "
+    "combined")
 
 
 def moments(data_dir):

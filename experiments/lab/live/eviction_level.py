@@ -14,6 +14,8 @@ that wakes the thread.
 import statistics
 import sys
 
+SUMMARY = "the eviction_level probe's rounds, split by level"
+
 SPLIT_US = 230  # between the two levels the probes meet (about 180 and 260-290 us)
 COLUMNS = {"pinned_us": "copy to pinned", "pinned_far_us": "copy to far pinned",
            "spin_us": "empty kernel, spun for", "sleep_us": "empty kernel, slept for",

@@ -15,6 +15,8 @@ import tempfile
 
 import lab.sim
 
+SUMMARY = "the fault_shape probe's cases, live against simulated per block"
+
 BLOCKS = 1024
 FILL = re.compile(r"blocks\s+(\d+)\s+origin (\w+)\s+touch (\d+)\+(\d+)(?:x(\d+))?\s+held (\d+)\+(\d+)"
                   r"\s+\S+ ms\s+(\S+) us a block.*?\)\s+(.*)$")

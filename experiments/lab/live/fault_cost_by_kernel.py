@@ -17,6 +17,8 @@ import sys
 import lab.sim
 from lab.live.fidelity import profile_keys
 
+SUMMARY = "per-kernel replays against the simulation of the same run, kernels bucketed by their faults"
+
 BUCKETS = [(0, 1), (1, 64), (64, 512), (512, 2048), (2048, float("inf"))]
 
 

@@ -33,6 +33,8 @@ from lab.paths import REPO
 from lab.sim import SimulationError, replayed_trace, trace_stats
 from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines
 
+SUMMARY = "any folder of live results against the simulator, one profile"
+
 POLICIES = ["ondemand", "deepum", "pump", "oracle"]
 
 

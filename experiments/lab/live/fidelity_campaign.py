@@ -89,3 +89,12 @@ def main(argv=None, prog=None, gpus=1):
                     help="write into the study's reports/ (else out/)")
     args = ap.parse_args(argv)
     return (one_gpu if gpus == 1 else two_gpu)(args.campaign, args.write_reports)
+
+
+# The two subcommands of experiments/live/fidelity.py this module serves: (main, summary).
+ONE_GPU = (lambda argv, prog: main(argv, prog, gpus=1),
+           "a campaign of live/data/ with each profile its manifest names, into out/live/CAMPAIGN/ "
+           "(or live/reports/)")
+TWO_GPU = (lambda argv, prog: main(argv, prog, gpus=2),
+           "a two-GPU campaign of multigpu/data/ run by run, into out/multigpu/CAMPAIGN/ (or "
+           "multigpu/reports/)")

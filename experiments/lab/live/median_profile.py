@@ -31,6 +31,10 @@ from lab.live import cost_swap, speeds
 from lab.paths import REPO
 from lab.tables import write_json
 
+SUMMARY = (
+    "configs/gpus/GPU-median.json from the calibrated instances; --evaluate: each campaign with "
+    "the others' median")
+
 LIVE = os.path.join(REPO, "experiments", "live")
 # Kept from the shipped profile: the fault path and the host link's copy overhead, fitted with it
 # (every per-machine calibration keeps both), and what none measures (memory size, the peer path).

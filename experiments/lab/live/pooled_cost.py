@@ -30,6 +30,8 @@ from lab.live import cost_swap, fidelity, results
 from lab.paths import REPO
 from lab.tables import write_json
 
+SUMMARY = "every campaign simulated with one cost at one value for every instance"
+
 
 def shipped_value(gpu, cost):
     """COST's value in the GPU model's shipped profile (configs/gpus/GPU.json, its host link)."""

@@ -1,5 +1,5 @@
 """The live fidelity results per GPU model, from the campaigns' reports (reports/CAMPAIGN/, which
-fidelity.sh --write-reports makes): experiments/live/results/GPU/ holds
+`fidelity.py report --write-reports` makes): experiments/live/results/GPU/ holds
 
   summary.json          the shipped traces' fidelity at the newest campaign, with its instance's
                         own calibration (keys of fidelity.py's summary: median_abs_time_error,
@@ -108,7 +108,7 @@ BYTE_KEYS = ["median_abs_htod_error", "max_abs_htod_error", "median_abs_dtoh_err
              "all_drained_median_abs_dtoh_error", "bytes_not_conserved"]
 
 
-# The profiles a campaign's runs are simulated with (fidelity.sh): the report's folder for each.
+# The profiles a campaign's runs are simulated with (fidelity_campaign.py): the report's folder for each.
 PROFILES = {"shipped": "shipped-profile", "per_machine": "per-machine-profile",
             "full": "full-calibration"}
 

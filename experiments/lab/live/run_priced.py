@@ -43,6 +43,8 @@ from lab.live.call_log import BLOCK, HEADER, QUEUED_NS
 from lab.sim import replayed_trace
 from lab.tables import write_json
 
+SUMMARY = "each run of a campaign with call logs simulated at the eviction price it met"
+
 MIN_EVICTIONS = 20
 MIN_FILL = 0.5
 NOT_PRICED = {"pump": "pump's evictions queue behind its prefetches: their CPU time is a wait"}

@@ -20,6 +20,10 @@ import numpy as np
 from lab.live.fault_cost_by_kernel import simulate
 from lab.live.fidelity import with_shipped_fault_path
 
+SUMMARY = (
+    "each simulated kernel split into evictions, stall and compute, the live times fitted as a "
+    "mix of the three")
+
 BUCKETS = [(0, 64), (64, 512), (512, float("inf"))]
 
 

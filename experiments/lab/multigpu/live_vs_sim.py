@@ -4,7 +4,7 @@ each simulated on the same setup, side by side.
     experiments/live/fidelity.py simulate-two-gpu LIVE_DIR OUT_DIR [--faultline BIN]
 
 LIVE_DIR is a campaign (experiments/multigpu/data/NAME/). For every live result in it (the
-variant read from the result's policy and parameters, as live_harvest.sh sets them) this runs
+variant read from the result's policy and parameters, as `campaign.sh harvest` sets them) this runs
 `faultline sim` on the campaign's topology (its manifest's gpu_profile, default h200x2: calibrated
 H200 profiles, measured NVLink; --topology overrides) in capacity
 mode "budget" with the live run's policy and parameters; GPU 1 offers the live run's
@@ -24,6 +24,8 @@ import lab.sim
 from lab.campaigns import load_manifest, load_runs, median_of_repeats
 from lab.sim import replayed_trace
 from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines
+
+SUMMARY = "any folder of two-GPU live results against the simulator"
 
 VARIANTS = ["host", "preevict", "peer", "harvest"]
 
@@ -60,7 +62,7 @@ def simulate(faultline, live, topology, traces_revision=None):
 
 
 def variant(run):
-    """live_harvest.sh's variant from the policy and parameters it gave the replay."""
+    """`campaign.sh harvest`'s variant from the policy and parameters it gave the replay."""
     if run["policy"] == "ondemand":
         return "host"
     params = run["params"]

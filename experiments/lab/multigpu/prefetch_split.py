@@ -5,7 +5,7 @@ each) plus, live, the time a kernel waited on the GPU for those copies to finish
 (results.copy_wait_ns: the replay launches each kernel behind its copy stream; the simulator
 starts a kernel only once its migrations are done, so they are all between kernels). Faults: the
 kernels' stall less that wait, and the stall per fault. Campaigns from before copy_wait_ns count
-the whole stall as faults. Reads a campaign's per-kernel rows (per-kernel.tar.zst, written by live_harvest.sh with
+the whole stall as faults. Reads a campaign's per-kernel rows (per-kernel.tar.zst, written by `campaign.sh harvest` with
 PER_KERNEL=1; the first repeat of each run) and simulates the same runs with per-kernel rows.
 
     experiments/live/diagnose.py prefetch-split CAMPAIGN [--write-reports] [--faultline BIN]
@@ -28,6 +28,8 @@ from lab.paths import REPO
 from lab.sim import replayed_trace, simulate
 from lab.tables import markdown_table, reports_dir, write_json, write_lines
 
+SUMMARY = "a two-GPU campaign's time waiting for prefetches against faults, live and simulated"
+
 VARIANTS = ["peer", "harvest"]
 
 
@@ -35,7 +37,7 @@ def per_kernel_runs(campaign_dir):
     """{file name: run} for the first repeat of each run in the campaign's per-kernel archive."""
     path = os.path.join(campaign_dir, "per-kernel.tar.zst")
     if not os.path.exists(path):
-        sys.exit(f"prefetch_split: {path} is missing (run live_harvest.sh with PER_KERNEL=1)")
+        sys.exit(f"prefetch_split: {path} is missing (run `campaign.sh harvest` with PER_KERNEL=1)")
     with open(path, "rb") as f:
         data = zstandard.ZstdDecompressor().stream_reader(f).read()
     runs = {}

@@ -1,12 +1,15 @@
 """Compares the access sets of two traces of the same program, operation by operation.
-    python3 compare_access.py FAULTLINE_BIN TRACE_A TRACE_B
+    experiments/capture/check.py access FAULTLINE_BIN TRACE_A TRACE_B
 Pages are named by (allocation ordinal, 64 KB big page offset), so two runs whose allocations landed
 at different addresses compare equal when they touched the same data. Prints a summary line and
 the first differing operations; exits 1 when any operation differs."""
+import argparse
 import bisect
 import json
 import subprocess
 import sys
+
+SUMMARY = "two captures of one program compared page by page, operation by operation"
 
 
 def access_sets(faultline, path):
@@ -43,8 +46,17 @@ def access_sets(faultline, path):
     return ops
 
 
-def main():
-    faultline, a_path, b_path = sys.argv[1:4]
+def trace_pair(argv, parser, a="TRACE_A", b="TRACE_B"):
+    """The arguments FAULTLINE_BIN A B of a comparison of two traces, parsed by PARSER."""
+    for name in ("FAULTLINE_BIN", a, b):
+        parser.add_argument(name.lower(), metavar=name)
+    args = vars(parser.parse_args(argv))
+    return args["faultline_bin"], args[a.lower()], args[b.lower()]
+
+
+def main(argv=None, prog=None):
+    faultline, a_path, b_path = trace_pair(
+        argv, argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0]))
     a, b = access_sets(faultline, a_path), access_sets(faultline, b_path)
     if len(a) != len(b):
         sys.exit(f"{len(a)} operations in {a_path}, {len(b)} in {b_path}")
@@ -63,8 +75,4 @@ def main():
     total = sum(len(p) for _, p in a)
     print(f"{len(a)} operations, {total} pages in A; {differing} operations differ, "
           f"{missing} pages only in A, {extra} only in B")
-    sys.exit(1 if differing else 0)
-
-
-if __name__ == "__main__":
-    main()
+    return 1 if differing else 0

@@ -1,8 +1,9 @@
-"""The training jobs of workloads.py: the models (transformers configs at their published shapes,
-random weights), the memory techniques applied to them and one optimisation step.
+"""The training jobs of `experiments/workloads.py alloc`: the models (transformers configs at their
+published shapes, random weights), the memory techniques applied to them and one optimisation step.
 
-Read by workloads.py, which chooses the allocator before torch is imported: every function here
-takes torch as an argument instead of importing it, but dry_run, which runs on the CPU.
+Read by lab/workloads/alloc.py, which chooses the allocator before torch is imported: every
+function here takes torch as an argument instead of importing it, but dry_run, which runs on the
+CPU.
 """
 import contextlib
 import time

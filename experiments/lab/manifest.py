@@ -2,12 +2,12 @@
 beside the results becomes a refusal with its message (and the .err file goes), machine.txt
 becomes the machine, and the revision, command and date are given here.
 
-    python3 experiments/make_manifest.py STUDY/data/CAMPAIGN --what TEXT --revision REV \\
+    experiments/campaign.sh manifest STUDY/data/CAMPAIGN --what TEXT --revision REV \\
         --command CMD [--date YYYY-MM-DD] [--gpu-profile h200] [--machine machine.txt]
         [--shipped-profile h200]
 
 --gpu-profile is the profile the campaign's runs are simulated with: a name in configs/gpus/,
-or, for a campaign that calibrated its own instance (experiments/live/campaign.sh), the path of
+or, for a campaign that calibrated its own instance (`experiments/campaign.sh live`), the path of
 that profile inside the folder (profile/gpus/NAME.json); --shipped-profile then names the
 shipped profile of the GPU model, which the report also simulates with.
 
@@ -17,12 +17,11 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab.tables import write_json  # noqa: E402
+from lab.tables import write_json
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("folder")
     ap.add_argument("--what", required=True)
     ap.add_argument("--revision", required=True)
@@ -32,10 +31,10 @@ def main():
     ap.add_argument("--shipped-profile")
     ap.add_argument("--machine", help="default: FOLDER/machine.txt")
     ap.add_argument("--kind", default="measured")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     path = os.path.join(args.folder, "manifest.json")
     if os.path.exists(path):
-        sys.exit(f"make_manifest: {path} exists; a committed campaign is not rewritten")
+        sys.exit(f"{ap.prog}: {path} exists; a committed campaign is not rewritten")
     machine_path = args.machine or os.path.join(args.folder, "machine.txt")
     machine = []
     if os.path.exists(machine_path):
@@ -63,7 +62,4 @@ def main():
     for p in absorbed + ([machine_path] if machine and not args.machine else []):
         os.unlink(p)
     print(f"{path}: {len(refusals)} refusals")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,6 +1,6 @@
 """Real PyTorch training jobs for the allocator-fragmentation study, and what their allocator did.
 
-    python3 experiments/alloc/workloads.py --model M --technique T --batch B [--seq L] [--steps S]
+    experiments/workloads.py alloc --model M --technique T --batch B [--seq L] [--steps S]
         [--allocator default|expandable|faultline] [--limit BYTES] [--snapshot OUT.pickle]
         [--out RESULT.json] [--find-max-batch LO HI]
 
@@ -29,7 +29,7 @@ be below the GPU's free memory. Default: none for default and expandable, free m
 for faultline. --snapshot records the caching allocator's history from before the model is built
 and pickles torch.cuda.memory._snapshot() with the run's settings under the key "faultline" (not
 with the faultline allocator). --find-max-batch LO HI binary-searches the largest batch in
-[LO, HI] that trains without running out of memory, each trial a fresh process of this script,
+[LO, HI] that trains without running out of memory, each trial a fresh process of this command,
 and writes the trials to --out.
 
 An out-of-memory run is a result, not a failure: ok=false, oom=true, exit status 0. Other errors
@@ -47,8 +47,9 @@ import sys
 import time
 import traceback
 
-from allocator import GiB, Meter, apply_limit, faultline_lib_path, install_faultline
-from training import (
+from lab.paths import EXPERIMENTS
+from lab.workloads.allocator import GiB, Meter, apply_limit, faultline_lib_path, install_faultline
+from lab.workloads.training import (
     MODELS,
     TECHNIQUES,
     SplitOptimizer,
@@ -59,6 +60,10 @@ from training import (
     split_technique,
     train,
 )
+
+SUMMARY = (
+    "one training job of the allocator study (or its largest batch): step times, the "
+    "allocator's peaks and fragmentation, its snapshot")
 
 # torch is imported only after main() has set the allocator's environment variables.
 
@@ -80,8 +85,8 @@ def parse_bytes(text):
     return int(text)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
+def parse_args(argv=None, prog=None):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, choices=list(MODELS))
     parser.add_argument("--technique", required=True,
@@ -370,9 +375,10 @@ def run_distributed(args, world):
 # ---- the largest batch that fits --------------------------------------------------------------
 
 def trial_command(args, batch, out):
-    command = [sys.executable, os.path.abspath(__file__), "--model", args.model,
-               "--technique", args.technique, "--batch", str(batch), "--seq", str(args.seq),
-               "--steps", str(args.steps), "--allocator", args.allocator, "--out", out]
+    command = [sys.executable, os.path.join(EXPERIMENTS, "workloads.py"), "alloc",
+               "--model", args.model, "--technique", args.technique, "--batch", str(batch),
+               "--seq", str(args.seq), "--steps", str(args.steps), "--allocator", args.allocator,
+               "--out", out]
     if args.limit is not None:
         command += ["--limit", str(args.limit)]
     return command
@@ -457,8 +463,8 @@ def find_max_batch(args):
     return 1 if report["error"] else 0
 
 
-def main():
-    args = parse_args()
+def main(argv=None, prog=None):
+    args = parse_args(argv, prog)
     if args.dry_run:
         return dry_run(args)
     configure_environment(args)
@@ -471,7 +477,3 @@ def main():
     if not result["ok"]:
         exit_now(0 if result["oom"] else 1)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,14 +4,14 @@ footprint (ondemand, configs/runs/no-oversubscription.json) against the program'
 (default: the captured steps, each against the same step of the program; --iterations N > that
 repeats the last, each repetition against the last step's time).
 
-    python3 experiments/capture/timeline_check.py [--iterations N] [--runs DIR]... [--out REPORT.md] TRACE...
+    experiments/capture/check.py timeline [--iterations N] [--runs DIR]... [--out REPORT.md] TRACE...
 
 --gaps adds a table of the GPU's own gaps between kernels that were issued before the previous one
 ended (from one's end to the next's start, steps 2..N): time the program's GPU spent between
 queued kernels, which the simulator does not model (it starts such a kernel at the previous
 one's end), so an upper bound on what that costs the simulated step.
 
---runs names capture_all.sh folders: the plain run of each trace's workload (NAME.runs.jsonl,
+--runs names folders of `experiments/campaign.sh capture`: the plain run of each trace's workload (NAME.runs.jsonl,
 mode "plain", the program alone, nothing attached) joins the table, its steps 2..N beside the
 simulated ones: how far the capture's program pass (or, in traces without one, its timing pass),
 and so the trace, is from the program alone.
@@ -32,15 +32,16 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+from lab.paths import FAULTLINE, REPO
+
+SUMMARY = "each trace simulated at its whole footprint against the program's own steps"
 
 
 def simulate(trace, iterations, binary):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         command = [binary, "sim", "--config",
-                   os.path.join(ROOT, "configs/runs/no-oversubscription.json"), "--trace", trace,
+                   os.path.join(REPO, "configs/runs/no-oversubscription.json"), "--trace", trace,
                    "--out", out]
         if iterations:
             command += ["--iterations", str(iterations)]
@@ -129,20 +130,20 @@ def row(trace, result, folders):
     return line
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--iterations", type=int, default=0)
     ap.add_argument("--runs", action="append", default=[], metavar="DIR")
     ap.add_argument("--gaps", action="store_true")
     ap.add_argument("--out")
-    ap.add_argument("--binary", default=os.path.join(ROOT, "build/faultline"))
-    args = ap.parse_args()
+    ap.add_argument("--binary", default=FAULTLINE)
+    args = ap.parse_args(argv)
     steps = f"{args.iterations} steps" if args.iterations else "the captured steps"
     lines = [f"Simulated step / the program's step (ms), ondemand at the whole footprint, "
              f"{steps}; error over steps 2..N, and over the steady ones among them (no fault; "
              f"\\* marks a step with first touches, which fault in the simulated UM run and not "
-             f"in the program) (`experiments/capture/timeline_check.py`).", "",
+             f"in the program) (`experiments/capture/check.py timeline`).", "",
              "| trace | captured on | steps 1..N (ms) | median error | largest error "
              "| steady steps: median error (how many) |"
              + (" program alone, steps 2..N (ms) | simulated against it (medians) |"
@@ -161,6 +162,3 @@ def main():
     if args.out:
         open(args.out, "w").write(text)
 
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Compares a sanitize-mode capture (A) with a two-pass CUPTI capture (B) of the same program,
 kernel by kernel, and sorts every page on which they differ by its explanation.
-    python3 explain_differences.py FAULTLINE_BIN SANITIZE_TRACE CUPTI_TRACE > report.json
+    experiments/capture/check.py explain FAULTLINE_BIN SANITIZE_TRACE CUPTI_TRACE > report.json
 
 Pages are named by (PyTorch block ordinal, 64 KB big page in it), or (segment ordinal, page) outside
 blocks: two runs of one program can place a block at different offsets of its segment. Kernels are
@@ -14,11 +14,16 @@ arguments name) and the others. Explanations tested:
     rule took the whole block; split by whether B saw the kernel touch that block at all.
 Prints a JSON report: per group, kernels, kernels whose sets agree to 99% (|A and B| / |A or B|)
 before and after removing the explained pages, and the page counts of each explanation."""
+import argparse
 import bisect
 import functools
 import json
 import subprocess
 import sys
+
+from lab.capture.access import trace_pair
+
+SUMMARY = "a sanitize capture against a CUPTI capture, each differing page sorted by its cause (JSON)"
 
 
 def load(faultline, path):
@@ -66,8 +71,10 @@ def prefetched(page, pages_b, name_b, touched_a):
     return False
 
 
-def main():
-    faultline, a_path, b_path = sys.argv[1:4]
+def main(argv=None, prog=None):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    faultline, a_path, b_path = trace_pair(argv, parser, "SANITIZE_TRACE", "CUPTI_TRACE")
     a, b = load(faultline, a_path), load(faultline, b_path)
     if [n for n, *_ in a] != [n for n, *_ in b]:
         sys.exit("the captures ran different operations")
@@ -114,7 +121,4 @@ def main():
         g["agree_99_after_explained"] += not rest or len(ka & kb) >= 0.99 * len(rest)
     json.dump(report, sys.stdout, indent=1)
     print()
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,24 +1,8 @@
-"""Training and graph workloads for `faultline capture`, all from random initialisation.
-
-    python3 workloads.py NAME [--batch B] [--warmup W] [--steps S]
-
-NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
-mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank, llama (a Llama-style decoder), unet (a U-Net segmenting images), vit
-(a Vision Transformer) and lstm (an LSTM language model), hold-out programs never used to tune
-the model, or mlp (a tiny smoke test). The warm-up
-steps run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
-stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
-step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
-boundaries (as does the capture's PyTorch hook after every optimizer step). The script prints one
-JSON line with the workload's settings, the wall time of the measured steps and each step's own
-wall time (each step ends by waiting for the GPU).
+"""The programs `faultline capture` records (`experiments/workloads.py train NAME`): training and
+graph workloads, all from random initialisation. Each NAME is a function here, NAME with '-' as
+'_', that takes the batch and returns (model, step), step() running one step and returning its
+loss (lab/workloads/train.py runs and times them).
 """
-import argparse
-import json
-import os
-import time
-
 import torch
 
 
@@ -333,51 +317,3 @@ def mlp(batch):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(batch, 1024, device="cuda")
     return training_step(model, optimizer, lambda: model(x).square().mean())
-
-
-WORKLOADS = {"gpt2-medium": (gpt2_medium, 8), "gpt2-small": (gpt2_small, 8), "bert-large": (bert_large, 16),
-             "resnet50": (resnet50, 64), "pagerank": (pagerank, 16), "mlp": (mlp, 256),
-             "t5-base": (t5_base, 8), "moe": (moe, 16), "graphsage": (graphsage, 10),
-             "llama": (llama, 4), "unet": (unet, 8), "vit": (vit, 32), "lstm": (lstm, 64)}
-
-
-def main():
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS (moe)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("name", choices=sorted(WORKLOADS))
-    parser.add_argument("--batch", type=int)
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=3)
-    args = parser.parse_args()
-    build, default_batch = WORKLOADS[args.name]
-    batch = args.batch or default_batch
-    torch.manual_seed(0)
-    torch.backends.cudnn.benchmark = False
-    _, step = build(batch)
-    for _ in range(args.warmup):
-        step()
-    torch.cuda.synchronize()
-    began = time.perf_counter()
-    # Each step ends by waiting for the GPU, as a loop that logs its loss does, so that the
-    # step's wall time is the program's own step time (the trace's program_step_ns is the same
-    # interval, timed in the capture).
-    step_seconds = []
-    for _ in range(args.steps):
-        step_began = time.perf_counter()
-        torch.cuda.profiler.start()
-        value = step()
-        torch.cuda.synchronize()
-        step_seconds.append(time.perf_counter() - step_began)
-    value.item()
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - began
-    torch.cuda.profiler.stop()
-    print(json.dumps({"workload": args.name, "batch": batch, "steps": args.steps,
-                      "warmup": args.warmup, "steps_seconds": round(seconds, 4),
-                      "step_seconds": [round(s, 6) for s in step_seconds],
-                      "peak_allocated": torch.cuda.max_memory_allocated(),
-                      "torch": torch.__version__}))
-
-
-if __name__ == "__main__":
-    main()

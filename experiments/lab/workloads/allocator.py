@@ -1,10 +1,11 @@
-"""The allocator a workloads.py run trains under: the faultline library installed as PyTorch's
-CUDA allocator, the memory budget, and the allocator's counters (Meter)."""
+"""The allocator an `experiments/workloads.py alloc` run trains under: the faultline library
+installed as PyTorch's CUDA allocator, the memory budget, and the allocator's counters (Meter)."""
 import ctypes
 import os
 
+from lab.paths import REPO
+
 GiB = 1 << 30
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_LIB = os.path.join(REPO, "build-gpu", "libfaultline_alloc.so")
 FAULTLINE_STATS = ["allocated", "peak_allocated", "reserved", "peak_reserved", "requested",
                    "peak_requested", "mallocs", "frees", "driver_creates", "driver_maps",
