@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates every committed report that needs no GPU, from the committed data and the build:
-# the fidelity reports (live/, multigpu/), the papers' evaluations (papers/*/run.sh), the allocator study, the
-# capture overhead table and the policy comparison. Normal runs of the study scripts write into
-# out/; only this (or a script's --write-reports) writes into STUDY/reports/, as goldens are
-# rewritten only on request. On 2 cores: live about 100 minutes (its pooled_cost 30 of them), papers 25 for schedule/'s sweep, the rest a few. `git diff experiments` shows what moved.
+# the fidelity reports and the calibration study (live/, multigpu/), the papers' evaluations
+# (papers/run.py), the allocator study, the capture checks and the policy comparison. The
+# entries write into out/ by default; only this (or an entry's --write-reports, --write) writes
+# into STUDY/reports/, as goldens are rewritten only on request. On 2 cores: live about three
+# hours (85 campaigns' fidelity reports, then the calibration study, its pooled costs 30 minutes
+# of it), papers and compare about an hour with their sweeps, the rest minutes.
+# `git diff experiments configs` shows what moved.
 #   experiments/make_reports.sh [STUDY...]     STUDY: live multigpu papers alloc capture compare
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,25 +52,21 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     for c in $(ls experiments/multigpu/reports); do
       "$python" experiments/live/fidelity.py two-gpu "$c" --write-reports
     done
-    "$python" experiments/papers/huvm/live_report.py --write-reports >/dev/null ;;
-  papers)
-    for run in experiments/papers/*/run.sh; do
-      "$run" --write-reports
-    done
-    "$python" experiments/papers/claims.py ;;
-  alloc) experiments/alloc/study.sh --write-reports ;;
+    "$python" experiments/papers/run.py huvm-live --write-reports >/dev/null ;;
+  papers) "$python" experiments/papers/run.py --write-reports ;;
+  alloc) "$python" experiments/alloc/study.py --write-reports ;;
   capture)
-    "$python" experiments/capture/overhead.py experiments/capture/data/h100-runs-[a-f] \
+    "$python" experiments/capture/check.py overhead experiments/capture/data/h100-runs-[a-f] \
       experiments/capture/data/h200-runs-g experiments/capture/data/h100-runs-h \
       experiments/capture/data/h100-runs-i experiments/capture/data/h100-runs-j \
       >experiments/capture/reports/overhead.json
     # The shipped DNN traces simulated at their whole footprint against the programs' own steps.
-    "$python" experiments/capture/timeline_check.py --out experiments/capture/reports/timeline.md \
+    "$python" experiments/capture/check.py timeline --out experiments/capture/reports/timeline.md \
       --runs experiments/capture/data/h100-runs-j --runs experiments/capture/data/h100-runs-i --gaps \
       traces/real/{resnet50,gpt2-small,gpt2-medium,bert-large,t5-base,moe,graphsage,pagerank}.fltrace \
       experiments/capture/data/h100-runs-j/holdout/llama.fltrace \
       >/dev/null ;;
-  compare) experiments/compare/compare.sh --write-reports ;;
+  compare) "$python" experiments/compare/compare.py --write-reports ;;
   *) echo "make_reports: unknown study $study" >&2; exit 2 ;;
   esac
 done

@@ -1,6 +1,6 @@
-"""The simulator side of the live two-GPU harvest run (experiments/papers/huvm/peer_cost.py) on a
-tiny case: a campaign in live_harvest.sh's format whose "live" times the simulator made with a
-hidden extra peer-migration cost; peer_cost.py must find that cost again from the `peer` run,
+"""The simulator side of the live two-GPU harvest run (`experiments/papers/run.py huvm-peer-cost`,
+lab/papers/peer_cost.py) on a tiny case: a campaign in live_harvest.sh's format whose "live" times
+the simulator made with a hidden extra peer-migration cost; peer_cost must find that cost again from the `peer` run,
 name the same winner as the campaign at it, and put the break-even where the simulated `peer`
 and `preevict` times cross.
 
@@ -13,8 +13,8 @@ import sys
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(ROOT, "experiments", "papers", "huvm"))
-import peer_cost  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+from lab.papers import peer_cost  # noqa: E402
 
 VARIANTS = {"host": {"name": "ondemand", "params": {}},
             "preevict": {"name": "harvest",
@@ -25,7 +25,7 @@ HIDDEN_US = 600
 
 
 def live_doc(trace, policy):
-    """A result as `faultline replay` writes it, with what peer_cost.py reads."""
+    """A result as `faultline replay` writes it, with what peer_cost reads."""
     return {"trace": {"path": trace},
             "config": {"budget": {"fraction_of_footprint": 0.5}, "device": "simulated (test)",
                        "peer_budget_bytes": 64 << 20, "peer_reserve_bytes": 2 << 20,
@@ -52,9 +52,9 @@ def main():
             with open(os.path.join(live, f"t-{v}-0.5.json"), "w") as f:
                 json.dump(doc, f)
         out = os.path.join(work, "out")
-        subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "papers", "huvm",
-                                                     "peer_cost.py"),
-                        live, out, "--faultline", faultline, "--extra-us", "0,200,400,800,1600"],
+        subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "papers", "run.py"),
+                        "huvm-peer-cost", live, out, "--faultline", faultline,
+                        "--extra-us", "0,200,400,800,1600"],
                        check=True, capture_output=True)
         with open(os.path.join(out, "peer_cost.json")) as f:
             (group,) = json.load(f)["groups"].values()

@@ -216,8 +216,7 @@ def test_causes_file():
 
 
 def test_holdout_bytes():
-    from lab.live import results
-    from lab.live import results_readme
+    from lab.live import results, results_readme
     base = {"campaign": "h200-153bc426-holdout3", "bytes_runs": 22}
     text = results_readme.holdout_bytes
     same = text("the set", dict(base, bytes_campaign="h200-153bc426-drained"))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # DeepUM's paper pipeline (experiments/papers/deepum/) on tiny synthetic traces: the deepum-*
-# sweeps as shipped but for the traces, then report.py; checks the tables, the figure and the
-# claims rows, and what the study rests on: DeepUM beats UM on a streaming trace once its tables
-# are trained, and a slower fault path (UM's cost) raises DeepUM's speedup.
+# sweeps as shipped but for the traces, then its report (`run.py deepum-report`); checks the
+# tables, the figure and the claims rows, and what the study rests on: DeepUM beats UM on a
+# streaming trace once its tables are trained, and a slower fault path (UM's cost) raises DeepUM's
+# speedup.
 # usage: papers_deepum_test.sh FAULTLINE SOURCE_DIR PYTHON
 set -euo pipefail
 faultline=$1 src=$2 python=$3
@@ -26,7 +27,7 @@ with open(f"deepum-{sys.argv[3]}.json", "w") as f:
 PY
   "$faultline" sweep "deepum-$s.json" --jobs 1 >/dev/null
 done
-"$python" "$src/experiments/papers/deepum/report.py" sweeps out --claims claims.json
+"$python" "$src/experiments/papers/run.py" deepum-report sweeps out --claims claims.json
 "$python" - <<'PY'
 import json
 import os

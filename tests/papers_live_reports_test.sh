@@ -4,17 +4,17 @@
 # models) and HUVM's headline (experiments/multigpu/reports/h200x2-huvm-*). Checks that the
 # numbers follow from the data: saved GB and points from the per-rank results, the GMLake model
 # equal to the live GMLake allocator it is built from, the speedups from the fidelity tables, and
-# that the claims rows carry every field claims.py needs.
+# that the claims rows carry every field `run.py claims` needs.
 # usage: papers_live_reports_test.sh FAULTLINE SOURCE_DIR PYTHON
 set -euo pipefail
 faultline=$1 src=$2 python=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$python" "$src/experiments/papers/gmlake/fsdp_report.py" --faultline "$faultline" \
+"$python" "$src/experiments/papers/run.py" gmlake-fsdp --faultline "$faultline" \
   --out "$work/gmlake" >/dev/null
-"$python" "$src/experiments/papers/huvm/live_report.py" --out "$work/huvm" >/dev/null
+"$python" "$src/experiments/papers/run.py" huvm-live --out "$work/huvm" >/dev/null
 # prefetch_split.py writes into out/multigpu/CAMPAIGN/ of the source tree (ignored by git).
-"$python" "$src/experiments/multigpu/prefetch_split.py" h200x2-huvm-idle \
+"$python" "$src/experiments/live/diagnose.py" prefetch-split h200x2-huvm-idle \
   --faultline "$faultline" >/dev/null
 "$python" - "$work" "$src" <<'PY'
 import csv

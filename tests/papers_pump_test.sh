@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PUMP's paper pipeline (experiments/papers/pump/) on a tiny synthetic trace: the pump-* sweeps as
-# shipped but for the trace and the steps, then pump_figures.py; checks the tables, the figures,
-# the claims rows, and that without a CPU lead PUMP's memory factor changes nothing (each launch
-# is heard as its kernel starts, so the throttle never has an older kernel to wait for).
+# shipped but for the trace and the steps, then its report (`run.py pump-report`); checks the
+# tables, the figures, the claims rows, and that without a CPU lead PUMP's memory factor changes
+# nothing (each launch is heard as its kernel starts, so the throttle never has an older kernel to
+# wait for).
 # usage: papers_pump_test.sh FAULTLINE SOURCE_DIR PYTHON
 set -euo pipefail
 faultline=$1 src=$2 python=$3
@@ -23,7 +24,7 @@ with open(f"pump-{sys.argv[3]}.json", "w") as f:
 PY
   "$faultline" sweep "pump-$s.json" --jobs 1 >/dev/null
 done
-"$python" "$src/experiments/papers/pump/pump_figures.py" sweeps out --claims claims.json \
+"$python" "$src/experiments/papers/run.py" pump-report sweeps out --claims claims.json \
   --no-situations --live none >/dev/null
 "$python" - <<'PY'
 import json

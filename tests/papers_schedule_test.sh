@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The schedule policy's pipeline (experiments/papers/schedule/) on a tiny synthetic DNN trace: the
-# sweep as shipped but for the trace and the steps, then report.py; checks the tables, figures and
-# claims, and what the policy must do on a step that repeats: at half the footprint at least twice
-# as fast as ondemand, never more than 5% slower than it anywhere.
+# sweep as shipped but for the trace and the steps, then its report (`run.py schedule-report`);
+# checks the tables, figures and claims, and what the policy must do on a step that repeats: at
+# half the footprint at least twice as fast as ondemand, never more than 5% slower than it
+# anywhere.
 # usage: papers_schedule_test.sh FAULTLINE SOURCE_DIR PYTHON
 set -euo pipefail
 faultline=$1 src=$2 python=$3
@@ -21,7 +22,7 @@ with open("schedule.json", "w") as f:
     json.dump(sweep, f)
 PY
 "$faultline" sweep schedule.json --jobs 1 >/dev/null
-"$python" "$src/experiments/papers/schedule/report.py" sweeps/schedule/results.json out \
+"$python" "$src/experiments/papers/run.py" schedule-report sweeps/schedule/results.json out \
   --claims claims.json --dnn t --live none >/dev/null
 "$python" - <<'PY'
 import json
@@ -35,6 +36,7 @@ assert s["max_vs_ondemand"] <= 1.05, s["max_vs_ondemand"]
 assert s["runs_beyond_5_percent_slower"] == 0, s
 assert s["dnn_targets_met"] == ["t"] or half["vs_best_oracle"] > 1.3, s
 claims = json.load(open("claims.json"))
-assert len(claims) == 3 and all(c["command"].startswith("experiments/papers/schedule/") for c in claims)
+assert len(claims) == 3 and all(c["command"] == "experiments/papers/run.py schedule --write-reports"
+                                for c in claims)
 PY
 echo "papers_schedule: ok"

@@ -51,6 +51,24 @@ def save_figure(fig, path):
     fig.savefig(path, dpi=FIGURE_DPI)
 
 
+def finish_figure(fig, path, ax=None, xlabel=None, ylabel=None, title=None, legend=None,
+                  close=False):
+    """A figure's last strokes: AX's labels, title and legend (LEGEND: its font size), each where
+    given, the layout tightened, then saved as save_figure saves it (and closed with CLOSE)."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if legend is not None:
+        ax.legend(fontsize=legend)
+    fig.tight_layout()
+    save_figure(fig, path)
+    if close:
+        pyplot().close(fig)
+
+
 def reports_dir(study, name, write_reports, out_root=None):
     """Where a script writes a report: STUDY/reports/NAME under experiments/ when asked to
     (--write-reports), else out/STUDY/NAME (or OUT_ROOT/NAME) in the repository."""

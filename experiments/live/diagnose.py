@@ -12,8 +12,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab import steps  # noqa: E402
+
+steps.in_venv()  # the studies' packages (matplotlib) are in the repository's .venv
 from lab import cli  # noqa: E402
-from lab.live import call_costs, call_log, eviction_level, fault_cases, fault_cost_by_kernel, run_priced, stall_split  # noqa: E402  # noqa: E402
+from lab.live import call_costs, call_log, eviction_level, fault_cases, fault_cost_by_kernel, run_priced, stall_split  # noqa: E402
 from lab.multigpu import prefetch_split  # noqa: E402
 
 SUBCOMMANDS = {"kernels": fault_cost_by_kernel, "stall-split": stall_split, "calls": call_costs,

@@ -13,6 +13,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab import steps  # noqa: E402
+
+steps.in_venv()  # the studies' packages (matplotlib) are in the repository's .venv
 from lab import cli  # noqa: E402
 from lab.live import fidelity, fidelity_campaign  # noqa: E402
 from lab.multigpu import live_vs_sim  # noqa: E402

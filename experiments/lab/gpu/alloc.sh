@@ -243,7 +243,7 @@ sub_alloc_live() (
 # the campaign folder experiments/alloc/data/NAME/ (results at its top, the logs as console.log),
 # each OUT_DIR/traces/X.pickle becomes NAME/snapshots/X.pickle.zst (zstd -19; the GPU machine has
 # no zstd), `campaign.sh manifest` writes the manifest, and
-# experiments/papers/gmlake/fsdp_report.py NAME_FOLDER --write-reports the report.
+# `experiments/papers/run.py gmlake-fsdp NAME --write-reports` the report.
 sub_alloc_fsdp() (
   set -u +e -o pipefail
   SECONDS=0

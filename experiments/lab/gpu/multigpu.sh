@@ -76,7 +76,7 @@ sub_harvest() (
 # Then, here, the profile goes into configs/ and each of the two folders becomes
 # experiments/multigpu/data/CAMPAIGN/ (`campaign.sh manifest ... --gpu-profile GPUx2`):
 # `experiments/live/fidelity.py two-gpu CAMPAIGN --write-reports` (each run beside its
-# simulation), then experiments/papers/huvm/live_report.py CAMPAIGN... --write-reports.
+# simulation), then `experiments/papers/run.py huvm-live CAMPAIGN... --write-reports`.
 sub_harvest_huvm() (
   set -euo pipefail
   out=$(realpath -m "${1:?usage: campaign.sh harvest-huvm OUT [FAULTLINE_BIN]}")

@@ -146,7 +146,7 @@ def priced_runs(data_dir, logs):
         stem = os.path.basename(run["path"])[:-len(".json")]
         row = {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
                "repeat": run["repeat"], "trace_path": run["trace_path"],
-               "live_s": run["results"]["total_time_ns"] / 1e9}
+               "revision": run["revision"], "live_s": run["results"]["total_time_ns"] / 1e9}
         if stem not in logs:
             row["not_priced"] = "no call log"
         else:
@@ -279,8 +279,8 @@ def price_runs(args, runs, profiles_dir):
         else:
             run["price_ns"] = full_chunk_price(run["call_ns"], fill, gpu, link)
     simulate([(r, r["price_ns"]) for r in runs if "not_priced" not in r])
-    for run in runs:
-        del run["trace_path"]
+    for run in runs:  # what the simulator was given, not part of the report
+        del run["trace_path"], run["revision"]
     return {"campaign": repo_relative(os.path.abspath(args.data_dir)),
             "calibration": repo_relative(calibration),
             "calibration_price_ns": calibration_price(calibration),

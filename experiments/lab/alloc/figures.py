@@ -1,6 +1,6 @@
-"""Tables and figures of the allocator study (experiments/alloc/study.sh runs this last):
-    python3 experiments/alloc/figures.py OUT_DIR DATA_DIR REPORTS_DIR
-OUT_DIR holds study.sh's simulations (sim/, limit/, um/); DATA_DIR (experiments/alloc/data) holds
+"""Tables and figures of the allocator study (experiments/alloc/study.py runs this last):
+    experiments/alloc/study.py figures OUT_DIR DATA_DIR REPORTS_DIR
+OUT_DIR holds the study's simulations (sim/, limit/, um/); DATA_DIR (experiments/alloc/data) holds
 what the H200 measured (the campaigns h200-capture/, h200-live/, h200-maxbatch/). Writes into
 REPORTS_DIR: fragmentation.md (every trace:
 measured and simulated), live.md (live allocators beside the simulator's predictions),
@@ -11,10 +11,11 @@ import glob
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lab.tables import pyplot, save_figure  # noqa: E402
+from lab import steps
+from lab.tables import finish_figure, pyplot
+
+SUMMARY = "the tables and figures from the study's simulations and the measured campaigns"
 
 plt = pyplot()
 
@@ -78,11 +79,8 @@ def plot_fragmentation(rows, path):
                [100 * r["sim"][a]["fragmentation"] for r in rows], width, label=LABEL[a] + " model")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([r["name"] for r in rows], rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("fragmentation (%)")
-    ax.set_title("1 - peak allocated / peak reserved, per allocation trace")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, ylabel="fragmentation (%)", legend=8,
+                  title="1 - peak allocated / peak reserved, per allocation trace")
 
 
 def plot_saved(rows, path):
@@ -94,11 +92,8 @@ def plot_saved(rows, path):
                 for r in rows], 0.4, label=LABEL[a])
     ax.set_xticks(list(xs))
     ax.set_xticklabels([r["name"] for r in rows], rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("peak reserved saved vs caching (GiB)")
     ax.axhline(0, color="k", lw=0.5)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, ylabel="peak reserved saved vs caching (GiB)", legend=8)
 
 
 def plot_timeline(rows, name, path):
@@ -111,12 +106,8 @@ def plot_timeline(rows, name, path):
         tl = row["sim"][a]["timeline"]
         ax.plot([t / 1e9 for t in tl["time_ns"]], [b / GiB for b in tl["reserved"]],
                 label=f"reserved: {LABEL[a]}")
-    ax.set_xlabel("time in the recorded run (s)")
-    ax.set_ylabel("GiB")
-    ax.set_title(row["name"])
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, xlabel="time in the recorded run (s)", ylabel="GiB",
+                  title=row["name"], legend=8)
 
 
 LIVE_MODEL = {"default": "caching", "expandable": "expandable", "faultline-gmlake": "gmlake",
@@ -165,11 +156,8 @@ def plot_live(rows, path):
                    [r["sim"]["peak_reserved"] / GiB for r in pts], label=LIVE_LABEL[kind])
     top = max(r["live"]["peak_reserved"] for r in rows) / GiB * 1.05
     ax.plot([0, top], [0, top], "k--", lw=0.8)
-    ax.set_xlabel("live peak reserved (GiB)")
-    ax.set_ylabel("simulated peak reserved (GiB)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, xlabel="live peak reserved (GiB)",
+                  ylabel="simulated peak reserved (GiB)", legend=7)
 
 
 def maxbatch_table(out, data):
@@ -228,10 +216,9 @@ def claims(rows):
         f"LoRA, {mean_frag(plain):.1f}% over {len(plain)} without |\n")
 
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    out, data, results = sys.argv[1:4]
+def main(argv=None, prog=None):
+    args = steps.parser(__doc__, prog, "OUT_DIR", "DATA_DIR", "REPORTS_DIR").parse_args(argv)
+    out, data, results = args.out_dir, args.data_dir, args.reports_dir
     os.makedirs(results, exist_ok=True)
     rows = sim_rows(out, data)
     lrows = live_rows(out, data)
@@ -247,6 +234,3 @@ def main():
     plot_live(lrows, os.path.join(results, "live_vs_sim.png"))
     print(docs["claims.md"] + "\n" + docs["live.md"] + "\n" + docs["maxbatch.md"])
 
-
-if __name__ == "__main__":
-    main()

@@ -1,12 +1,12 @@
 """What a live two-GPU harvest campaign says about the cost of moving data between the GPUs under
 load: the one cost the simulator's choice between harvesting and host pre-eviction turns on.
 
-    python3 experiments/papers/huvm/peer_cost.py LIVE_DIR OUT_DIR [--faultline BIN]
-                                                 [--extra-us 0,100,200,400,800,1600]
+    experiments/papers/run.py huvm-peer-cost LIVE_DIR OUT_DIR [--faultline BIN]
+                                             [--extra-us 0,100,200,400,800,1600]
 
-LIVE_DIR is a campaign of experiments/multigpu/live_harvest.sh (the variants host, preevict, peer,
+LIVE_DIR is a campaign of `experiments/campaign.sh harvest` (the variants host, preevict, peer,
 harvest of each trace and budget). Each live run (the median of its repeats) is simulated as
-experiments/multigpu/live_vs_sim.py does (the campaign's topology, capacity mode "budget"), with
+lab/multigpu/live_vs_sim.py does (the campaign's topology, capacity mode "budget"), with
 GPU 0's peer-migration costs raised by
 an extra cost X per 2 MB moved between the GPUs (peer_eviction_ns + X per chunk evicted to GPU 1,
 peer_fault_migrate_ns + X/32 per 64 KB a fault brings from it), for each X of --extra-us. The
@@ -20,20 +20,19 @@ trace and budget it reports:
   - the winner live, simulated at X = 0 and simulated at the fitted X.
 Writes OUT_DIR/peer_cost.md, peer_cost.json and peer_cost.png.
 """
-import argparse
 import json
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXPERIMENTS = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, EXPERIMENTS)
-sys.path.insert(0, os.path.join(EXPERIMENTS, "multigpu"))
-import lab.sim  # noqa: E402
-import live_vs_sim  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.sim import trace_at  # noqa: E402
-from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
+import lab.sim
+from lab import steps
+from lab.curves import crossing, interpolate
+from lab.multigpu import live_vs_sim
+from lab.paths import REPO
+from lab.sim import replayed_trace
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines
+
+SUMMARY = ("the peer-migration cost under load a live two-GPU campaign implies, and the variant the "
+           "simulator picks")
 
 PEER_VARIANTS = ("peer", "harvest")  # the variants that move chunks to GPU 1
 
@@ -53,16 +52,11 @@ def sim_config(live, extra_ns, profile="h200x2"):
 
 
 def simulate(faultline, live, extra_ns, traces_revision=None, profile="h200x2"):
-    trace = trace_at(live["trace"]["path"], traces_revision)
+    """LIVE simulated on the trace it replayed (as live_vs_sim simulates it), GPU 0's peer costs
+    raised by EXTRA_NS per 2 MB."""
+    trace = replayed_trace(live["trace"]["path"], live.get("faultline", {}).get("git_revision"),
+                           traces_revision)
     return lab.sim.simulate(trace, sim_config(live, extra_ns, profile), faultline)
-
-
-def crossing(points, level):
-    """The x at which the piecewise-linear y(x) of POINTS (sorted by x) first reaches LEVEL."""
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if (y0 - level) * (y1 - level) <= 0 and y0 != y1:
-            return x0 + (level - y0) * (x1 - x0) / (y1 - y0)
-    return None
 
 
 def winner(times):
@@ -83,14 +77,7 @@ def analyse(group, curves, extras):
         out = dict(flat)
         for v in PEER_VARIANTS:
             if v in curves:
-                xs = curves[v]
-                if x <= xs[0][0]:
-                    out[v] = xs[0][1]
-                elif x >= xs[-1][0]:
-                    out[v] = xs[-1][1]
-                else:
-                    out[v] = next(y0 + (x - x0) * (y1 - y0) / (x1 - x0)
-                                  for (x0, y0), (x1, y1) in zip(xs, xs[1:]) if x0 <= x <= x1)
+                out[v] = interpolate(curves[v], x)
         return out
 
     at_fit = sim_at(fitted if fitted is not None else (extras[0] if bound.startswith("<")
@@ -132,13 +119,10 @@ def table(results):
          "winner sim (fitted)"], rows)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("live_dir")
-    ap.add_argument("out_dir")
-    ap.add_argument("--faultline", default="build/faultline")
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "LIVE_DIR", "OUT_DIR", faultline="build/faultline")
     ap.add_argument("--extra-us", default="0,100,200,400,800,1600")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     extras = sorted(int(x) for x in args.extra_us.split(","))
     # The campaign's own pair (its manifest's gpu_profile), as live_vs_sim simulates it.
     runs, manifest, profile = live_vs_sim.load_campaign(args.live_dir)
@@ -170,6 +154,3 @@ def main():
     plot(results, os.path.join(args.out_dir, "peer_cost.png"))
     print("\n".join(table(results)))
 
-
-if __name__ == "__main__":
-    main()

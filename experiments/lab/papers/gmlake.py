@@ -1,29 +1,39 @@
-"""GMLake's headline numbers beside ours (experiments/papers/gmlake/run.sh runs this last):
-    python3 experiments/papers/gmlake/report.py SIM_DIR [--write-reports]
-SIM_DIR (out/papers/gmlake) holds run.sh's simulations: sim/NAME.json (each captured history
+"""GMLake's headline numbers beside ours (the last step of `experiments/papers/run.py gmlake`):
+
+    experiments/papers/run.py gmlake-report SIM_DIR [--write-reports]
+
+SIM_DIR (out/papers/gmlake) holds the run's simulations: sim/NAME.json (each captured history
 through the caching, expandable and GMLake models) and fraglimit/NAME-LIMIT.json (GMLake's
 fragLimit swept). The measured side is read from the campaigns in CAMPAIGNS. Writes table.md,
 table.csv, batch.md, fraglimit.md, results.json, claims.json and gmlake.png into
 out/papers/gmlake/ (with --write-reports: experiments/papers/gmlake/reports/, and claims.json
 into experiments/papers/gmlake/).
+
+The whole evaluation (`experiments/papers/run.py gmlake`, run()), at the paper's scale from the
+allocation histories captured on one H200 (experiments/alloc/data/h200-large,
+h200-large-batches): 1. every history through faultline's caching, expandable and GMLake models
+(configs/alloc/default.json): saved GB and fragmentation points per run; 2. the sweep that
+explains the gap to the paper's numbers: the batch series is in the data; GMLake's fragLimit
+swept over the 7B LRO histories (32 MiB to 1 GiB); then this report. About a minute on 2 cores.
 """
-import argparse
 import glob
 import json
 import os
 import statistics
 import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-from lab.paths import REPO  # noqa: E402
-from lab.tables import markdown_table, pyplot, reports_dir, save_figure, write_csv, write_json, write_lines  # noqa: E402
+from lab import steps
+from lab.paths import EXPERIMENTS, REPO
+from lab.tables import markdown_table, pyplot, reports_dir, save_figure, write_csv, write_json, write_lines
+
+SUMMARY = "GMLake's table, sweeps, figure and claims from its simulations"
+
+PAPER_DIR = os.path.join(EXPERIMENTS, "papers", "gmlake")
 
 GiB = 2**30
 GB = 1e9
 CAMPAIGNS = ["experiments/alloc/data/h200-large", "experiments/alloc/data/h200-large-batches"]
-COMMAND = "experiments/papers/gmlake/run.sh"
+COMMAND = "experiments/papers/run.py gmlake"
 STRATEGY = {"none": "N", "recompute": "R", "lora": "L", "lora-recompute": "LR",
             "recompute-zero": "RO", "lora-recompute-zero": "LRO"}  # the paper's letters
 SOURCE = ("GMLake (Guo et al., ASPLOS '24), abstract: 'an average of 9.2 GB (up to 25 GB) GPU "
@@ -44,7 +54,7 @@ def load(path):
 
 
 def revision():
-    done = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+    done = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
 
@@ -225,14 +235,45 @@ def plot(rows, frows, path):
     save_figure(fig, path)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sim_dir")
+SNAPSHOTS = ["experiments/alloc/data/h200-large/snapshots",
+             "experiments/alloc/data/h200-large-batches/snapshots"]
+FRAG_LIMITS_MIB = [32, 64, 128, 256, 512, 1024]
+FRAG_LIMIT_RUNS = "llama2-7b-lora-recompute-zero-b*.pickle.zst"  # the 7B LRO histories
+
+
+def run(out, claims_path, write_reports=False, sweep_args=()):
+    """The whole evaluation, from the repository root: the simulations into out/papers/gmlake/,
+    then the report, which places itself by WRITE_REPORTS (OUT and CLAIMS_PATH name the same
+    places). No sweep: SWEEP_ARGS are not used."""
+    sims = "out/papers/gmlake"
+    os.makedirs(f"{sims}/sim", exist_ok=True)
+    os.makedirs(f"{sims}/fraglimit/configs", exist_ok=True)
+    for folder in SNAPSHOTS:
+        for t in sorted(glob.glob(f"{folder}/*.pickle.zst")):
+            name = os.path.basename(t)[:-len(".pickle.zst")]
+            steps.faultline("alloc", "run", "--history", t,
+                            "--config", "configs/alloc/default.json",
+                            "--out", f"{sims}/sim/{name}.json")
+    for mib in FRAG_LIMITS_MIB:
+        config = f"{sims}/fraglimit/configs/{mib}.json"
+        with open(config, "w") as f:
+            f.write(json.dumps({"allocators": ["gmlake"],
+                                "options": {"gmlake_frag_limit": mib << 20}}) + "\n")
+        for t in sorted(t for folder in SNAPSHOTS
+                        for t in glob.glob(f"{folder}/{FRAG_LIMIT_RUNS}")):
+            name = os.path.basename(t)[:-len(".pickle.zst")]
+            steps.faultline("alloc", "run", "--history", t, "--config", config,
+                            "--out", f"{sims}/fraglimit/{name}-{mib}.json")
+    return main([sims] + (["--write-reports"] if write_reports else []))
+
+
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "SIM_DIR")
     ap.add_argument("--write-reports", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     reports = reports_dir("papers/gmlake", "", args.write_reports,
                                  out_root=os.path.join(REPO, "out", "papers", "gmlake"))
-    claims_path = (os.path.join(HERE, "claims.json") if args.write_reports
+    claims_path = (os.path.join(PAPER_DIR, "claims.json") if args.write_reports
                    else os.path.join(reports, "claims.json"))
     rows = rows_of(args.sim_dir)
     frows = fraglimit_rows(args.sim_dir, rows)
@@ -263,6 +304,3 @@ def main():
     print("\n".join(claims_table(ours)) + "\n\n" + model_error(rows))
     print(f"\nwritten to {reports} and {claims_path}")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
-"""GMLake under sharded data parallelism, live: a campaign of fsdp.sh beside the paper's numbers.
+"""GMLake under sharded data parallelism, live: an alloc-fsdp campaign beside the paper's numbers.
 
-    python3 experiments/papers/gmlake/fsdp_report.py [CAMPAIGN_DIR] [--write-reports]
+    experiments/papers/run.py gmlake-fsdp [CAMPAIGN_DIR] [--write-reports] [--out DIR]
         [--faultline BIN]
 
 CAMPAIGN_DIR (default experiments/alloc/data/h200x2-fsdp) holds NAME-ALLOCATOR.rankR.json for the
@@ -11,7 +11,7 @@ allocated / peak reserved); a configuration that ran out of memory is listed, no
 history is also replayed through faultline's models (`faultline alloc run`), so that the models
 are checked against the live allocators on the same job. Writes fsdp.md, fsdp.json and
 claims-fsdp.json into out/papers/gmlake/fsdp/, or with --write-reports fsdp.md and fsdp.json into
-experiments/papers/gmlake/reports/ and claims-fsdp.json beside this script.
+experiments/papers/gmlake/reports/ and claims-fsdp.json into experiments/papers/gmlake/.
 """
 import argparse
 import glob
@@ -22,16 +22,16 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-from lab.campaigns import load_manifest  # noqa: E402
-from lab.paths import REPO  # noqa: E402
-from lab.tables import markdown_table, write_json, write_lines  # noqa: E402
-from report import GB, PAPER, SOURCE, STRATEGY, GiB, revision  # noqa: E402
+from lab.campaigns import load_manifest
+from lab.papers.gmlake import GB, PAPER, PAPER_DIR, SOURCE, STRATEGY, GiB, revision
+from lab.paths import REPO
+from lab.tables import markdown_table, write_json, write_lines
+
+SUMMARY = "GMLake under FSDP over two GPUs, live, beside the models (claims-fsdp.json)"
 
 CAMPAIGN = "experiments/alloc/data/h200x2-fsdp"
-COMMAND = ("experiments/papers/gmlake/fsdp.sh OUT (two GPUs), then "
-           "experiments/papers/gmlake/fsdp_report.py --write-reports")
+COMMAND = ("experiments/campaign.sh alloc-fsdp OUT (two GPUs), then "
+           "experiments/papers/run.py gmlake-fsdp --write-reports")
 ALLOCATORS = ["default", "expandable", "faultline"]
 # GMLake stitches only requests of at least fragLimit (512 MiB by default, the live runs' value);
 # FSDP's sharded requests are mostly smaller, so the report also replays each history through the
@@ -175,7 +175,7 @@ def setting_of(rows, ours, manifest):
 def summary(rows):
     done = [r for r in rows if "saved_gb" in r]
     if not done:
-        sys.exit("fsdp_report: no configuration ran under all three allocators")
+        sys.exit("gmlake-fsdp: no configuration ran under all three allocators")
     saved, points = [r["saved_gb"] for r in done], [r["points"] for r in done]
     model_errors = [abs(r["sim"][m]["peak_reserved"] / r["live"][a]["peak_reserved"] - 1)
                     for r in done if r["sim"] for m, a in (("caching", "default"),
@@ -187,19 +187,19 @@ def summary(rows):
             "not_counted": [r["run"] for r in rows if "saved_gb" not in r]}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("campaign", nargs="?", default=os.path.join(REPO, CAMPAIGN))
     ap.add_argument("--write-reports", action="store_true")
     ap.add_argument("--out", help="where the reports go without --write-reports (default "
                                   "out/papers/gmlake/fsdp)")
     ap.add_argument("--faultline", default=os.path.join(REPO, "build", "faultline"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not os.path.exists(args.faultline):
-        sys.exit(f"fsdp_report: {args.faultline} is missing: run ./setup.sh")
-    out = (os.path.join(HERE, "reports") if args.write_reports
+        sys.exit(f"gmlake-fsdp: {args.faultline} is missing: run ./setup.sh")
+    out = (os.path.join(PAPER_DIR, "reports") if args.write_reports
            else args.out or os.path.join(REPO, "out", "papers", "gmlake", "fsdp"))
-    claims_path = os.path.join(HERE if args.write_reports else out, "claims-fsdp.json")
+    claims_path = os.path.join(PAPER_DIR if args.write_reports else out, "claims-fsdp.json")
     os.makedirs(out, exist_ok=True)
     rows = rows_of(args.campaign, args.faultline)
     ours = summary(rows)
@@ -233,6 +233,3 @@ def main():
     print("\n".join(lines))
     print(f"\nwritten to {out} and {claims_path}")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,21 +1,28 @@
 """DeepUM's evaluation shape from the configs/sweeps/deepum-*.json sweeps: tables, a figure and
 claims.json, with the paper's published numbers beside ours.
 
-    python report.py SWEEPS_DIR OUT_DIR --claims CLAIMS_JSON
+    experiments/papers/run.py deepum-report SWEEPS_DIR OUT_DIR --claims CLAIMS_JSON
 
 SWEEPS_DIR holds deepum-fig9, deepum-gpus, deepum-fault-path and deepum-queue (each
 `faultline sweep` output). Time per 100 iterations is 100 x the mean simulated step time of steps
 2 and on: the first step trains DeepUM's tables, as the paper's warm-up does.
+
+The whole evaluation (`experiments/papers/run.py deepum`, run()): Fig. 9(b) (seconds per 100
+iterations, UM against DeepUM, three oversubscriptions per model) on the V100 32 GB profile, the
+ablation (prefetching / + pre-eviction / + invalidation), the same on our calibrated H100 and
+H200, and the two sweeps that explain where we differ from the paper (the fault path's cost; the
+prefetch queue): the DLRM-like and sliding-window synthetic traces made in out/papers/deepum/,
+the sweeps (10 steps each), then this report.
 """
-import argparse
 import glob
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from lab.campaigns import trace_name  # noqa: E402
-from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
+from lab import steps
+from lab.campaigns import trace_name
+from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines
+
+SUMMARY = "DeepUM's tables, figure and claims from its sweeps"
 
 plt = pyplot()
 
@@ -56,14 +63,14 @@ def load(folder):
     for path in sorted(glob.glob(os.path.join(folder, "points", "*.json"))):
         doc = json.load(open(path))
         point, result = doc["point"], doc["result"]
-        steps = [s for s in result["steps"] if s["step"] >= 1]
-        if not steps:
+        later = [s for s in result["steps"] if s["step"] >= 1]
+        if not later:
             raise SystemExit(f"{path}: no step after the first; run 2 or more iterations")
-        per_step = sum(s["time_ns"] for s in steps) / len(steps)
+        per_step = sum(s["time_ns"] for s in later) / len(later)
         rows.append({"trace": trace_name(point["trace"]), "policy": label(point["policy"]),
                      "capacity": point["capacity_fraction"], "varied": point.get("varied", {}),
                      "s_per_100": per_step * 100 / 1e9,
-                     "faults_per_step": sum(s["faults"] for s in steps) / len(steps),
+                     "faults_per_step": sum(s["faults"] for s in later) / len(later),
                      "wasted_gb": result["results"]["prefetch"]["wasted_bytes"] / 1e9,
                      "revision": result["faultline"]["git_revision"]})
     if not rows:
@@ -173,12 +180,29 @@ def figure(main, speedups_by_cell, path_series, out):
     save_figure(fig, os.path.join(out, "deepum.png"))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweeps")
-    ap.add_argument("out")
+def run(out, claims_path, write_reports=False, sweep_args=()):
+    """The whole evaluation, from the repository root: the synthetic traces in out/papers/deepum/,
+    the sweeps configs/sweeps/deepum-*.json (SWEEP_ARGS passed on: --jobs N), then the report
+    into OUT and CLAIMS_PATH."""
+    os.makedirs("out/papers/deepum", exist_ok=True)
+    os.makedirs(out, exist_ok=True)
+    # DLRM's embedding lookups: kernels touching random 64 KB pages, new ones every step.
+    steps.faultline("synth", "--pattern", "random", "--footprint", "8G", "--iterations", "10",
+                    "--kernels", "32", "--ns-per-access", "2000", "--seed", "7",
+                    "--out", "out/papers/deepum/dlrm-like.fltrace", quiet=True)
+    # One kernel, one execution ID, over a moving window (a sliding-window stencil).
+    steps.faultline("synth", "--pattern", "window", "--footprint", "4G", "--iterations", "3",
+                    "--kernels", "64", "--ns-per-access", "20000",
+                    "--out", "out/papers/deepum/window.fltrace", quiet=True)
+    for s in ("fig9", "gpus", "fault-path", "queue"):
+        steps.faultline("sweep", f"configs/sweeps/deepum-{s}.json", *sweep_args)
+    return main(["out/sweeps", out, "--claims", claims_path])
+
+
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "SWEEPS", "OUT")
     ap.add_argument("--claims", required=True)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     main_rows = load(os.path.join(a.sweeps, "deepum-fig9"))
     gpus = load(os.path.join(a.sweeps, "deepum-gpus"))
@@ -188,7 +212,7 @@ def main():
     mean_speedup = sum(speedups) / len(speedups)
     series = fault_path(path)
     lines = ["# DeepUM: the paper's evaluation shape in the simulator", "",
-             f"Revision {main_rows[0]['revision']}; generated by experiments/papers/deepum/run.sh.",
+             f"Revision {main_rows[0]['revision']}; generated by experiments/papers/run.py deepum.",
              "", "## Fig. 9(b) shape, ours (V100 32 GB profile, 10 steps)", ""]
     lines += markdown_table(header, table)
     lines += ["", f"Mean DeepUM speedup over UM: **{mean_speedup:.2f}** (paper: {PAPER_SPEEDUP}).",
@@ -212,7 +236,7 @@ def main():
          "prefetched unused (GB)"], queue_table(queue))
     write_lines(os.path.join(a.out, "deepum.md"), lines)
     figure(main_rows, speedups, series, a.out)
-    command = "experiments/papers/deepum/run.sh --write-reports"
+    command = "experiments/papers/run.py deepum --write-reports"
     setting = ("simulator, V100 32 GB profile, 10 steps (first trains the tables), capacity "
                "90/75/60% of footprint, gpt2-medium, gpt2-small, bert-large, resnet50, dlrm-like")
     claims = [{"paper": SOURCE, "claim": "DeepUM speedup over UM (mean)",
@@ -223,7 +247,3 @@ def main():
                        "paper_value": v, "our_value": round(ablation[s], 1) + 0.0,  # + 0.0: no -0.0
                        "setting": setting, "command": command})
     write_json(a.claims, claims)
-
-
-if __name__ == "__main__":
-    main()

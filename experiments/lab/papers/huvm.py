@@ -1,6 +1,6 @@
-"""HUVM's evaluation in the simulator, beside the paper: tables, figures, claims (run.sh).
+"""HUVM's evaluation in the simulator, beside the paper: tables, figures, claims (`run.py huvm`).
 
-    python3 experiments/papers/huvm/report.py SWEEPS_DIR OUT_DIR [--claims PATH] [--readme PATH]
+    experiments/papers/run.py huvm-report SWEEPS_DIR OUT_DIR [--claims PATH] [--readme PATH]
 
 SWEEPS_DIR holds huvm-{consolidation-one,consolidation-two,spare,prefetch,ablation,peer-cost}/
 results.json (configs/sweeps/huvm-*.json). Writes into OUT_DIR: results.md (the tables the README
@@ -8,15 +8,24 @@ shows), huvm.md (every point), consolidation.png (ours beside the paper's), spar
 prefetch.png, ablation.png, peer_cost.png, summary.json, claims.json. --claims PATH writes the
 claims there as well; --readme PATH rewrites the part of that README between
 `<!-- results:begin -->` and `<!-- results:end -->` with results.md.
+
+The whole evaluation (`experiments/papers/run.py huvm`, run()), on HUVM's machine (p3.8xlarge):
+the consolidation scenarios, the spare-memory, prefetch-size and peer-migration-cost sweeps and
+the ablation (configs/sweeps/huvm-*.json), then this report, and peer_cost's reading of the
+committed two-GPU live campaigns (experiments/multigpu/data/h200x2-*) into OUT_DIR/peer-cost-*/;
+with --write-reports the claims also into experiments/papers/huvm/claims.json and the results
+section of its README.
 """
-import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from lab.campaigns import trace_name  # noqa: E402
-from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
+from lab import steps
+from lab.campaigns import trace_name
+from lab.curves import crossing
+from lab.papers import peer_cost
+from lab.tables import finish_figure, markdown_table, pyplot, write_json, write_lines
+
+SUMMARY = "HUVM's tables, figures and claims from its sweeps"
 
 plt = pyplot()
 
@@ -111,14 +120,6 @@ def speedup(rows, over, **match):
     return pick(rows, variant=over, **match)["time_s"] / pick(rows, variant="harvest", **match)["time_s"]
 
 
-def crossing(points, level):
-    """The x at which a piecewise-linear y(x) first reaches LEVEL from above or below, or None."""
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if (y0 - level) * (y1 - level) <= 0 and y0 != y1:
-            return x0 + (level - y0) * (x1 - x0) / (y1 - y0)
-    return None
-
-
 def consolidation_rows(cons):
     out = []
     for (trace, case), (pcase, pjobs, near) in CASES.items():
@@ -146,11 +147,8 @@ def plot_consolidation(rows, path):
     ax.set_xticks(list(xs))
     ax.set_xticklabels([f"{r['trace']}, {r['case']}\n(paper case {r['paper_case']})" for r in rows],
                        fontsize=8)
-    ax.set_ylabel("speedup of memHarvester")
-    ax.set_title("consolidation on p3.8xlarge (harvester at 50% of its footprint)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, ylabel="speedup of memHarvester", legend=7,
+                  title="consolidation on p3.8xlarge (harvester at 50% of its footprint)")
 
 
 def curves(rows, key=lambda r: r["x"]):
@@ -166,12 +164,7 @@ def plot_lines(rows, scale, xlabel, path, title, paper_x=None):
         ax.plot([x * scale for x, _ in pts], [y for _, y in pts], marker="o", label=name)
     if paper_x is not None:
         ax.axvline(paper_x, color="black", linestyle="--", label="the paper's default")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("harvester time (s)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, xlabel, "harvester time (s)", title, legend=8)
 
 
 def speedup_curve(rows):
@@ -186,12 +179,7 @@ def plot_speedup_vs(points, scale, xlabel, path, title, level):
             label="ours: harvest / pre-ef-host")
     ax.axhline(level, color="black", linestyle="--", label=f"paper: up to {level}x")
     ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("speedup")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, xlabel, "speedup", title, legend=8)
 
 
 def ablation(rows, path):
@@ -200,16 +188,14 @@ def ablation(rows, path):
         return ("hierarchical_eviction" in d, "block_eviction" in d)
     # HUVM's Fig. 7 order: the hierarchy in the driver, then pre-eviction (to the neighbour),
     # large-page eviction, multi-path prefetch.
-    steps = [("base", (False, False)), ("base", (True, False)), ("+peer", (True, False)),
+    order = [("base", (False, False)), ("base", (True, False)), ("+peer", (True, False)),
              ("+peer", (True, True)), ("harvest", (True, True))]
     labels = ["base", "H", "+PE", "+LP", "+MPF"]
-    ys = [next(r["time_s"] for r in rows if r["variant"] == v and driver(r) == d) for v, d in steps]
+    ys = [next(r["time_s"] for r in rows if r["variant"] == v and driver(r) == d) for v, d in order]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.bar(labels, ys)
-    ax.set_ylabel("pagerank time (s)")
-    ax.set_title("ablation (HUVM Fig. 7 order), each step adding to the last")
-    fig.tight_layout()
-    save_figure(fig, path)
+    finish_figure(fig, path, ax, ylabel="pagerank time (s)",
+                  title="ablation (HUVM Fig. 7 order), each step adding to the last")
     return dict(zip(labels, ys))
 
 
@@ -234,7 +220,7 @@ def fmt_x(value, unit, scale=1.0):
     return "never in the sweep" if value is None else f"{value * scale:.0f} {unit}"
 
 
-def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps):
+def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, ablation_s):
     top = max(cons_rows, key=lambda r: r["over_pre_ef_host"])
     lines = ["Speedup of memHarvester (`harvest`) over the paper's prior approach (`pre-ef-host`:",
              "pre-eviction to the host and local prefetch, no hierarchy); the paper's value is",
@@ -279,7 +265,7 @@ def results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps):
               "default is 16 chunks at stride 2, 32 MB fetched): "
               + ", ".join(f"{int(x) * 2} MB: {t:.3f} s" for x, t in curves(prefetch)["harvest"]) + ".",
               "", "Ablation (`huvm-ablation`, PageRank, HUVM's Fig. 7 order, each step adding to the "
-              "last): " + ", ".join(f"{k} {v:.3f} s" for k, v in steps.items()) + ".",
+              "last): " + ", ".join(f"{k} {v:.3f} s" for k, v in ablation_s.items()) + ".",
               "", f"Revision: {', '.join(summary['revisions'])}."]
     return lines
 
@@ -296,7 +282,7 @@ def claims(summary, top):
                         "(ResNet-50 on GPU 3, BERT-large on GPU 1) repeating their 3-step traces "
                         "with 30% of their GPU spare; harvesters PageRank and stream (3 steps); "
                         f"our maximum: {top['trace']}, {top['case']}",
-             "command": "experiments/papers/huvm/run.sh"}]
+             "command": "experiments/papers/run.py huvm"}]
 
 
 def splice(readme, lines):
@@ -311,13 +297,29 @@ def splice(readme, lines):
         f.write(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweeps")
-    ap.add_argument("out")
+SWEEPS = ["consolidation-one", "consolidation-two", "spare", "prefetch", "ablation", "peer-cost"]
+# The committed two-GPU live campaigns peer_cost reads the cost of a migration between GPUs from.
+PEER_COST_CAMPAIGNS = ["h200x2-harvest", "h200x2-harvest-idle-neighbour"]
+
+
+def run(out, claims_path, write_reports=False, sweep_args=()):
+    """The whole evaluation, from the repository root: the sweeps (SWEEP_ARGS passed on:
+    --jobs N), the report into OUT (with WRITE_REPORTS the claims also into CLAIMS_PATH and the
+    results into the paper's README), then peer_cost of each campaign into OUT/peer-cost-NAME."""
+    for s in SWEEPS:
+        steps.faultline("sweep", f"configs/sweeps/huvm-{s}.json", *sweep_args)
+    readme = "experiments/papers/huvm/README.md"
+    extra = ["--claims", claims_path, "--readme", readme] if write_reports else []
+    main(["out/sweeps", out] + extra)
+    for c in PEER_COST_CAMPAIGNS:
+        peer_cost.main([f"experiments/multigpu/data/{c}", f"{out}/peer-cost-{c}"])
+
+
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "SWEEPS", "OUT")
     ap.add_argument("--claims")
     ap.add_argument("--readme")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     cons = []
     for case in ("one", "two"):
@@ -336,7 +338,7 @@ def main():
     plot_speedup_vs(cost_pts, 1e-3, "peer-migration overhead beyond the copy, µs per 2 MB",
                     os.path.join(args.out, "peer_cost.png"),
                     "peer-migration cost (PageRank + ResNet-50)", PAPER["speedup_max"])
-    steps = ablation(abl, os.path.join(args.out, "ablation.png"))
+    ablation_s = ablation(abl, os.path.join(args.out, "ablation.png"))
     every_point({"consolidation": cons, "spare memory": spare, "prefetch size": prefetch,
                  "ablation": abl, "peer-migration cost": cost}, os.path.join(args.out, "huvm.md"))
     top = max(cons_rows, key=lambda r: r["over_pre_ef_host"])
@@ -348,10 +350,10 @@ def main():
                "speedup_by_spare": spare_pts,
                "spare_at_paper": crossing(spare_pts, PAPER["speedup_max"]),
                "spare_break_even": crossing(spare_pts, 1.0),
-               "ablation_time_s": steps,
+               "ablation_time_s": ablation_s,
                "revisions": sorted({r["revision"] for r in cons + spare + prefetch + abl + cost})}
     write_json(os.path.join(args.out, "summary.json"), summary, sort_keys=True)
-    lines = results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, steps)
+    lines = results_md(cons_rows, summary, spare_pts, cost_pts, prefetch, ablation_s)
     write_lines(os.path.join(args.out, "results.md"), lines)
     doc = claims(summary, top)
     write_json(os.path.join(args.out, "claims.json"), doc)
@@ -363,6 +365,3 @@ def main():
                       "peer_cost_at_paper_ns": summary["peer_cost_at_paper_ns"],
                       "peer_cost_break_even_ns": summary["peer_cost_break_even_ns"]}))
 
-
-if __name__ == "__main__":
-    main()

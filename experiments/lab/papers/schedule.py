@@ -1,23 +1,31 @@
 """The schedule policy against the seeds, from the sweep configs/sweeps/schedule.json and the
 live 10-step replays (experiments/live/data/*/iter10/).
 
-    python report.py RESULTS_JSON OUT_DIR --claims CLAIMS_JSON [--dnn TRACE...] [--live ROOT]
+    experiments/papers/run.py schedule-report RESULTS_JSON OUT_DIR --claims CLAIMS_JSON
+        [--dnn TRACE...] [--live ROOT]
 
 Writes OUT_DIR/schedule.md (every table), speedup.png, of_oracle.png and summary.json, and the
 headline rows into CLAIMS_JSON. The targets (issue 24): at 50% of the footprint, on the DNN traces,
 at least 2x faster than ondemand and within 1.3x of the oracle in the simulator; on no trace and
 capacity more than 5% slower than ondemand; live, faster than pump and deepum on three traces.
+
+The whole evaluation (`experiments/papers/run.py schedule`, run()): every shipped real trace at
+100/75/50/33% of its footprint, 10 training steps, under ondemand, deepum, pump, schedule, the
+oracle and the oracle with the freed-block discard (the sweep), then this report. The live rows
+come from the campaign folders under experiments/live/data/ that hold `iter10/` (10 steps
+replayed at 50%).
 """
-import argparse
 import glob
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from lab.campaigns import trace_name  # noqa: E402
-from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
+from lab import steps
+from lab.campaigns import trace_name
+from lab.tables import finish_figure, markdown_table, pyplot, write_json, write_lines
+
+SUMMARY = ("the schedule policy's tables, figures and claims from its sweep and the live 10-step "
+           "runs")
 
 plt = pyplot()
 
@@ -132,12 +140,8 @@ def figure(rows, key, ylabel, path, policies):
                width, label=p)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(traces))])
     ax.set_xticklabels(traces, fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title("50% of the footprint, 10 steps, simulated (H200 profile)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    finish_figure(fig, path, ax, ylabel=ylabel, legend=7, close=True,
+                  title="50% of the footprint, 10 steps, simulated (H200 profile)")
 
 
 def summary(rows, live, revisions, dnn):
@@ -160,7 +164,7 @@ def summary(rows, live, revisions, dnn):
 def claims(s, dnn):
     setting = ("simulator, H200 profile, 10 steps, capacity 50% of the footprint, DNN traces "
                "(" + ", ".join(dnn) + ")")
-    command = "experiments/papers/schedule/run.sh --write-reports"
+    command = "experiments/papers/run.py schedule --write-reports"
     return [
         {"paper": "faultline schedule (this project's policy, issue 24)",
          "claim": "speedup over ondemand, geomean over DNN traces at 50%",
@@ -179,14 +183,19 @@ def claims(s, dnn):
     ]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("results")
-    ap.add_argument("out")
+def run(out, claims_path, write_reports=False, sweep_args=()):
+    """The whole evaluation, from the repository root: the sweep (SWEEP_ARGS passed on: --jobs N),
+    then the report into OUT and CLAIMS_PATH."""
+    steps.faultline("sweep", "configs/sweeps/schedule.json", *sweep_args)
+    return main(["out/sweeps/schedule/results.json", out, "--claims", claims_path])
+
+
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "RESULTS", "OUT")
     ap.add_argument("--claims", required=True)
     ap.add_argument("--dnn", nargs="+", default=DNN, help="the traces the targets are for")
     ap.add_argument("--live", default=LIVE_ROOT, help="where the campaigns' iter10/ folders are")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     times, revisions = load(args.results)
     rows = derive(times)
@@ -202,7 +211,3 @@ def main():
     write_json(os.path.join(args.out, "summary.json"), s, sort_keys=True)
     write_json(args.claims, claims(s, args.dnn))
     print(open(os.path.join(args.out, "schedule.md")).read())
-
-
-if __name__ == "__main__":
-    main()

@@ -1,16 +1,20 @@
-"""PUMP's evaluation shape from the pump-* sweeps and the committed live replays
-(experiments/papers/pump/run.sh).
+"""PUMP's evaluation shape from the pump-* sweeps and the committed live replays.
 
-    python3 experiments/papers/pump/pump_figures.py SWEEPS_DIR OUT_DIR [--live DATA_DIR]
-                                                     [--claims CLAIMS.json] [--no-situations]
+    experiments/papers/run.py pump-report SWEEPS_DIR OUT_DIR [--live DATA_DIR]
+                                          [--claims CLAIMS.json] [--no-situations]
 
 SWEEPS_DIR holds pump-{speedup,h100,factor,lead}/results.json (any may be missing: its tables are
 left out). DATA_DIR (default experiments/live/data) holds the live campaigns; those with both
 ondemand and pump runs make the live table. Writes OUT_DIR/pump.md (the tables), speedup.png,
 factor.png, lead.png, ratio.png, summary.json, and CLAIMS.json when asked. --no-situations skips
 reading the traces for their situation (allocator blocks, cuDNN kernels).
+
+The whole evaluation (`experiments/papers/run.py pump`, run()): speedup over UM (ondemand) per
+model on the H200 and H100 profiles, the memory-factor sweep, PUMP's four default situations, the
+CPU-lead sweep that decides whether the factor matters, and the live replays of pump against
+ondemand committed in experiments/live/data/ beside them: the sweeps configs/sweeps/pump-*.json
+(5 steps each), then this report.
 """
-import argparse
 import json
 import math
 import os
@@ -18,10 +22,12 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from lab.campaigns import load_manifest, load_runs, median_of_repeats, trace_name  # noqa: E402
-from lab.paths import EXPERIMENTS, FAULTLINE, REPO  # noqa: E402
-from lab.tables import markdown_table, pyplot, save_figure, write_json, write_lines  # noqa: E402
+from lab import steps
+from lab.campaigns import load_manifest, load_runs, median_of_repeats, trace_name
+from lab.paths import EXPERIMENTS, FAULTLINE, REPO
+from lab.tables import finish_figure, markdown_table, pyplot, save_figure, write_json, write_lines
+
+SUMMARY = "PUMP's tables, figures, summary and claims from its sweeps"
 
 # The paper's one published number (PUMP, ASP-DAC 2022, DOI 10.1109/ASP-DAC52403.2022.9712507,
 # abstract: "about 2x speedup on average compared to the baseline that naively enables UM"). Its
@@ -38,7 +44,7 @@ SITUATIONS = [("ACTIVE", 100, "the framework reports active tensors (a patched f
 
 TRACE_ORDER = ["resnet50", "gpt2-small", "gpt2-medium", "bert-large", "t5-base", "moe",
                "graphsage"]
-COMMAND = "experiments/papers/pump/run.sh"
+COMMAND = "experiments/papers/run.py pump"
 
 plt = pyplot()
 
@@ -153,20 +159,26 @@ def pct(c):
     return f"{round(c * 100)}%"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("sweeps")
-    ap.add_argument("out")
+def run(out, claims_path, write_reports=False, sweep_args=()):
+    """The whole evaluation, from the repository root: the sweeps (SWEEP_ARGS passed on:
+    --jobs N), then the report into OUT and CLAIMS_PATH."""
+    for s in ("speedup", "h100", "factor", "lead"):
+        steps.faultline("sweep", f"configs/sweeps/pump-{s}.json", *sweep_args)
+    return main(["out/sweeps", out, "--claims", claims_path])
+
+
+def main(argv=None, prog=None):
+    ap = steps.parser(__doc__, prog, "SWEEPS", "OUT")
     ap.add_argument("--live", default=os.path.join(EXPERIMENTS, "live", "data"))
     ap.add_argument("--claims")
     ap.add_argument("--no-situations", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
 
     rows = load(args.sweeps, "speedup") + load(args.sweeps, "h100") + \
         load(args.sweeps, "factor") + load(args.sweeps, "lead")
     if not rows:
-        sys.exit(f"pump_figures: no pump-* results in {args.sweeps}")
+        sys.exit(f"pump-report: no pump-* results in {args.sweeps}")
     g = Grid(rows)
     traces = order({r["trace"] for r in rows})
     iterations = sorted({r["iterations"] for r in rows if r["iterations"]})
@@ -409,13 +421,9 @@ def lead_figure(g, traces, leads, lfactors, cap, path):
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in leads])
-    ax.set_xlabel("CPU lead (launches heard before their kernel starts)")
-    ax.set_ylabel("geomean speedup over ondemand")
     ax.set_title(f"H200, {pct(cap)}, {len(traces)} traces", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    finish_figure(fig, path, ax, xlabel="CPU lead (launches heard before their kernel starts)",
+                  ylabel="geomean speedup over ondemand", legend=7, close=True)
 
 
 def ratio_figure(g, traces, caps, path):
@@ -424,13 +432,6 @@ def ratio_figure(g, traces, caps, path):
         ys = [g.speedup(t, 0, 0, c, "h200") for c in caps]
         ax.plot([1 / c for c in caps], [y if y else float("nan") for y in ys], "o-", label=t, ms=3)
     ax.axhline(PAPER["speedup"], color="r", ls="--", lw=1)
-    ax.set_xlabel("oversubscription (footprint / capacity)")
-    ax.set_ylabel("speedup over ondemand")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    finish_figure(fig, path, ax, xlabel="oversubscription (footprint / capacity)",
+                  ylabel="speedup over ondemand", legend=6, close=True)
 
-
-if __name__ == "__main__":
-    main()

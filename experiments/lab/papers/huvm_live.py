@@ -1,16 +1,17 @@
 """HUVM live on two GPUs beside the paper and the simulator: the headline rows of the live
-campaigns (experiments/papers/huvm/live.sh, compared by experiments/multigpu/fidelity.sh).
+campaigns (`experiments/campaign.sh harvest-huvm`, compared by experiments/live/fidelity.py
+two-gpu).
 
-    python3 experiments/papers/huvm/live_report.py [CAMPAIGN ...] [--write-reports]
+    experiments/papers/run.py huvm-live [CAMPAIGN ...] [--write-reports] [--out DIR]
 
 Each CAMPAIGN (default h200x2-huvm-busy h200x2-huvm-idle, at the current revision; the H100 pair's
-(h100x2-huvm-*) are an earlier revision's) is read from
-experiments/multigpu/reports/CAMPAIGN/ (fidelity.csv and summary.json, written by
-`experiments/multigpu/fidelity.sh CAMPAIGN --write-reports`). Per group (trace, neighbour): the
-speedup of harvest (victims to GPU 1, multi-path prefetch) over pre-eviction to the host, HUVM's
-comparison, live and simulated; the winner live and simulated. Writes live.md, live.json and
-claims-live.json into out/papers/huvm/live/, or with --write-reports live.md and live.json into
-experiments/papers/huvm/reports/ and claims-live.json beside this script.
+(h100x2-huvm-*) are an earlier revision's) is read from experiments/multigpu/reports/CAMPAIGN/
+(fidelity.csv and summary.json, written by `experiments/live/fidelity.py two-gpu CAMPAIGN
+--write-reports`). Per group (trace, neighbour): the speedup of harvest (victims to GPU 1,
+multi-path prefetch) over pre-eviction to the host, HUVM's comparison, live and simulated; the
+winner live and simulated. Writes live.md, live.json and claims-live.json into
+out/papers/huvm/live/, or with --write-reports live.md and live.json into
+experiments/papers/huvm/reports/ and claims-live.json into experiments/papers/huvm/.
 """
 import argparse
 import csv
@@ -18,24 +19,27 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-from lab.paths import REPO  # noqa: E402
-from lab.tables import markdown_table, write_json, write_lines  # noqa: E402
+from lab.paths import EXPERIMENTS, REPO
+from lab.tables import markdown_table, write_json, write_lines
+
+SUMMARY = ("HUVM live on two GPUs: the headline from the two-GPU campaigns' fidelity reports "
+           "(claims-live.json)")
+
+PAPER_DIR = os.path.join(EXPERIMENTS, "papers", "huvm")
 
 CAMPAIGNS = ["h200x2-huvm-busy", "h200x2-huvm-idle"]
-PAPER_SPEEDUP = 2.71  # report.py's source: "up to 2.71x ... compared to the prior approach"
+PAPER_SPEEDUP = 2.71  # lab/papers/huvm.py's source: "up to 2.71x ... compared to the prior approach"
 SOURCE = ("Choi et al., USENIX ATC'22, abstract: \"up to 2.71x performance improvement compared "
           "to the prior approach\" (pre-eviction to the host with local prefetch)")
-COMMAND = ("experiments/papers/huvm/live.sh OUT (two GPUs); experiments/multigpu/fidelity.sh "
-           "CAMPAIGN --write-reports; experiments/papers/huvm/live_report.py --write-reports")
+COMMAND = ("experiments/campaign.sh harvest-huvm OUT (two GPUs); experiments/live/fidelity.py "
+           "two-gpu CAMPAIGN --write-reports; experiments/papers/run.py huvm-live --write-reports")
 
 
 def groups(campaign):
     folder = os.path.join(REPO, "experiments", "multigpu", "reports", campaign)
     path = os.path.join(folder, "fidelity.csv")
     if not os.path.exists(path):
-        sys.exit(f"live_report: {path} is missing; run experiments/multigpu/fidelity.sh "
+        sys.exit(f"huvm-live: {path} is missing; run experiments/live/fidelity.py two-gpu "
                  f"{campaign} --write-reports")
     with open(path) as f:
         rows = list(csv.DictReader(f))
@@ -46,7 +50,7 @@ def groups(campaign):
         by = {r["variant"]: r for r in rows if (r["trace"], r["budget"]) == (trace, budget)}
         missing = {"host", "preevict", "peer", "harvest"} - set(by)
         if missing:
-            sys.exit(f"live_report: {path}: {trace} at budget {budget} lacks the variants "
+            sys.exit(f"huvm-live: {path}: {trace} at budget {budget} lacks the variants "
                      f"{', '.join(sorted(missing))}")
         t = {v: (float(r["live_s"]), float(r["sim_s"])) for v, r in by.items()}
         out.append({"campaign": campaign, "trace": trace, "budget": float(budget),
@@ -60,14 +64,14 @@ def groups(campaign):
     return out, summary
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("campaigns", nargs="*", default=CAMPAIGNS)
     ap.add_argument("--write-reports", action="store_true")
     ap.add_argument("--out", help="where the reports go without --write-reports (default "
                                   "out/papers/huvm/live)")
-    args = ap.parse_args()
-    out = (os.path.join(HERE, "reports") if args.write_reports
+    args = ap.parse_args(argv)
+    out = (os.path.join(PAPER_DIR, "reports") if args.write_reports
            else args.out or os.path.join(REPO, "out", "papers", "huvm", "live"))
     os.makedirs(out, exist_ok=True)
     rows, summaries = [], {}
@@ -109,11 +113,8 @@ def main():
                "paper_value": PAPER_SPEEDUP, "paper_source": SOURCE,
                "our_value": round(best_sim["sim_speedup"], 2),
                "setting": setting.replace("live on", "simulated for"), "command": COMMAND}]
-    claims_path = os.path.join(HERE if args.write_reports else out, "claims-live.json")
+    claims_path = os.path.join(PAPER_DIR if args.write_reports else out, "claims-live.json")
     write_json(claims_path, claims)
     print("\n".join(lines))
     print(f"\nwritten to {out} and {claims_path}")
 
-
-if __name__ == "__main__":
-    main()
