@@ -42,7 +42,7 @@ skip=(real_trace_simulates_'(bert-large|gpt2-medium|gpt2-small|graphsage|host-st
       "replay: an eviction never undoes a discard" "a repeating neighbour runs until.*"
       "budget mode: (a fault on a page DeepUM discarded|DeepUM takes the same actions).*"
       papers_live_reports ruff layers include_cycles experiments_layout fidelity_ranking
-      multigpu_live_vs_sim python_api)
+      multigpu_live_vs_sim python_api lab lab_steps)
 ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
   -E "^($(IFS='|'; echo "${skip[*]}"))\$"
 tests/fuzz/run.sh "${FAULTLINE_FUZZ_SECONDS:-5}"
