@@ -128,6 +128,11 @@ sub_replay() (
   SECONDS=0
   out=${1:?usage: campaign.sh replay OUT_DIR [FAULTLINE_BIN]}
   bin=${2:-build/faultline}
+  # A binary staged by `campaign.sh stage` finds the host libraries the machine lacks beside it.
+  if [ -d "$(dirname "$bin")/lib" ]; then
+    LD_LIBRARY_PATH=$(realpath "$(dirname "$bin")/lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+  fi
   mkdir -p "$out/configs"
   dir=${TRACE_DIR:-traces/real}
   all=$(ls "$dir"/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
