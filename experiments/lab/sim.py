@@ -71,6 +71,15 @@ def _run(command, trace, config, faultline, overrides):
     return json.loads(out.stdout)
 
 
+EXTRACTED = os.path.join(REPO, "out", "traces")  # trace_at's copies: REVISION/PATH
+
+
+def extracted_at(path):
+    """The revision a trace_at copy was taken at, or None for any other path."""
+    rel = os.path.relpath(path, EXTRACTED)
+    return None if rel.startswith(os.pardir) or os.path.isabs(rel) else rel.split(os.sep)[0]
+
+
 def trace_at(path, revision=None):
     """The trace PATH (relative to the repository) as it was at git REVISION, extracted once into
     out/traces/REVISION/PATH; PATH itself when REVISION is None. A campaign replayed on traces
@@ -78,7 +87,7 @@ def trace_at(path, revision=None):
     relative PATH that is not there from the working directory is taken from the repository."""
     if not revision:
         return path if os.path.isabs(path) or os.path.exists(path) else os.path.join(REPO, path)
-    out = os.path.join(REPO, "out", "traces", revision, path)
+    out = os.path.join(EXTRACTED, revision, path)
     if not os.path.exists(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)
         blob = subprocess.run(["git", "-C", REPO, "show", f"{revision}:{path}"],

@@ -4,6 +4,16 @@
 # sharded data parallelism on two GPUs.
 # shellcheck shell=bash
 
+# The end of a snapshot campaign: the failed runs (NAME...) named and exit 1, else where the
+# results are (`out`).
+snapshots_done() {
+  if [ "$#" -gt 0 ]; then
+    echo "failed: $*"
+    exit 1
+  fi
+  echo "all runs finished; results in $out/runs, snapshots in $out/traces"
+}
+
 # One training run under PyTorch's caching allocator, its allocation history recorded:
 # OUT_DIR/traces/NAME.pickle, OUT_DIR/runs/NAME.json and its output in OUT_DIR/logs/NAME.log
 # (`out` and `workloads` are the calling recipe's); returns the run's exit status.
@@ -77,11 +87,7 @@ sub_alloc_capture() (
     echo "skipping gpt2-large recompute+ddp and recompute+fsdp: ${gpus:-0} GPU(s) visible, they need 2"
   fi
 
-  if [ "${#failed[@]}" -gt 0 ]; then
-    echo "failed: ${failed[*]}"
-    exit 1
-  fi
-  echo "all runs finished; results in $out/runs, snapshots in $out/traces"
+  snapshots_done "${failed[@]}"
 )
 
 # experiments/campaign.sh alloc-batches OUT_DIR
@@ -174,11 +180,7 @@ transformers.__version__, "peft", peft.__version__)'
     run llama2-7b lora-recompute-zero 4
   fi
 
-  if [ "${#failed[@]}" -gt 0 ]; then
-    echo "failed: ${failed[*]}"
-    exit 1
-  fi
-  echo "all runs finished; results in $out/runs, snapshots in $out/traces"
+  snapshots_done "${failed[@]}"
 )
 
 # experiments/campaign.sh alloc-live OUT_DIR [LIMIT_BYTES]

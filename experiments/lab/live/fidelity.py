@@ -30,7 +30,7 @@ import subprocess
 import lab.sim
 from lab.campaigns import load_manifest, load_runs, median_of_repeats, refusals, repo_relative, trace_name
 from lab.paths import REPO
-from lab.sim import SimulationError, replayed_trace, trace_stats
+from lab.sim import SimulationError, extracted_at, replayed_trace, trace_stats
 from lab.tables import pyplot, save_figure, write_csv, write_json, write_lines
 
 SUMMARY = "any folder of live results against the simulator, one profile"
@@ -441,24 +441,22 @@ def main(argv=None, prog=None):
     order = {p: i for i, p in enumerate(POLICIES)}
     runs.sort(key=lambda r: (r["trace"], -r["budget"], order.get(r["policy"], 99)))
     traces_revision = load_manifest(args.live_dir).get("traces_revision")
-    replayed = {id(r): replayed_trace(r["trace_path"], r["revision"], traces_revision)
-                for r in runs}
+    traces = [replayed_trace(r["trace_path"], r["revision"], traces_revision) for r in runs]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        sims = list(pool.map(lambda r: simulate(args.faultline, args.gpu, replayed[id(r)],
-                                                r["policy"], r["budget"]), runs))
+        sims = list(pool.map(lambda rt: simulate(args.faultline, args.gpu, rt[1],
+                                                 rt[0]["policy"], rt[0]["budget"]),
+                             zip(runs, traces)))
     # Traces recaptured since the campaign are simulated as they were when it replayed them.
-    earlier = os.path.join(REPO, "out", "traces") + os.sep
-    traces_at = {r["trace"]: replayed[id(r)][len(earlier):].split(os.sep)[0] for r in runs
-                 if replayed[id(r)].startswith(earlier) and not traces_revision}
+    traces_at = {} if traces_revision else {
+        r["trace"]: extracted_at(t) for r, t in zip(runs, traces) if extracted_at(t)}
     # A drained run's bytes are checked against its trace's allocations and host reads.
     stats = {}
     rows, failed = [], []
-    for run, sim in zip(runs, sims):
+    for run, trace, sim in zip(runs, traces, sims):
         if "error" in sim:
             failed.append({"trace": run["trace"], "policy": run["policy"],
                            "budget": run["budget"], "error": sim["error"]})
             continue
-        trace = replayed[id(run)]
         if run["drained"] and trace not in stats:
             stats[trace] = trace_stats(trace, args.faultline)
         rows.append(row_of(run, sim, stats.get(trace) if run["drained"] else None))

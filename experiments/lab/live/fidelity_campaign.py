@@ -20,22 +20,16 @@ import json
 import os
 import subprocess
 
+from lab import steps
 from lab.live import fidelity
 from lab.multigpu import live_vs_sim
-from lab.paths import REPO
 
 FAULTLINE = "build/faultline"
 
 
-def _check_build():
-    if not os.access(os.path.join(REPO, FAULTLINE), os.X_OK):
-        raise SystemExit("fidelity: build/faultline is missing: run ./setup.sh")
-
-
 def one_gpu(campaign, write_reports):
     """Every fidelity report of one campaign of replays on one GPU."""
-    os.chdir(REPO)
-    _check_build()
+    steps.in_repository("fidelity")
     out = os.path.join("experiments/live/reports" if write_reports else "out/live", campaign)
     data = os.path.join("experiments/live/data", campaign)
     fidelity.main([data, out, "--faultline", FAULTLINE], "fidelity")
@@ -70,8 +64,7 @@ def one_gpu(campaign, write_reports):
 
 def two_gpu(campaign, write_reports):
     """The report of one two-GPU campaign: each live run beside the simulator's prediction."""
-    os.chdir(REPO)
-    _check_build()
+    steps.in_repository("fidelity")
     out = "experiments/multigpu/reports" if write_reports else "out/multigpu"
     return live_vs_sim.main([os.path.join("experiments/multigpu/data", campaign),
                              os.path.join(out, campaign), "--faultline", FAULTLINE],
