@@ -23,6 +23,8 @@ entry=$0
 . "$experiments/lab/gpu/multigpu.sh"
 # shellcheck source=lab/gpu/alloc.sh
 . "$experiments/lab/gpu/alloc.sh"
+# shellcheck source=lab/gpu/program.sh
+. "$experiments/lab/gpu/program.sh"
 
 # SUBCOMMAND, what it does in one line; a line "-- TITLE" starts a group. Each SUBCOMMAND is
 # the function sub_SUBCOMMAND ('-' as '_'), its usage the comment block above it.
@@ -36,6 +38,8 @@ subcommands=(
   "any-shape|odd allocation sizes and kernels larger than the budget, live"
   "diag-deepum|DeepUM with each of its mechanisms off, per kernel"
   "diag-prefetch|the migration-mix probe, per-kernel replays counting their calls"
+  "-- the program study (program/)"
+  "program|faultline run: policies inside the programs, beside their capture and replay"
   "-- the capture study (capture/)"
   "capture|programs captured as traces, each timed plain and captured (MODES)"
   "capture-timing|what the timing pass adds to a program's steps, part by part"

@@ -311,6 +311,31 @@ expect "replay config with an unknown key" 1 stderr "polcy" -- \
 expect "replay config that is missing" 1 stderr "nowhere.json" -- \
   "$FAULTLINE" replay --config "$WORK/nowhere.json" --trace "$WORK/none.fltrace"
 
+# faultline run: misuse caught before the program starts; a program with no CUDA work named.
+expect "run without a program" 2 stderr "no program given after --" -- "$FAULTLINE" run --policy pump
+expect "run of an unknown policy" 2 stderr "--policy nope: unknown policy; known policies:" -- \
+  "$FAULTLINE" run --policy nope -- /bin/true
+expect "run with params the policy does not take" 2 stderr "--params: \$.policy.params.x: unknown key" -- \
+  "$FAULTLINE" run --policy pump --params '{"x": 1}' -- /bin/true
+expect "run with params not an object" 2 stderr "expected a JSON object" -- \
+  "$FAULTLINE" run --params '[1]' -- /bin/true
+expect "run with a fraction and no footprint" 2 stderr "a fraction needs the program's footprint" -- \
+  "$FAULTLINE" run --budget 50% -- /bin/true
+expect "run with a missing trace" 2 stderr "--trace $WORK/none.fltrace: no such file" -- \
+  "$FAULTLINE" run --budget 50% --trace "$WORK/none.fltrace" -- /bin/true
+expect "run with a bad range" 2 stderr "--range x: expected all or profiler" -- \
+  "$FAULTLINE" run --range x -- /bin/true
+expect "run with a bad budget" 2 stderr "--budget" -- "$FAULTLINE" run --budget 0 -- /bin/true
+if [[ -f $(dirname "$FAULTLINE")/libfaultline_inject.so ]]; then
+  expect "run of a program with no CUDA work" 1 stderr "/bin/true made no CUDA call" -- \
+    "$FAULTLINE" run --budget 1G -- /bin/true
+  expect "run passes the program's exit status" 3 stderr "" -- \
+    "$FAULTLINE" run -- /bin/sh -c "exit 3"
+else
+  expect "run without the injection library" 2 stderr "libfaultline_inject.so does not exist" -- \
+    "$FAULTLINE" run --budget 1G -- /bin/true
+fi
+
 # faultline results fields: the table sim/README.md holds is the declared one.
 sed -n '/<!-- result-fields:begin -->/,/<!-- result-fields:end -->/p' "$SOURCE_DIR/sim/README.md" |
   sed '1d;$d' >"$WORK/fields-readme.md"

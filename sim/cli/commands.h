@@ -1,7 +1,7 @@
 // The subcommands of `faultline`, one file each (sim/cli/NAME.cc). Each add_NAME adds its
 // subcommand to the top-level app (app.h): its options, its help and the callback that runs it
 // once the whole command line has been read. The work itself lives in the subcommand's own
-// folder (sim/run, sim/sweep, sim/live, tracer/capture, ...); these files only read options.
+// folder (sim/run, sim/sweep, sim/live, sim/program, tracer/capture, ...); these files only read options.
 #pragma once
 
 #include "sim/live/replay.h"
@@ -18,6 +18,7 @@ void add_synth(CLI::App& app);
 void add_trace(CLI::App& app);
 void add_capture(CLI::App& app);
 void add_replay(CLI::App& app);
+void add_run(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_topology(CLI::App& app);
 void add_alloc(CLI::App& app);

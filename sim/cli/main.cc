@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   add_trace(*app);
   add_capture(*app);
   add_replay(*app);
+  add_run(*app);
   add_calibrate(*app);
   add_topology(*app);
   add_alloc(*app);

@@ -1,12 +1,12 @@
 // What the live replay believes about memory, kept beside the real GPU: the trace's managed
-// allocations and where each lives, the budget's residency books (sim/live/residency.h), the
+// allocations and where each lives, the budget's residency books (sim/host/residency.h), the
 // chunks placed on the neighbour GPU, the chunks that ever held data, and the pages a policy
 // discarded. Exact under the budget, since only the replay and its kernels move memory. The
 // books never call the device: the replay (sim/live/replay.cc) does what they say.
 #pragma once
 
 #include "sim/live/plan.h"
-#include "sim/live/residency.h"
+#include "sim/host/residency.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -47,8 +47,8 @@ public:
   // The live 64 KB page (address / 64 KB) of each of touches [first, first + count), in order.
   std::vector<uint64_t> live_pages(const Plan& plan, uint64_t first, uint64_t count) const;
 
-  Residency& residency() { return residency_; }
-  const Residency& residency() const { return residency_; }
+  host::Residency& residency() { return residency_; }
+  const host::Residency& residency() const { return residency_; }
   // Pages come to the GPU (a kernel's or a prefetch's): resident, on the GPU not the
   // neighbour, holding data, no longer discarded.
   void arrive(const std::vector<host::ChunkPages>& chunks);
@@ -87,7 +87,7 @@ private:
     Bytes size;
     Addr trace; // where the trace has it
   };
-  Residency residency_;
+  host::Residency residency_;
   uint64_t peer_chunks_, peer_reserve_chunks_;
   std::unordered_set<uint64_t> on_peer_; // live chunks placed on the neighbour
   std::unordered_set<uint64_t> touched_; // live chunks ever on a GPU: the others hold no data yet

@@ -471,6 +471,7 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
   const Counters c = device.counters();
 
   nlohmann::json out;
+  out["backend"] = "replay";
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", request.trace_path},
                   {"format_version", replay.plan_version()},

@@ -30,7 +30,10 @@ std::vector<ResultField> call_fields() {
 // documents (traces/FORMAT.md for the trace header, configs/README.md for the config).
 std::vector<ResultField> declare() {
   std::vector<ResultField> fields = {
-      {"faultline.git_revision", "text", "both", "the revision of the binary that wrote it"},
+      {"backend", "text", "all",
+       "what measured it: \"sim\" (the simulator), \"replay\" (the live replay of a trace) or "
+       "\"program\" (faultline run: the program itself, the policy inside it)"},
+      {"faultline.git_revision", "text", "all", "the revision of the binary that wrote it"},
       {"faultline.trace_format_version", "count", "both", "the trace format version it reads"},
       {"trace.path", "text", "both", "the trace file"},
       {"trace.format_version", "count", "both", "the format version of the trace file"},
@@ -146,6 +149,17 @@ std::vector<ResultField> declare() {
       {"steps[].program_ns", "ns", "both",
        "the program's own time for the step as captured (the trace's program_step_ns; "
        "repetitions: its last step's); absent where the trace has none"},
+      {"results.gpu_used_peak_bytes", "bytes", "program",
+       "as steps[].gpu_used_peak_bytes, over the run"},
+      {"steps[].peak_resident_bytes", "bytes", "program",
+       "the most managed memory the run's books held on the GPU during the step (the budget "
+       "bounds it; config.budget_bytes beside it)"},
+      {"steps[].gpu_used_peak_bytes", "bytes", "program",
+       "the most GPU memory in use at the program's synchronisations in the step, less what was "
+       "in use at its first allocation and its device memory: the managed pages resident, as "
+       "the GPU counts them"},
+      {"program.*", "JSON", "program",
+       "the program run: its command, exit status, the GPU, the injection library's counts"},
       {"kernels[].index", "count", "both", "per_kernel: the kernel's place in the run"},
       {"kernels[].name", "text", "both", "per_kernel: its name"},
       {"kernels[].start_ns", "ns", "both",

@@ -12,7 +12,10 @@ namespace faultline {
 struct ResultField {
   std::string path;     // JSON path; "[]" stands for every element of an array
   std::string unit;     // ns, bytes, count, 2 MB chunks, text, ...
-  std::string backends; // "sim", "live" or "both": which backends write it
+  // "sim", "live" (the replay), "both" (those two), "program" (faultline run) or "all"; the
+  // program backend writes, beside its own, the results and step fields sim/program/README.md
+  // lists.
+  std::string backends;
   std::string meaning;
 };
 

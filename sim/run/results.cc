@@ -132,6 +132,8 @@ const FieldTable<StepResult>& step_fields() {
       {"prefetch_issued_bytes", &S::prefetch_issued_bytes},
       {"prefetch_used_bytes", &S::prefetch_used_bytes},
       {"program_ns", &S::program_ns},
+      {"peak_resident_bytes", &S::peak_resident_bytes},
+      {"gpu_used_peak_bytes", &S::gpu_used_peak_bytes},
   };
   return table;
 }
@@ -277,6 +279,7 @@ nlohmann::json run_sim(const SimRequest& request) {
   if (timeline) timeline->close();
 
   nlohmann::json out;
+  out["backend"] = "sim";
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", request.trace_path},
                   {"format_version", sim.reader().version()},

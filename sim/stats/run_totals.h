@@ -33,7 +33,7 @@ struct StepResult {
   Measure step, start_ns, end_ns, time_ns, compute_ns, fault_stall_ns, host_fault_ns;
   Measure kernels, accesses, faults, faults_reported_to_policy, batches;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, evictions, prefetch_issued_bytes;
-  Measure prefetch_used_bytes, program_ns;
+  Measure prefetch_used_bytes, program_ns, peak_resident_bytes, gpu_used_peak_bytes;
 };
 
 } // namespace faultline

@@ -7,7 +7,7 @@
 #include "replay_support.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
-#include "sim/live/residency.h"
+#include "sim/host/residency.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"
@@ -270,7 +270,7 @@ TEST_CASE("replay: every step waits for the recorded host time before it, the fi
 }
 
 TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
-  using live::Residency;
+  using faultline::host::Residency;
   Residency r(2);
   r.admit(faultline::host::group_by_chunk({0, 1})); // chunk 0
   r.admit(faultline::host::group_by_chunk({32}));   // chunk 1
@@ -293,7 +293,7 @@ TEST_CASE("residency: FIFO victims, never the pages asked for", "[live]") {
 }
 
 TEST_CASE("residency: pages group by chunk in order of first appearance", "[live]") {
-  using live::Residency;
+  using faultline::host::Residency;
   const auto g = faultline::host::group_by_chunk({70, 3, 64, 1, 70});
   REQUIRE(g.size() == 2);
   CHECK(g[0].chunk == 2);

@@ -7,7 +7,7 @@
 #include "replay_support.h"
 #include "sim/core/error.h"
 #include "sim/live/replay.h"
-#include "sim/live/residency.h"
+#include "sim/host/residency.h"
 #include "sim/run/simulator.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"

@@ -21,12 +21,15 @@
 #include <vector>
 
 namespace faultline::capture {
-namespace {
 
 namespace fs = std::filesystem;
 
+namespace {
+
 // The meta keys the converter writes itself.
 const char* const kReserved[] = {"steps", "page_size", "access_granularity", "capture"};
+
+} // namespace
 
 std::string find_injection_library(const std::string& given) {
   std::string path = given;
@@ -45,6 +48,8 @@ std::string torch_hook_dir() {
   if (fs::exists(beside / "sitecustomize.py")) return beside.string();
   return std::string(FAULTLINE_SOURCE_DIR) + "/tracer/torch";
 }
+
+namespace {
 
 struct PassResult {
   double seconds = 0;

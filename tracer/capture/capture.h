@@ -26,6 +26,12 @@ struct Options {
   std::vector<std::string> command; // the program and its arguments
 };
 
+// The injection library: `given`, else $FAULTLINE_INJECT, else beside the binary. UsageError when
+// it does not exist (it is built only where the CUDA toolkit is found).
+std::string find_injection_library(const std::string& given);
+// The folder of the PyTorch hook (sitecustomize.py): beside the binary, else the source tree's.
+std::string torch_hook_dir();
+
 // Adds "KEY=VALUE" to `meta` (VALUE as JSON if it parses, else as a string). UsageError for
 // text without "=" or a key the converter writes itself.
 void add_meta(nlohmann::json& meta, const std::string& kv);

@@ -16,21 +16,6 @@ namespace {
 
 using raw::RawType;
 
-const char* copy_name(uint32_t kind) {
-  switch (kind) {
-  case 0:
-    return "[memcpy HtoH]";
-  case 1:
-    return "[memcpy HtoD]";
-  case 2:
-    return "[memcpy DtoH]";
-  case 3:
-    return "[memcpy DtoD]";
-  default:
-    return "[memcpy]";
-  }
-}
-
 struct Activities {
   std::unordered_map<uint32_t, const raw::RawKernelAct*> kernels;
   std::unordered_map<uint32_t, const raw::RawCopyAct*> copies;
@@ -77,7 +62,7 @@ Operation copy_op(const RawStream& raw, const Activities& acts, const ApiEvent& 
   Operation op;
   const bool memset = e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset);
   op.kind = memset ? OpKind::kMemset : OpKind::kMemcpy;
-  op.name = memset ? "[memset]" : copy_name(e.copy.kind);
+  op.name = raw::copy_name(memset, e.copy.kind);
   op.cpu_time = e.cpu_time;
   op.pointers = {e.copy.dst};
   if (!memset) op.pointers.push_back(e.copy.src);

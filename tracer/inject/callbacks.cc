@@ -130,6 +130,7 @@ void record_alloc(uint64_t address, uint64_t size, raw::AllocKind kind, uint32_t
     note_not_resident(address);
     host_track(address, size);
   }
+  if (s.options.mode == Mode::kRun) run_alloc(address, size, kind == raw::AllocKind::kManaged);
 }
 
 void record_free(uint64_t address, uint32_t corr) {
@@ -138,6 +139,7 @@ void record_free(uint64_t address, uint32_t corr) {
   at_api_boundary();
   if (s.options.mode == Mode::kSanitize || s.options.mode == Mode::kTiming) host_untrack(address);
   if (s.options.mode == Mode::kTiming) note_freed(address);
+  if (s.options.mode == Mode::kRun) run_free(address);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.live.find(address);
@@ -301,6 +303,16 @@ void on_launch(uint32_t id, const ApiCall& call) {
     if (call.enter) stash_launch(launch_args(id, call.params));
     return;
   }
+  if (state().options.mode == Mode::kRun) {
+    const LaunchArgs a = launch_args(id, call.params);
+    if (call.enter) {
+      const std::vector<uint64_t> words = record_launch(a, call.corr, t_runtime_corr);
+      run_launch(function_name(a.f).c_str(), words, a.stream);
+    } else {
+      run_launched(a.stream);
+    }
+    return;
+  }
   if (!call.enter) return after_operation();
   const uint64_t began = now();
   LaunchArgs a = launch_args(id, call.params);
@@ -350,6 +362,7 @@ void on_range(bool on) {
     s.in_range = on;
   }
   g_host_clean = false;
+  if (s.options.mode == Mode::kRun) run_range(on);
   raw::RawRange record{now(), on ? 1u : 0u, 0};
   s.sink.write(RawType::kRange, record);
   if (!on && s.options.mode != Mode::kSanitize)
@@ -360,6 +373,11 @@ void on_range(bool on) {
 // cudaDeviceSynchronize reaches the driver by no callback of its own (PyTorch's
 // torch.cuda.synchronize() went unrecorded when only the driver's were watched).
 thread_local bool t_in_runtime_sync = false;
+
+// A synchronisation returned: run mode's policy host looks at the GPU's memory then.
+void sync_returned() {
+  if (state().options.mode == Mode::kRun) run_synced();
+}
 
 void on_sync(raw::SyncOp op, uint64_t handle, uint32_t corr) {
   if (t_in_runtime_sync) return;
@@ -406,6 +424,7 @@ void on_driver(uint32_t id, const ApiCall& cb) {
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
     if (enter) on_sync(raw::SyncOp::kDevice, 0, cb.corr);
+    if (!enter && !t_in_runtime_sync) sync_returned();
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
   case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
@@ -414,12 +433,14 @@ void on_driver(uint32_t id, const ApiCall& cb) {
           raw::SyncOp::kStream,
           reinterpret_cast<uint64_t>(static_cast<const cuStreamSynchronize_params*>(p)->hStream),
           cb.corr);
+    if (!enter && !t_in_runtime_sync) sync_returned();
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
     if (enter)
       on_sync(raw::SyncOp::kEvent,
               reinterpret_cast<uint64_t>(static_cast<const cuEventSynchronize_params*>(p)->hEvent),
               cb.corr);
+    if (!enter && !t_in_runtime_sync) sync_returned();
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
@@ -432,6 +453,8 @@ void on_driver(uint32_t id, const ApiCall& cb) {
 
 void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint64_t bytes,
              uint32_t kind, uint64_t stream, bool blocking = false) {
+  const bool run = state().options.mode == Mode::kRun;
+  if (run && !cb.enter) return run_launched(reinterpret_cast<CUstream>(stream));
   if (!cb.enter) return after_operation();
   at_api_boundary();
   raw::RawCopy record{now(),
@@ -444,6 +467,9 @@ void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint
                       kind,
                       blocking ? raw::kCopyBlocking : 0};
   state().sink.write(RawType::kCopy, record);
+  if (run)
+    run_launch(raw::copy_name(op == raw::CopyOp::kMemset, kind), {dst, src},
+               reinterpret_cast<CUstream>(stream));
   before_operation({dst, src});
 }
 
@@ -496,12 +522,14 @@ void on_runtime(uint32_t id, const ApiCall& cb) {
   case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
     if (enter) on_sync(raw::SyncOp::kDevice, 0, cb.corr);
     t_in_runtime_sync = enter;
+    if (!enter) sync_returned();
     return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
     if (enter)
       on_sync(raw::SyncOp::kStream, stream_of<cudaStreamSynchronize_v3020_params>(cb), cb.corr);
     t_in_runtime_sync = enter;
+    if (!enter) sync_returned();
     return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
     if (enter)
@@ -510,6 +538,7 @@ void on_runtime(uint32_t id, const ApiCall& cb) {
                   static_cast<const cudaEventSynchronize_v3020_params*>(cb.params)->event),
               cb.corr);
     t_in_runtime_sync = enter;
+    if (!enter) sync_returned();
     return;
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
   case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:

@@ -97,7 +97,8 @@ void on_first_context() {
   static std::once_flag once;
   std::call_once(once, [] {
     const Options& o = state().options;
-    if (o.um_counters && !o.probing("callbacks") && o.mode != Mode::kProgram) {
+    if (o.um_counters && !o.probing("callbacks") && o.mode != Mode::kProgram &&
+        o.mode != Mode::kRun) {
       configure_um_counters();
       enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
     }
@@ -187,6 +188,7 @@ void at_exit() {
     state().sink.meta(sanitize_meta());
     state().sink.meta(host_touch_meta());
   } else {
+    if (state().options.mode == Mode::kRun) run_finish();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     state().sink.meta(drain_meta());
     if (state().options.mode == Mode::kTiming) {
@@ -201,7 +203,8 @@ void at_exit() {
 } // namespace
 
 void fatal(const std::string& message) {
-  std::fprintf(stderr, "faultline capture: %s\n", message.c_str());
+  std::fprintf(stderr, "faultline %s: %s\n",
+               state().options.mode == Mode::kRun ? "run" : "capture", message.c_str());
   state().sink.error(message);
   state().sink.finish();
   _exit(70);
@@ -232,7 +235,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
            {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
         CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, id));
     } else {
-      if (!s.options.probing("callbacks")) enable_activities();
+      // Run mode keeps the program's timeline: callbacks only, no activity records.
+      if (!s.options.probing("callbacks") && s.options.mode != Mode::kRun) enable_activities();
       enable_callbacks();
     }
   }
@@ -248,6 +252,7 @@ extern "C" __attribute__((visibility("default"))) void faultline_mark_step(void)
   at_api_boundary();
   faultline::raw::RawStep record{now()};
   state().sink.write(faultline::raw::RawType::kStep, record);
+  if (state().options.mode == Mode::kRun) run_step();
 }
 
 // cudaMalloc as `faultline capture --managed` wants it: managed memory, so an unmodified program

@@ -127,6 +127,10 @@ std::vector<uint64_t> record_launch(const LaunchArgs& a, uint32_t corr, uint32_t
   return words;
 }
 
+const std::string& function_name(CUfunction f) {
+  return function_info(f).name;
+}
+
 LaunchArgs runtime_launch_args(uint32_t id, const void* p) {
   LaunchArgs a;
   if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||

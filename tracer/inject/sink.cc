@@ -74,9 +74,10 @@ Mode parse_mode(const std::string& text) {
   if (text == "access") return Mode::kAccess;
   if (text == "sanitize") return Mode::kSanitize;
   if (text == "program") return Mode::kProgram;
+  if (text == "run") return Mode::kRun;
   std::fprintf(stderr,
                "faultline capture: FAULTLINE_MODE=%s; expected observe, timing, access, "
-               "sanitize or program\n",
+               "sanitize, program or run\n",
                text.c_str());
   _exit(70);
 }
@@ -168,6 +169,7 @@ std::string initial_meta(const Options& o, uint32_t cupti_version) {
                      : o.mode == Mode::kAccess   ? "access"
                      : o.mode == Mode::kSanitize ? "sanitize"
                      : o.mode == Mode::kProgram  ? "program"
+                     : o.mode == Mode::kRun      ? "run"
                                                  : "observe";
   char text[512];
   std::snprintf(

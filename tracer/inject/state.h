@@ -15,7 +15,8 @@
 
 namespace faultline::inject {
 
-enum class Mode { kObserve, kTiming, kAccess, kSanitize, kProgram };
+// kRun is `faultline run`: the policy host inside the program (run.cc), no capture.
+enum class Mode { kObserve, kTiming, kAccess, kSanitize, kProgram, kRun };
 
 struct Options {
   std::string out_path;
@@ -142,5 +143,20 @@ void at_api_boundary();
 // Timing mode: the 64 KB pages (addresses) the host touched since the last call, ascending.
 std::vector<uint64_t> take_host_touched();
 std::string host_touch_meta();
+
+// Run mode (run.cc): the policy host inside the program, loaded from $FAULTLINE_PROGRAM_LIB at
+// the first event. Each hook stops the program with the policy host's message when it fails.
+void run_alloc(uint64_t address, uint64_t size, bool managed);
+void run_free(uint64_t address);
+// A kernel launch, or a copy or memset (the trace's operations, named as the trace names them),
+// before the driver sees it; and after it.
+void run_launch(const char* name, const std::vector<uint64_t>& words, CUstream stream);
+void run_launched(CUstream stream);
+// The name a launch's function has (the converter's too).
+const std::string& function_name(CUfunction f);
+void run_synced();
+void run_step();
+void run_range(bool on); // cudaProfilerStart or Stop
+void run_finish(); // at exit: the measurements written
 
 } // namespace faultline::inject

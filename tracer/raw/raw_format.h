@@ -56,6 +56,23 @@ struct RawRecordHead {
 enum class CopyOp : uint32_t { kMemcpy = 0, kMemset = 1 };
 // RawCopy::pad: the call blocks the CPU until its copy is done (cudaMemcpy, not ...Async).
 constexpr uint32_t kCopyBlocking = 1;
+// The name a copy or memset has as an operation of the trace (a kernel record), and of the run:
+// `kind` is the cudaMemcpyKind.
+inline const char* copy_name(bool memset, uint32_t kind) {
+  if (memset) return "[memset]";
+  switch (kind) {
+  case 0:
+    return "[memcpy HtoH]";
+  case 1:
+    return "[memcpy HtoD]";
+  case 2:
+    return "[memcpy DtoH]";
+  case 3:
+    return "[memcpy DtoD]";
+  default:
+    return "[memcpy]";
+  }
+}
 enum class AllocKind : uint32_t { kManaged = 0, kDevice = 1 };
 enum class SyncOp : uint32_t { kDevice = 0, kStream = 1, kEvent = 2 };
 

@@ -7,15 +7,17 @@
 # experiments/campaign.sh stage
 # Here, before a device call: stages what the GPU machine lacks into .dev/ (ignored by git; name
 # it in the device tool's `carry`): the host binary, the injection library and its patch, the
-# CUDA programs, the PyTorch hook, the host libraries the binary links (the machine has no zstd
-# or nlopt) and the Sanitizer API library from the venv's wheel. On the device the recipes take
-# .dev/ as the binary folder and put .dev/lib on LD_LIBRARY_PATH.
+# policy host module of `faultline run`, the CUDA programs, the PyTorch hook, the host libraries
+# the binary links (the machine has no zstd or nlopt) and the Sanitizer API library from the
+# venv's wheel. On the device the recipes take .dev/ as the binary folder and put .dev/lib on
+# LD_LIBRARY_PATH.
 sub_stage() (
   set -euo pipefail
   cd "$experiments/.."
   rm -rf .dev && mkdir -p .dev/lib
   cp build/faultline build/libfaultline_inject.so build/faultline_pages.fatbin build/um_micro \
-     build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/bfs build/libfaultline_live.so build/libfaultline_alloc.so .dev/
+     build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/bfs build/libfaultline_live.so build/libfaultline_alloc.so \
+     build/libfaultline_program.so .dev/
   cp -r build/torch_hook .dev/
   for lib in libzstd.so.1 libnlopt_cxx.so.0; do
     cp -L "$(ldconfig -p | awk -v l=$lib '$1 == l {print $NF; exit}')" .dev/lib/

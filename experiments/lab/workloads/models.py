@@ -317,3 +317,40 @@ def mlp(batch):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(batch, 1024, device="cuda")
     return training_step(model, optimizer, lambda: model(x).square().mean())
+
+
+def dlrm(batch, tables=8, rows=500_000, dim=64, dense=13, lookups=4):
+    """A DLRM-style recommender (hold-out of `faultline run`, never used to tune anything):
+    `tables` embedding tables of `rows` x `dim` (1 GB of weights at the defaults, most of the
+    footprint, each step touching a scattered few rows of each), summed bags of `lookups` ids
+    per sample, a bottom MLP over `dense` features, pairwise dot interactions and a top MLP."""
+    nn = torch.nn
+
+    class DLRM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embeddings = nn.ModuleList(
+                nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables))
+            self.bottom = nn.Sequential(nn.Linear(dense, 512), nn.ReLU(), nn.Linear(512, 256),
+                                        nn.ReLU(), nn.Linear(256, dim), nn.ReLU())
+            pairs = (tables + 1) * tables // 2
+            self.top = nn.Sequential(nn.Linear(dim + pairs, 1024), nn.ReLU(),
+                                     nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 1))
+
+        def forward(self, features, ids):
+            x = self.bottom(features)
+            vectors = [x] + [bag(ids[t]) for t, bag in enumerate(self.embeddings)]
+            stacked = torch.stack(vectors, dim=1)
+            dots = torch.bmm(stacked, stacked.transpose(1, 2))
+            i, j = torch.triu_indices(tables + 1, tables + 1, offset=1, device="cuda")
+            return self.top(torch.cat([x, dots[:, i, j]], dim=1)).squeeze(1)
+
+    model = DLRM().cuda()
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.01)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    features = torch.randn(batch, dense, device="cuda", generator=g)
+    # Zipf-like ids: a few rows of each table are hot, as in click logs.
+    ids = (rows * torch.rand(tables, batch, lookups, device="cuda", generator=g) ** 4).long()
+    labels = torch.rand(batch, device="cuda", generator=g).round()
+    return training_step(model, optimizer, lambda: nn.functional.binary_cross_entropy_with_logits(
+        model(features, ids), labels))

@@ -1,10 +1,10 @@
-#include "sim/live/residency.h"
+#include "sim/host/residency.h"
 
 #include "sim/core/error.h"
 
 #include <algorithm>
 
-namespace faultline::live {
+namespace faultline::host {
 
 std::vector<uint64_t> Residency::make_room(const std::vector<ChunkPages>& needed,
                                            const std::function<std::string()>& what,
@@ -58,4 +58,4 @@ void Residency::drop_chunk(uint64_t chunk) {
   where_.erase(it);
 }
 
-} // namespace faultline::live
+} // namespace faultline::host

@@ -1,7 +1,8 @@
-// What the live replay believes is on the GPU, in 2 MB chunks of 64 KB big pages, and the budget it
-// enforces by the budget's rules (sim/host/budget.h): before a kernel or a prefetch would need
-// more chunks than the budget, the oldest resident chunks it does not need go back to the host
-// (first residency first, as the driver evicts). Chunks are live addresses / 2 MB.
+// What a live backend (the replay, sim/live; the program run, sim/program) believes is on the
+// GPU, in 2 MB chunks of 64 KB big pages, and the budget it enforces by the budget's rules
+// (budget.h): before a kernel or a prefetch would need more chunks than the budget, the oldest
+// resident chunks it does not need go back to the host (first residency first, as the driver
+// evicts). Chunks are live addresses / 2 MB.
 #pragma once
 
 #include "sim/core/types.h"
@@ -15,13 +16,13 @@
 #include <unordered_map>
 #include <vector>
 
-namespace faultline::live {
+namespace faultline::host {
 
 // Contract: the number of resident chunks never exceeds the budget after make_room(); pages are
 // resident from admit() until evicted() or dropped. Deterministic.
-class Residency : public host::ChunkBooks {
+class Residency : public ChunkBooks {
 public:
-  using ChunkPages = host::ChunkPages;
+  
   explicit Residency(uint64_t budget_chunks) : budget_(budget_chunks) {}
 
   // Chunks to evict (oldest first) so that the chunks in `needed` fit; never one of those.
@@ -74,4 +75,4 @@ private:
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where_;
 };
 
-} // namespace faultline::live
+} // namespace faultline::host

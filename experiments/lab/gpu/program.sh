@@ -1,0 +1,97 @@
+# Sourced by experiments/campaign.sh; defines functions only. The program study's recipe: the
+# policies run inside the real programs (`faultline run`), beside the same programs captured and
+# replayed, so that the simulator and the replay are judged against the program itself.
+# shellcheck shell=bash
+
+# experiments/campaign.sh program OUT_DIR [PROGRAM...]
+# On the GPU machine, after `campaign.sh stage`. PROGRAM: resnet50 (a shipped DNN, batch 32), dlrm
+# (a recommender with 1 GB of embedding tables, this study's hold-out, never tuned on) and stencil
+# (host_stencil: data the host initialises, changes and reads); default all three. Each runs
+# STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
+# exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing
+# after that long):
+#   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
+#   PROGRAM.plain[.rR].log      the program alone (REPEATS, default 2): its own step times
+#   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all)
+#   PROGRAM-POLICY-BUDGET[.rR].json   `faultline run --trace PROGRAM.fltrace` for POLICIES
+#                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
+#                               1.0 0.5 0.75) x REPEATS; failures leave the message in .err
+#   replay/PROGRAM-POLICY-BUDGET[.rR].json   `faultline replay` of the capture, the same grid
+# `experiments/program/report.py` turns the folder into the study's report.
+sub_program() (
+  set -u +e -o pipefail
+  SECONDS=0
+  out=$(realpath -m "${1:?usage: campaign.sh program OUT_DIR [PROGRAM...]}")
+  shift
+  programs=${*:-resnet50 dlrm stencil}
+  staged
+  mkdir -p "$out/replay"
+  steps=${STEPS:-10}
+  repeats=${REPEATS:-2}
+  late() { [ -n "${STOP_AFTER:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER" ]; }
+  declare -A cmd torch
+  cmd[resnet50]="python3 $experiments/workloads.py train resnet50 --batch 32 --warmup 1 --steps $steps"
+  cmd[dlrm]="python3 $experiments/workloads.py train dlrm --warmup 1 --steps $steps"
+  cmd[stencil]="$bin/host_stencil --mib 2048 --steps $((steps + 1)) --sweeps 6"
+  torch[resnet50]=--torch; torch[dlrm]=--torch; torch[stencil]=
+
+  if [ ! -f "$out/machine.txt" ]; then
+    {
+      git rev-parse HEAD 2>/dev/null || true
+      nvidia-smi --query-gpu=name,uuid,pci.bus_id,memory.total,memory.used,driver_version,clocks.max.sm \
+        --format=csv
+      lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
+      date -u
+    } >"$out/machine.txt" 2>&1
+    uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | sed 's/^GPU-//' | cut -c1-8)
+    model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
+    echo "$model-$uuid" >"$out/profile.txt"
+    "$bin/faultline" calibrate --name "$model-$uuid" --from "$model" --out-dir "$out/profile" \
+      >"$out/calibrate.log" 2>&1 || echo "calibrate failed: $(tail -1 "$out/calibrate.log")"
+  fi
+
+  for p in $programs; do
+    read -r -a c <<<"${cmd[$p]}"
+    for r in $(seq 1 "$repeats"); do
+      log="$out/$p.plain$([ "$r" = 1 ] || echo ".r$r").log"
+      [ -f "$log" ] || late || "${c[@]}" >"$log" 2>&1 || echo "$p plain failed: $(tail -1 "$log")"
+    done
+    if [ ! -f "$out/$p.fltrace" ] && ! late; then
+      "$bin/faultline" capture ${torch[$p]} --meta workload="$p" --meta measured_steps="$steps" \
+        --out "$out/$p.fltrace" -- "${c[@]}" >"$out/$p.capture.log" 2>&1 ||
+        echo "$p capture failed: $(tail -1 "$out/$p.capture.log")"
+    fi
+  done
+
+  # The grid, budgets 100% and 50% first (the headline), every program before the next policy.
+  for r in $(seq 1 "$repeats"); do
+    suffix=$([ "$r" = 1 ] || echo ".r$r")
+    for b in ${BUDGETS:-1.0 0.5 0.75}; do
+      for pol in ${POLICIES:-ondemand schedule pump deepum oracle}; do
+        for p in $programs; do
+          name="$out/$p-$pol-$b$suffix"
+          [ -f "$name.json" ] || [ -f "$out/$p-$pol-$b.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
+          late && continue
+          read -r -a c <<<"${cmd[$p]}"
+          if timeout 300 "$bin/faultline" run --policy "$pol" --budget "$b" --trace "$out/$p.fltrace" \
+            ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
+            echo "$p $pol $b$suffix: $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
+          else
+            tail -3 "$name.log" >"$name.err"
+            rm -f "$name.json"
+            echo "$p $pol $b$suffix failed: $(tail -1 "$name.err")"
+          fi
+        done
+      done
+    done
+  done
+
+  for p in $programs; do
+    [ -f "$out/$p.fltrace" ] || continue
+    late && break
+    REPEATS=$repeats TRACES=$p TRACE_DIR=$out POLICIES="${POLICIES:-ondemand schedule pump deepum oracle}" \
+      BUDGETS="${BUDGETS:-1.0 0.5 0.75}" STOP_AFTER=$(( ${STOP_AFTER:-100000} - SECONDS )) \
+      sub_replay "$out/replay" "$bin/faultline"
+  done
+  echo "program campaign: $SECONDS s"
+)

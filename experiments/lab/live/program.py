@@ -1,0 +1,207 @@
+"""The program as the ground truth: a campaign of `experiments/campaign.sh program` (policies run
+inside the real programs with `faultline run`, beside the same programs captured and replayed)
+against the simulator and the replay.
+
+    experiments/live/fidelity.py program [CAMPAIGN] [--write-reports] [--faultline BIN]
+
+For each program, policy and budget: the program's time (the run's measured steps, every step
+after the first, which holds the set-up and the warm-up step; the median of the repeats), the
+replay's and the simulator's over the same steps of the captured trace (the simulator with the
+instance's own quick calibration), their errors against the program, and each policy's speedup
+over ondemand in the program. Also what `faultline run` costs the program: the program's own
+step time under `faultline run --policy ondemand` with no budget against the program alone.
+Writes program.md, program.json and program.png into live/reports/CAMPAIGN/ (with
+--write-reports; else out/live/CAMPAIGN/)."""
+import argparse
+import glob
+import json
+import os
+import re
+
+from lab import sim, tables
+from lab.campaigns import median
+from lab.live.fidelity import profile_keys
+from lab.paths import EXPERIMENTS, FAULTLINE, REPO
+
+SUMMARY = "a `campaign.sh program` campaign: the simulator and the replay against the program"
+
+POLICIES = ["ondemand", "schedule", "pump", "deepum", "oracle"]
+BUDGETS = ["1.0", "0.75", "0.5"]
+
+
+def measured_ns(doc):
+    """The time of a result's steps after the first (set-up and warm-up), in ns; None when the
+    result has fewer than two steps."""
+    rows = [s for s in doc.get("steps", []) if s.get("step", -1) >= 1]
+    return sum(s["time_ns"] for s in rows) if rows else None
+
+
+def program_seconds(log):
+    """The program's own measured time, from the JSON line it printed ("steps_seconds")."""
+    with open(log, errors="replace") as f:
+        for line in f:
+            if line.startswith("{") and "steps_seconds" in line:
+                return json.loads(line)["steps_seconds"]
+    return None
+
+
+def runs(folder, pattern):
+    """{(program, policy, budget): [doc per repeat]} of the results in FOLDER named
+    PROGRAM-POLICY-BUDGET[.rR].json."""
+    out = {}
+    name = re.compile(r"^(?P<p>[a-z0-9]+)-(?P<pol>[a-z]+)-(?P<b>[0-9.]+?)(\.r\d+)?\.json$")
+    for path in sorted(glob.glob(os.path.join(folder, pattern))):
+        m = name.match(os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            out.setdefault((m["p"], m["pol"], m["b"]), []).append(json.load(f))
+    return out
+
+
+def simulate(trace, policy, budget, profile, faultline):
+    config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "budget"},
+              "policy": {"name": policy}, **profile_keys(profile)}
+    return measured_ns(sim.simulate(trace, config, faultline))
+
+
+def signed(values):
+    return round(median(values), 4) if values else None
+
+
+def summary_of(rows, key):
+    errors = [r[key] for r in rows if r.get(key) is not None]
+    by_policy = {p: signed([r[key] for r in rows if r["policy"] == p and r.get(key) is not None])
+                 for p in POLICIES}
+    return {"runs": len(errors),
+            "median_abs_time_error": signed([abs(e) for e in errors]),
+            "max_abs_time_error": round(max(abs(e) for e in errors), 4) if errors else None,
+            "signed_median_by_policy": {p: v for p, v in by_policy.items() if v is not None}}
+
+
+def report(folder, faultline):
+    profile_name = open(os.path.join(folder, "profile.txt")).read().strip()
+    profile = os.path.join(folder, "profile", "gpus", profile_name + ".json")
+    program_runs = runs(folder, "*.json")
+    replays = runs(os.path.join(folder, "replay"), "*.json")
+    programs = sorted({k[0] for k in program_runs})
+    rows, overhead = [], []
+    for p in programs:
+        plain = [program_seconds(f) for f in sorted(glob.glob(os.path.join(folder, p + ".plain*.log")))]
+        plain = [s for s in plain if s]
+        under = [program_seconds(f) for f in
+                 sorted(glob.glob(os.path.join(folder, p + "-ondemand-1.0*.log")))]
+        under = [s for s in under if s]
+        if plain and under:
+            overhead.append({"program": p, "plain_seconds": median(plain),
+                             "run_seconds": median(under),
+                             "cost": round(median(under) / median(plain) - 1, 4)})
+        trace = os.path.join(folder, p + ".fltrace")
+        for b in BUDGETS:
+            base = [measured_ns(d) for d in program_runs.get((p, "ondemand", b), [])]
+            base = median([t for t in base if t]) if any(base) else None
+            for pol in POLICIES:
+                docs = program_runs.get((p, pol, b))
+                if not docs:
+                    continue
+                times = [t for t in (measured_ns(d) for d in docs) if t]
+                if not times:
+                    continue
+                t_prog = median(times)
+                rep = [t for t in (measured_ns(d) for d in replays.get((p, pol, b), [])) if t]
+                t_rep = median(rep) if rep else None
+                try:
+                    t_sim = simulate(trace, pol, b, profile, faultline)
+                except sim.SimulationError as e:
+                    print(f"program: {p} {pol} {b}: simulator: {e}")
+                    t_sim = None
+                row = {"program": p, "policy": pol, "budget": float(b), "repeats": len(times),
+                       "program_s": round(t_prog / 1e9, 4),
+                       "spread": round(max(times) / min(times) - 1, 4),
+                       "speedup_over_ondemand": round(base / t_prog, 3) if base else None,
+                       "replay_s": round(t_rep / 1e9, 4) if t_rep else None,
+                       "sim_s": round(t_sim / 1e9, 4) if t_sim else None,
+                       "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
+                                                  for d in docs for s in d["steps"]),
+                       "budget_bytes": docs[0]["config"]["budget_bytes"]}
+                row["replay_error"] = round(t_rep / t_prog - 1, 4) if t_rep else None
+                row["sim_error"] = round(t_sim / t_prog - 1, 4) if t_sim else None
+                rows.append(row)
+    return {"campaign": os.path.relpath(folder, REPO), "profile": profile_name,
+            "programs": programs, "ground_truth": "program", "overhead": overhead,
+            "simulator": summary_of(rows, "sim_error"), "replay": summary_of(rows, "replay_error"),
+            "rows": rows}
+
+
+def pct(x):
+    return "" if x is None else f"{100 * x:+.1f}%"
+
+
+def markdown(doc, command):
+    lines = [f"# The program as ground truth: {os.path.basename(doc['campaign'])}", "",
+             f"Made by `{command}` from `{doc['campaign']}/` (its `machine.txt` names the GPU); "
+             f"simulated with the instance's quick calibration `{doc['profile']}`. Times are the "
+             "measured steps after the first (which holds the set-up and the warm-up step), the "
+             "median of the repeats; errors are against the program under `faultline run`.", "",
+             "## What `faultline run` costs the program", "",
+             "The program's own measured time alone and under `faultline run --policy ondemand` "
+             "with no budget (the median of the repeats):", ""]
+    lines += tables.markdown_table(
+        ["program", "alone (s)", "under faultline run (s)", "cost"],
+        [[o["program"], o["plain_seconds"], o["run_seconds"], pct(o["cost"])]
+         for o in doc["overhead"]])
+    for who in ("simulator", "replay"):
+        s = doc[who]
+        lines += ["", f"## The {who} against the program", "",
+                  f"{s['runs']} runs: median |error| {pct(s['median_abs_time_error'])}, "
+                  f"max {pct(s['max_abs_time_error'])}; signed median by policy: " +
+                  ", ".join(f"{p} {pct(v)}" for p, v in s["signed_median_by_policy"].items()) + "."]
+    lines += ["", "## Every run", ""]
+    lines += tables.markdown_table(
+        ["program", "policy", "budget", "program (s)", "spread", "speedup over ondemand",
+         "replay (s)", "replay error", "sim (s)", "sim error"],
+        [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_s"], pct(r["spread"]),
+          r["speedup_over_ondemand"], r["replay_s"], pct(r["replay_error"]), r["sim_s"],
+          pct(r["sim_error"])] for r in doc["rows"]])
+    return lines
+
+
+def figure(doc, path):
+    plt = tables.pyplot()
+    programs = doc["programs"]
+    fig, axes = plt.subplots(1, len(programs), figsize=(4.5 * len(programs), 3.6), squeeze=False)
+    for ax, p in zip(axes[0], programs):
+        rows = [r for r in doc["rows"] if r["program"] == p and r["budget"] == 0.5]
+        xs = range(len(rows))
+        ax.bar([x - 0.27 for x in xs], [r["program_s"] for r in rows], 0.27, label="program")
+        ax.bar(list(xs), [r["replay_s"] or 0 for r in rows], 0.27, label="replay")
+        ax.bar([x + 0.27 for x in xs], [r["sim_s"] or 0 for r in rows], 0.27, label="simulator")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r["policy"] for r in rows], rotation=30, fontsize=8)
+        ax.set_title(f"{p}, 50% budget", fontsize=9)
+    axes[0][0].set_ylabel("measured steps (s)")
+    tables.finish_figure(fig, path, ax=axes[0][-1], legend=7)
+
+
+def main(argv=None, prog=None):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("campaign", nargs="?", default="h100-program",
+                        help="a folder under live/data/ (default h100-program)")
+    parser.add_argument("--write-reports", action="store_true",
+                        help="write into live/reports/CAMPAIGN/ (default out/live/CAMPAIGN/)")
+    parser.add_argument("--faultline", default=FAULTLINE, help="the faultline binary")
+    args = parser.parse_args(argv)
+    folder = os.path.join(EXPERIMENTS, "live", "data", args.campaign)
+    if not os.path.isdir(folder):
+        raise SystemExit(f"program: {folder}: no such campaign")
+    doc = report(folder, args.faultline)
+    out = tables.reports_dir("live", args.campaign, args.write_reports)
+    command = f"experiments/live/fidelity.py program {args.campaign}"
+    doc["command"] = command
+    tables.write_json(os.path.join(out, "program.json"), doc)
+    tables.write_lines(os.path.join(out, "program.md"), markdown(doc, command))
+    if doc["rows"]:
+        figure(doc, os.path.join(out, "program.png"))
+    print(f"program: {len(doc['rows'])} runs; simulator {doc['simulator']['median_abs_time_error']}"
+          f" median |error|, replay {doc['replay']['median_abs_time_error']}; written to {out}")
+    return 0

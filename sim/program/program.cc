@@ -1,0 +1,374 @@
+#include "sim/program/program.h"
+
+#include "sim/core/error.h"
+#include "sim/run/results.h"
+
+#include <algorithm>
+#include <bit>
+#include <unordered_set>
+
+namespace faultline::program {
+
+Time RunClock::now() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start_)
+      .count();
+}
+
+namespace {
+
+// Without a budget the books still run, over the GPU's whole memory, so that the policy's view
+// and the rows mean the same in every run.
+uint64_t budget_chunks(const RunConfig& config, uint64_t gpu_bytes) {
+  const uint64_t bytes = config.budget_bytes ? config.budget_bytes : gpu_bytes;
+  return std::max<uint64_t>(1, bytes / kBlockSize);
+}
+
+uint32_t page_bits(Addr lo, Addr hi) { // the big pages of [lo, hi) inside lo's chunk
+  uint32_t bits = 0;
+  for (Addr q = lo / kBigPageSize; q * kBigPageSize < hi; ++q) bits |= 1u << (q % kBigPagesPerBlock);
+  return bits;
+}
+
+} // namespace
+
+ProgramRun::ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, const RunClock& clock)
+    : config_(std::move(config)), device_(device), clock_(clock),
+      residency_(budget_chunks(config_, gpu_bytes)),
+      map_(config_.trace.empty() ? std::nullopt : std::optional<AddressMap>(config_.trace)),
+      host_(*this, config_.policy, config_.params, "run --policy " + config_.policy) {
+  if (config_.range == "profiler") { // the set-up before the range is step -1
+    in_range_ = false;
+    next_step_ = -1;
+  }
+  policies::StartEvent start;
+  start.gpu_capacity = residency_.budget_chunks() * kBlockSize;
+  start.trace_path = config_.trace;
+  start.iterations = config_.iterations;
+  host_.start(start);
+}
+
+const std::pair<const uint64_t, ProgramRun::Allocation>* ProgramRun::find(Addr address) const {
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return nullptr;
+  --it;
+  return address < it->first + it->second.bytes ? &*it : nullptr;
+}
+
+template <typename F> void ProgramRun::for_each_managed(Addr start, Bytes bytes, F f) const {
+  auto it = live_.upper_bound(start);
+  if (it != live_.begin()) --it;
+  for (; it != live_.end() && it->first < start + bytes; ++it) {
+    if (!it->second.managed) continue;
+    const Addr lo = std::max(start, it->first);
+    const Addr hi = std::min(start + bytes, it->first + it->second.bytes);
+    if (lo < hi) f(lo, hi - lo);
+  }
+}
+
+template <typename F>
+void ProgramRun::for_each_acted(const policies::Range& range, F f) const {
+  if (!map_) return for_each_managed(range.start, range.bytes, f);
+  map_->for_each_live(range.start, range.bytes,
+                      [&](Addr live, Bytes n) { for_each_managed(live, n, f); });
+}
+
+std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) const {
+  std::vector<host::ChunkPages> out;
+  for (Addr at = start, end = start + bytes; at < end;) {
+    const Addr next = std::min(end, (at / kBlockSize + 1) * kBlockSize);
+    out.push_back({at / kBlockSize, page_bits(at, next)});
+    at = next;
+  }
+  return out;
+}
+
+void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
+  last_call_ = now();
+  if (bytes == 0) return;
+  const uint64_t id = next_id_++;
+  const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
+  live_[address] = {id, bytes, managed, seen != AddressMap::kNoAddress};
+  if (!managed) {
+    device_bytes_ += bytes;
+    residency_.reserve(static_cast<int64_t>((bytes + kBlockSize - 1) / kBlockSize));
+  }
+  trace::AllocRecord record;
+  record.id = id;
+  record.kind = managed ? trace::MemoryKind::kManaged : trace::MemoryKind::kDevice;
+  record.address = seen;
+  record.size = bytes;
+  record.time = last_call_;
+  if (seen != AddressMap::kNoAddress) host_.alloc(record, last_call_);
+}
+
+void ProgramRun::free(uint64_t address) {
+  last_call_ = now();
+  auto it = live_.find(address);
+  if (it == live_.end()) return; // not an allocation the run saw (made before it began)
+  if (it->second.told) host_.free(it->second.id, last_call_); // the policy acts while it lives
+  const Allocation a = it->second;
+  live_.erase(it);
+  if (map_) map_->freed(address);
+  if (!a.managed) {
+    device_bytes_ -= a.bytes;
+    residency_.reserve(-static_cast<int64_t>((a.bytes + kBlockSize - 1) / kBlockSize));
+    return;
+  }
+  // Its pages leave the books; a chunk it shares with a live allocation keeps that one's pages.
+  const uint64_t first = address / kBigPageSize;
+  const uint64_t last = (address + a.bytes - 1) / kBigPageSize;
+  for (uint64_t page = first; page <= last; ++page) {
+    const Addr lo = page * kBigPageSize;
+    bool shared = false;
+    if (page == first || page == last)
+      for (Addr probe : {lo, lo + kBigPageSize - 1})
+        if (const auto* other = find(probe); other && other->second.managed) shared = true;
+    if (!shared) residency_.remove(page, 1);
+  }
+}
+
+void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& words,
+                        uint64_t stream) {
+  const Time t = last_call_ = now();
+  if (boundary_) open_step(*boundary_);
+  const uint64_t index = kernels_++;
+  ++totals_.kernels;
+  std::vector<uint64_t> ids;
+  std::vector<std::pair<Addr, Bytes>> named;
+  std::unordered_set<uint64_t> seen;
+  for (uint64_t word : words) {
+    const auto* a = find(word);
+    if (!a || !seen.insert(a->second.id).second) continue;
+    if (a->second.told) ids.push_back(a->second.id);
+    if (a->second.managed) named.emplace_back(a->first, a->second.bytes);
+  }
+  host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
+  std::vector<host::ChunkPages> needed;
+  for (const auto& [address, bytes] : named) {
+    const std::vector<host::ChunkPages> c = chunks_of(address, bytes);
+    needed.insert(needed.end(), c.begin(), c.end());
+  }
+  make_room(needed,
+            [&] { return "kernel #" + std::to_string(index) + " (" + name + ")"; });
+  Pending p{index, {}};
+  for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
+    for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit)
+      if (c.pages >> bit & 1)
+        if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize);
+            a != AddressMap::kNoAddress)
+          p.absent.push_back(a / kBigPageSize * kBigPageSize);
+  for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
+    totals_.faults += std::popcount(c.pages);
+  admit(needed);
+  pending_.push_back(std::move(p));
+  if (evicted_since_launch_) device_.order_before(stream);
+  evicted_since_launch_ = false;
+}
+
+void ProgramRun::kernels_done(uint64_t count) {
+  while (!pending_.empty() && pending_.front().kernel < count) {
+    const Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    const Time t = now();
+    if (host_.observes_faults() && !p.absent.empty()) {
+      host_.kernel_faults(0, p.absent, t);
+      totals_.reported_faults += static_cast<int64_t>(p.absent.size());
+    }
+    host_.kernel_end(p.kernel, t);
+  }
+}
+
+void ProgramRun::synced() {
+  last_call_ = now();
+  const uint64_t used = device_.used_bytes();
+  if (!gpu_used_known_) return; // before the first allocation: nothing of the run's yet
+  const uint64_t others = gpu_used_at_start_ + device_bytes_;
+  const uint64_t resident = used > others ? used - others : 0;
+  step_gpu_peak_ = std::max(step_gpu_peak_, resident);
+  gpu_peak_ = std::max(gpu_peak_, resident);
+}
+
+void ProgramRun::step() {
+  last_call_ = now();
+  if (!in_range_) return;
+  // A boundary begins a step only when a kernel follows it; until then the open step goes on.
+  if (!step_open_ || totals_.kernels > step_base_.kernels) boundary_ = last_call_;
+}
+
+void ProgramRun::range(bool on) {
+  last_call_ = now();
+  if (on && !in_range_ && step_ < 0) next_step_ = 0; // the set-up ends
+  in_range_ = on;
+  if (on) step();
+}
+
+void ProgramRun::open_step(Time at) {
+  if (step_open_) close_step(at);
+  boundary_.reset();
+  step_open_ = true;
+  step_start_ = at;
+  step_base_ = totals_;
+  step_peak_chunks_ = residency_.resident_chunks();
+  step_gpu_peak_ = 0;
+  if (!gpu_used_known_) { // the first kernel: what the GPU holds before the run's data
+    gpu_used_at_start_ = device_.used_bytes();
+    gpu_used_known_ = true;
+  }
+  step_ = next_step_++;
+  if (step_ >= 0) host_.step_begin(static_cast<uint64_t>(step_), now());
+}
+
+void ProgramRun::close_step(Time at) {
+  StepResult row;
+  row.step = step_;
+  row.start_ns = step_start_;
+  row.end_ns = at;
+  row.time_ns = at - step_start_;
+  row.kernels = totals_.kernels - step_base_.kernels;
+  row.faults = totals_.faults - step_base_.faults;
+  row.faults_reported_to_policy = totals_.reported_faults - step_base_.reported_faults;
+  row.bytes_host_to_gpu = (totals_.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
+                          totals_.prefetch_bytes - step_base_.prefetch_bytes;
+  row.bytes_gpu_to_host = totals_.evicted_bytes - step_base_.evicted_bytes;
+  row.evictions = totals_.evictions - step_base_.evictions;
+  row.prefetch_issued_bytes = totals_.prefetch_bytes - step_base_.prefetch_bytes;
+  row.peak_resident_bytes = static_cast<int64_t>(step_peak_chunks_ * kBlockSize);
+  if (gpu_used_known_) row.gpu_used_peak_bytes = static_cast<int64_t>(step_gpu_peak_);
+  steps_.push_back(step_json(row));
+  step_open_ = false;
+}
+
+nlohmann::json ProgramRun::finish() {
+  kernels_done(kernels_);
+  if (step_open_) close_step(last_call_);
+  RunTotals t;
+  t.total_time_ns = last_call_;
+  t.kernels = totals_.kernels;
+  t.faults = totals_.faults;
+  t.faults_reported_to_policy = totals_.reported_faults;
+  t.bytes_host_to_gpu = totals_.faults * static_cast<int64_t>(kBigPageSize) + totals_.prefetch_bytes;
+  t.bytes_gpu_to_host = totals_.evicted_bytes;
+  t.evictions = totals_.evictions;
+  t.policy_evicted_bytes = totals_.policy_evicted_bytes;
+  t.discarded_bytes = totals_.discarded_bytes;
+  t.prefetch_issued_bytes = totals_.prefetch_bytes;
+  t.peak_gpu_chunks = static_cast<int64_t>(residency_.peak_chunks());
+  t.policy_decision_ns = decision_ns_;
+  nlohmann::json out;
+  out["config"] = to_json(config_);
+  out["config"]["budget_chunks"] = residency_.budget_chunks();
+  out["results"] = totals_json(t);
+  if (gpu_used_known_) out["results"]["gpu_used_peak_bytes"] = gpu_peak_;
+  out["steps"] = steps_;
+  return out;
+}
+
+// ---- what executes the policy's actions ---------------------------------------------------
+
+template <typename F>
+void ProgramRun::make_room(const std::vector<host::ChunkPages>& needed, const F& what) {
+  for (uint64_t chunk : residency_.make_room(needed, what)) {
+    totals_.evicted_bytes += static_cast<int64_t>(evict_chunk(chunk, 0, kBlockSize));
+    ++totals_.evictions;
+  }
+}
+
+// Sends the chunk's live managed pages in [lo, hi) (offsets) to the host.
+Bytes ProgramRun::evict_chunk(uint64_t chunk, Bytes lo, Bytes hi) {
+  Bytes evicted = 0;
+  for_each_managed(chunk * kBlockSize + lo, hi - lo, [&](Addr a, Bytes n) {
+    device_.evict_to_host(a, n);
+    evicted += n;
+  });
+  evicted_since_launch_ = evicted_since_launch_ || evicted > 0;
+  return evicted;
+}
+
+void ProgramRun::admit(const std::vector<host::ChunkPages>& pages) {
+  residency_.admit(pages);
+  step_peak_chunks_ = std::max(step_peak_chunks_, residency_.resident_chunks());
+}
+
+Bytes ProgramRun::free_bytes(unsigned gpu) const {
+  if (gpu != 0) return 0;
+  const uint64_t room = residency_.available_chunks(), used = residency_.resident_chunks();
+  return room > used ? (room - used) * kBlockSize : 0;
+}
+
+ProcessorId ProgramRun::holder(Addr address) const {
+  if (map_) {
+    Addr live = AddressMap::kNoAddress;
+    map_->for_each_live(address, 1, [&](Addr l, Bytes) { live = l; });
+    if (live == AddressMap::kNoAddress) return kNoProcessor;
+    address = live;
+  }
+  const auto* a = find(address);
+  if (!a || !a->second.managed) return kNoProcessor;
+  return residency_.holds(address / kBlockSize) ? gpu_processor(0) : kHost;
+}
+
+std::vector<Addr> ProgramRun::oldest_blocks(unsigned gpu, size_t n) const {
+  std::vector<Addr> out;
+  if (gpu != 0) return out;
+  for (uint64_t chunk : residency_.oldest(n))
+    if (const Addr a = to_policy(chunk * kBlockSize); a != AddressMap::kNoAddress) out.push_back(a);
+  return out;
+}
+
+// Chunk by chunk, so that a prefetch larger than the room left evicts the oldest chunks (its own
+// earliest ones last), as the driver does.
+void ProgramRun::prefetch(const policies::Range& range, Time) {
+  for_each_acted(range, [&](Addr a, Bytes n) {
+    for (const host::ChunkPages& c : chunks_of(a, n)) {
+      const Addr lo = std::max(a, c.chunk * kBlockSize);
+      const Addr hi = std::min(a + n, (c.chunk + 1) * kBlockSize);
+      make_room({c}, [] { return std::string("a prefetch"); });
+      admit({c});
+      device_.prefetch_to_gpu(lo, hi - lo);
+      totals_.prefetch_bytes += static_cast<int64_t>(hi - lo);
+    }
+  });
+}
+
+// One GPU: the policy host refuses a neighbour target before it gets here.
+void ProgramRun::stage(const policies::Range&, unsigned, Time) {}
+
+void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
+  for_each_acted(range, [&](Addr a, Bytes n) {
+    for (const host::ChunkPages& c : chunks_of(a, n)) {
+      const Addr lo = std::max(a, c.chunk * kBlockSize), base = c.chunk * kBlockSize;
+      const Addr hi = std::min(a + n, base + kBlockSize);
+      const Bytes evicted = evict_chunk(c.chunk, lo - base, hi - base);
+      totals_.policy_evicted_bytes += static_cast<int64_t>(evicted);
+      totals_.evicted_bytes += static_cast<int64_t>(evicted);
+      // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
+      const uint64_t first = (lo + kBigPageSize - 1) / kBigPageSize, end = hi / kBigPageSize;
+      if (end > first) residency_.remove(first, end - first);
+    }
+  });
+}
+
+void ProgramRun::discard(const policies::Range& range, Time) {
+  for_each_acted(range, [&](Addr a, Bytes n) {
+    device_.discard(a, n);
+    totals_.discarded_bytes += static_cast<int64_t>(n);
+    const uint64_t first = (a + kBigPageSize - 1) / kBigPageSize, end = (a + n) / kBigPageSize;
+    if (end > first) residency_.remove(first, end - first);
+  });
+}
+
+void ProgramRun::advise(const policies::Range& range, policies::Advice advice, Time) {
+  for_each_acted(range, [&](Addr a, Bytes n) {
+    device_.advise_remote(a, n, advice == policies::Advice::kAccessRemotely);
+  });
+}
+
+void ProgramRun::deciding(bool started) {
+  if (started)
+    decision_start_ = now();
+  else
+    decision_ns_ += now() - decision_start_;
+}
+
+} // namespace faultline::program

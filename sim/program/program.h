@@ -1,0 +1,125 @@
+// The policy host inside a real program (`faultline run`): the program's own calls become the
+// policy's events, and its actions run on the GPU through the injection library (seam.h). The
+// third backend of the policy host (sim/host/policy_host.h), beside the simulator's Job and the
+// live replay: the same policy code, the same budget rules (sim/host/budget.h).
+//
+// The budget: what a kernel will touch is known only as the allocations its arguments name, so
+// the books count those whole: before a launch, the chunks of its named allocations must fit,
+// and the oldest resident chunks it does not name go back to the host (the budget's rule, as in
+// the replay), on the migration stream, which the launch's stream then waits for. Pages a kernel
+// touches outside its named allocations fault on demand, unseen by the books; the GPU's own
+// count at the program's synchronisations (steps[].gpu_used_peak_bytes) shows what was resident.
+// A kernel whose named allocations alone exceed the budget stops the program with an error.
+//
+// Contract: one call at a time (the injection library holds its lock); Error or
+// SimulationError from a call names the policy and the launch, and the run cannot go on.
+#pragma once
+
+#include "sim/host/policy_host.h"
+#include "sim/host/residency.h"
+#include "sim/program/address_map.h"
+#include "sim/program/config.h"
+#include "sim/program/seam.h"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace faultline::program {
+
+// Nanoseconds since the run began; tests set the time by hand.
+class RunClock {
+public:
+  virtual ~RunClock() = default;
+  virtual Time now() const;
+
+private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+class ProgramRun : public host::Backend {
+public:
+  ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, const RunClock& clock);
+
+  void alloc(uint64_t address, uint64_t bytes, bool managed);
+  void free(uint64_t address);
+  void launch(const std::string& name, const std::vector<uint64_t>& words, uint64_t stream);
+  void kernels_done(uint64_t count);
+  void synced();
+  void step();
+  void range(bool on); // cudaProfilerStart or Stop
+  // The measurements: "config" (the budget in bytes and chunks), "results" and "steps" with the
+  // result document's names (sim/run/results.h).
+  nlohmann::json finish();
+
+  // host::Backend
+  Bytes free_bytes(unsigned gpu) const override;
+  ProcessorId holder(Addr address) const override;
+  std::vector<Addr> oldest_blocks(unsigned gpu, size_t n) const override;
+  void prefetch(const policies::Range& range, Time now) override;
+  void stage(const policies::Range& range, unsigned peer, Time now) override;
+  void evict(const policies::Range& range, ProcessorId target, Time now) override;
+  void discard(const policies::Range& range, Time now) override;
+  void advise(const policies::Range& range, policies::Advice advice, Time now) override;
+  void deciding(bool started) override;
+
+  uint64_t kernels() const { return kernels_; }
+  const host::Residency& residency() const { return residency_; }
+
+private:
+  struct Allocation {
+    uint64_t id = 0, bytes = 0;
+    bool managed = true;
+    bool told = true; // the policy heard of it (not when it lies beyond the trace's)
+  };
+  struct Pending {
+    uint64_t kernel = 0;
+    std::vector<Addr> absent; // 64 KB big pages the books did not hold at its launch
+  };
+  // Running totals, and their values where the open step began.
+  struct Totals {
+    int64_t kernels = 0, faults = 0, prefetch_bytes = 0, evicted_bytes = 0, evictions = 0,
+            discarded_bytes = 0, policy_evicted_bytes = 0, reported_faults = 0;
+  };
+
+  Time now() const { return clock_.now(); }
+  // For each live managed allocation piece of [start, start + bytes): f(address, bytes).
+  template <typename F> void for_each_managed(Addr start, Bytes bytes, F f) const;
+  // As for_each_managed, for a range in the policy's addresses (the trace's, with a trace).
+  template <typename F> void for_each_acted(const policies::Range& range, F f) const;
+  Addr to_policy(Addr live) const { return map_ ? map_->to_trace(live) : live; }
+  const std::pair<const uint64_t, Allocation>* find(Addr address) const;
+  std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes) const;
+  template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
+  Bytes evict_chunk(uint64_t chunk, Bytes lo, Bytes hi);
+  void admit(const std::vector<host::ChunkPages>& pages);
+  void open_step(Time at);
+  void close_step(Time at);
+
+  RunConfig config_;
+  Device& device_;
+  const RunClock& clock_;
+  host::Residency residency_;
+  std::optional<AddressMap> map_; // with a trace: the policy's addresses are the trace's
+  host::PolicyHost host_;
+  std::map<Addr, Allocation> live_;
+  uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0;
+  std::deque<Pending> pending_;
+  bool evicted_since_launch_ = false;
+  Totals totals_, step_base_;
+  // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it.
+  std::optional<Time> boundary_ = Time{0};
+  bool step_open_ = false, in_range_ = true;
+  int64_t step_ = -1, next_step_ = 0;
+  Time step_start_ = 0, last_call_ = 0, decision_start_ = 0, decision_ns_ = 0;
+  uint64_t step_peak_chunks_ = 0, gpu_used_at_start_ = 0, step_gpu_peak_ = 0, gpu_peak_ = 0;
+  bool gpu_used_known_ = false;
+  nlohmann::json steps_ = nlohmann::json::array();
+};
+
+} // namespace faultline::program

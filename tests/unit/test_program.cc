@@ -1,0 +1,345 @@
+// The policy host inside a program (sim/program): the program's calls in, the policy's actions and
+// the budget's evictions out, on a fake device; the module's seam as the injection library loads
+// it; the run's config read strictly.
+#include "sim/core/error.h"
+#include "sim/program/address_map.h"
+#include "sim/program/command.h"
+#include "sim/program/config.h"
+#include "sim/program/program.h"
+#include "sim/program/seam.h"
+
+#include <catch2/catch.hpp>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace faultline;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBase = 0x7f0000000000ull; // 2 MB aligned, as managed allocations are
+
+// Records every call, as "kind address bytes".
+class FakeDevice : public program::Device {
+public:
+  std::vector<std::string> calls;
+  uint64_t used = 1ull << 30, total = 80ull << 30;
+
+  void prefetch_to_gpu(uint64_t a, uint64_t n) override { note("prefetch", a, n); }
+  void evict_to_host(uint64_t a, uint64_t n) override { note("evict", a, n); }
+  void discard(uint64_t a, uint64_t n) override { note("discard", a, n); }
+  void advise_remote(uint64_t a, uint64_t n, bool on) override {
+    note(on ? "advise" : "unadvise", a, n);
+  }
+  void order_before(uint64_t stream) override { calls.push_back("order " + std::to_string(stream)); }
+  void synchronize() override { calls.push_back("sync"); }
+  uint64_t used_bytes() override { return used; }
+  uint64_t total_bytes() override { return total; }
+  const char* error() override { return ""; }
+
+  std::vector<std::string> take() { return std::exchange(calls, {}); }
+
+private:
+  void note(const char* kind, uint64_t a, uint64_t n) {
+    calls.push_back(std::string(kind) + " " + std::to_string((a - kBase) / kMiB) + "M " +
+                    std::to_string(n / kMiB) + "M");
+  }
+};
+
+class ManualClock : public program::RunClock {
+public:
+  Time t = 0;
+  Time now() const override { return t; }
+};
+
+program::RunConfig config(const std::string& policy, uint64_t budget) {
+  program::RunConfig c;
+  c.policy = policy;
+  c.budget_bytes = budget;
+  c.out = "unused";
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("program run: a launch's named allocations fit the budget, the oldest go first") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("ondemand", 8 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 4 * kMiB, true);             // A: chunks 0-1
+  run.alloc(kBase + 4 * kMiB, 4 * kMiB, true);  // B: chunks 2-3
+  run.alloc(kBase + 8 * kMiB, 4 * kMiB, true);  // C: chunks 4-5
+  clock.t = 10;
+  run.launch("k0", {kBase + 16, kBase + 4 * kMiB}, 7); // A and B: 4 chunks, the whole budget
+  CHECK(device.take().empty());                        // room enough: nothing moves, no wait
+  CHECK(run.residency().resident_chunks() == 4);
+  run.launch("k1", {kBase + 8 * kMiB + 100}, 9); // C: A's two chunks go, then the stream waits
+  CHECK(device.take() ==
+        std::vector<std::string>{"evict 0M 2M", "evict 2M 2M", "order 9"});
+  CHECK(run.residency().resident_chunks() == 4);
+  CHECK(run.residency().peak_chunks() == 4);
+  run.launch("k2", {kBase + 8 * kMiB}, 9); // C again: resident, nothing moves
+  CHECK(device.take().empty());
+  run.kernels_done(3);
+  const nlohmann::json doc = run.finish();
+  CHECK(doc["results"]["kernels"] == 3);
+  CHECK(doc["results"]["evictions"] == 2);
+  CHECK(doc["results"]["bytes_gpu_to_host"] == 4 * kMiB);
+  CHECK(doc["results"]["faults"] == 4 * 32 + 2 * 32); // k0's four chunks, k1's two
+  CHECK(doc["config"]["budget_chunks"] == 4);
+}
+
+TEST_CASE("program run: a kernel naming more than the budget stops with its name") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("ondemand", 4 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 6 * kMiB, true);
+  CHECK_THROWS_WITH(run.launch("big_gemm", {kBase}, 0),
+                    Catch::Contains("kernel #0 (big_gemm)"));
+}
+
+TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("pump", 4 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
+  run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
+  run.launch("a", {kBase, kBase + 2 * kMiB}, 0);
+  CHECK(device.take() == std::vector<std::string>{"prefetch 0M 2M", "prefetch 2M 2M"});
+  // b's block would pass PUMP's share of the budget while a runs: its prefetch waits for a's end;
+  // the budget makes room for b at once, and b's stream waits for that eviction.
+  run.launch("b", {kBase + 4 * kMiB}, 0);
+  CHECK(device.take() == std::vector<std::string>{"evict 0M 2M", "order 0"});
+  run.kernels_done(1);
+  CHECK(device.take() == std::vector<std::string>{"prefetch 4M 2M"});
+  run.kernels_done(2);
+  const nlohmann::json doc = run.finish();
+  CHECK(doc["results"]["prefetch"]["issued_bytes"] == 6 * kMiB);
+  CHECK(doc["results"]["faults"] == 32); // b's block was not there at its launch
+}
+
+TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("ondemand", 0), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  clock.t = 100;
+  run.launch("fwd", {kBase}, 0); // step 0 opens at the start
+  clock.t = 200;
+  run.step();
+  clock.t = 250;
+  run.step(); // a second mark with no kernel between: the step begins here
+  clock.t = 300;
+  run.launch("fwd", {kBase}, 0);
+  device.used = (1ull << 30) + 2 * kMiB; // the GPU counts the chunk resident
+  run.synced();
+  clock.t = 400;
+  run.step();
+  clock.t = 450; // a mark with nothing after it: the last step runs to the last call
+  run.kernels_done(2);
+  const nlohmann::json doc = run.finish();
+  REQUIRE(doc["steps"].size() == 2);
+  CHECK(doc["steps"][0]["step"] == 0);
+  CHECK(doc["steps"][0]["start_ns"] == 0);
+  CHECK(doc["steps"][0]["end_ns"] == 250);
+  CHECK(doc["steps"][1]["start_ns"] == 250);
+  CHECK(doc["steps"][1]["end_ns"] == 400);
+  CHECK(doc["steps"][1]["kernels"] == 1);
+  CHECK(doc["steps"][1]["peak_resident_bytes"] == 2 * kMiB);
+  CHECK(doc["steps"][1]["gpu_used_peak_bytes"] == 2 * kMiB);
+  CHECK(doc["steps"][1]["faults"] == 0);
+  CHECK(doc["steps"][0]["faults"] == 32);
+}
+
+TEST_CASE("program run: with the profiler range, the set-up is step -1 and each start a step") {
+  FakeDevice device;
+  ManualClock clock;
+  program::RunConfig c = config("ondemand", 0);
+  c.range = "profiler";
+  program::ProgramRun run(c, device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  clock.t = 10;
+  run.launch("warmup", {kBase}, 0);
+  run.step(); // a warm-up optimizer step: outside the range, no boundary
+  clock.t = 20;
+  run.launch("warmup", {kBase}, 0);
+  clock.t = 30;
+  run.range(true);
+  run.launch("step", {kBase}, 0);
+  clock.t = 40;
+  run.step();    // the hook's mark after the optimizer step
+  clock.t = 45;
+  run.range(true); // the next step's start, with no kernel between: one boundary
+  clock.t = 50;
+  run.launch("step", {kBase}, 0);
+  clock.t = 60;
+  run.range(false);
+  const nlohmann::json doc = run.finish();
+  REQUIRE(doc["steps"].size() == 3);
+  CHECK(doc["steps"][0]["step"] == -1);
+  CHECK(doc["steps"][0]["kernels"] == 2);
+  CHECK(doc["steps"][1]["step"] == 0);
+  CHECK(doc["steps"][1]["start_ns"] == 30);
+  CHECK(doc["steps"][1]["end_ns"] == 45);
+  CHECK(doc["steps"][2]["step"] == 1);
+  CHECK(doc["steps"][2]["end_ns"] == 60);
+}
+
+TEST_CASE("program run: frees leave the books, device memory takes budget") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("ondemand", 6 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, false); // device memory: one chunk of the budget
+  run.alloc(kBase + 2 * kMiB, 4 * kMiB, true);
+  run.launch("k", {kBase + 2 * kMiB, kBase}, 0);
+  CHECK(run.residency().resident_chunks() == 2);
+  run.free(kBase + 2 * kMiB);
+  CHECK(run.residency().resident_chunks() == 0);
+  run.alloc(kBase + 8 * kMiB, 6 * kMiB, true);
+  CHECK_THROWS_WITH(run.launch("k", {kBase + 8 * kMiB}, 0), Catch::Contains("kernel #1 (k)"));
+  run.free(0x1234); // not the run's: ignored, as allocations made before it began
+}
+
+TEST_CASE("program run: the budget holds under random launches, frees and policies") {
+  for (const char* policy : {"ondemand", "pump", "deepum", "schedule"}) {
+    FakeDevice device;
+    ManualClock clock;
+    const uint64_t budget = 16 * kMiB;
+    program::ProgramRun run(config(policy, budget), device, device.total, clock);
+    uint64_t seed = 12345;
+    auto next = [&seed] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
+    std::vector<uint64_t> live;
+    for (int i = 0; i < 400; ++i) {
+      clock.t += 1000;
+      const uint64_t r = next() >> 33;
+      if (live.size() < 3 || r % 5 == 0) {
+        const uint64_t a = kBase + static_cast<uint64_t>(i) * 8 * kMiB;
+        run.alloc(a, (1 + r % 3) * 2 * kMiB, true);
+        live.push_back(a);
+      } else if (r % 7 == 0 && live.size() > 3) {
+        run.free(live[r % live.size()]);
+        live.erase(live.begin() + static_cast<long>(r % live.size()));
+      } else {
+        run.launch("k" + std::to_string(r % 4), {live[r % live.size()], live[(r / 7) % live.size()]},
+                   0);
+        if (r % 3 == 0) run.kernels_done(run.kernels());
+        if (r % 11 == 0) run.step();
+      }
+      INFO(policy << " after call " << i);
+      REQUIRE(run.residency().resident_chunks() <= budget / (2 * kMiB));
+    }
+    run.kernels_done(run.kernels());
+    CHECK(run.finish()["results"]["kernels"].get<int>() > 100);
+  }
+}
+
+TEST_CASE("program run: with a trace, the policy's addresses are the trace's") {
+  program::AddressMap map(program::AddressMap::Segments{{{0x1000000, 4 * kMiB}, true}, {{0x9000000, 2 * kMiB}, false}});
+  CHECK(map.allocated(kBase, 4 * kMiB, true) == 0x1000000);
+  CHECK(map.to_trace(kBase + 5) == 0x1000005);
+  std::vector<std::pair<Addr, Bytes>> live;
+  map.for_each_live(0x1000000 + kMiB, 8 * kMiB, [&](Addr a, Bytes n) { live.emplace_back(a, n); });
+  CHECK(live == std::vector<std::pair<Addr, Bytes>>{{kBase + kMiB, 3 * kMiB}});
+  CHECK_THROWS_WITH(map.allocated(kBase + 8 * kMiB, 2 * kMiB, true),
+                    Catch::Contains("allocation #1 is 2097152 managed bytes, the trace's 2097152 "
+                                    "device bytes"));
+  map.freed(kBase);
+  CHECK(map.to_trace(kBase) == program::AddressMap::kNoAddress);
+  program::AddressMap two(program::AddressMap::Segments{{{0x1000000, 2 * kMiB}, true}});
+  two.allocated(kBase, 2 * kMiB, true);
+  CHECK(two.allocated(kBase + 2 * kMiB, 2 * kMiB, true) == program::AddressMap::kNoAddress);
+  CHECK(two.beyond_trace() == 1);
+}
+
+TEST_CASE("program run config: read strictly, every bad key named") {
+  const nlohmann::json good = {{"policy", "pump"}, {"budget_bytes", 1024}, {"out", "m.json"}};
+  CHECK(program::run_config_of(good, "c.json").policy == "pump");
+  nlohmann::json bad = good;
+  bad["policy"] = "nosuch";
+  CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"),
+                    Catch::Contains("c.json: $.policy: unknown policy \"nosuch\""));
+  bad = good;
+  bad["budget"] = 3;
+  CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"), Catch::Contains("budget"));
+  bad = good;
+  bad["budget_bytes"] = "1G";
+  CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"), Catch::Contains("$.budget_bytes"));
+  bad = good;
+  bad.erase("out");
+  CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"), Catch::Contains("$.out"));
+  CHECK_THROWS_WITH(program::run_config_of(nlohmann::json::array(), "c.json"),
+                    Catch::Contains("expected an object"));
+}
+
+TEST_CASE("program run request: the budget as bytes or a fraction of a footprint") {
+  program::RunRequest r;
+  CHECK(program::budget_bytes(r) == 0); // 100% with no footprint: no budget
+  r.budget_fraction = 0.5;
+  CHECK_THROWS_WITH(program::budget_bytes(r), Catch::Contains("--footprint"));
+  r.footprint_bytes = 10 * kMiB;
+  CHECK(program::budget_bytes(r) == 6 * kMiB); // 2.5 chunks round up, as the replay's
+  r.budget_bytes = 3 * kMiB;
+  CHECK(program::budget_bytes(r) == 3 * kMiB);
+}
+
+TEST_CASE("program run request: bad options fail before the program starts") {
+  program::RunRequest r;
+  r.command = {"/bin/true"};
+  r.policy = "nosuch";
+  CHECK_THROWS_WITH(program::run_program(r), Catch::Contains("--policy nosuch: unknown policy"));
+  r.policy = "pump";
+  r.params = {{"no_such_param", 1}};
+  CHECK_THROWS_WITH(program::run_program(r), Catch::Contains("no_such_param"));
+  r.params = nlohmann::json::object();
+  r.trace = "/no/such.fltrace";
+  CHECK_THROWS_WITH(program::run_program(r), Catch::Contains("--trace /no/such.fltrace"));
+  r.trace.clear();
+  r.command.clear();
+  CHECK_THROWS_WITH(program::run_program(r), Catch::Contains("no program given"));
+}
+
+#ifdef FAULTLINE_PROGRAM_MODULE
+// The module as the injection library loads it: its entry point, a config file, the hooks, the
+// measurements written at exit, and a policy error that names the policy and the launch.
+TEST_CASE("program module: loaded through its seam, it measures and names its errors") {
+  void* handle = dlopen(FAULTLINE_PROGRAM_MODULE, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle);
+  auto open = reinterpret_cast<program::OpenFunction>(dlsym(handle, program::kOpenSymbol));
+  REQUIRE(open);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("faultline-module-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "config.json").string(), out = (dir / "m.json").string();
+  FakeDevice device;
+  char message[512] = "";
+  std::ofstream(config) << R"({"policy": "nosuch", "out": "x"})";
+  CHECK(open(&device, config.c_str(), message, sizeof(message)) == nullptr);
+  CHECK_THAT(std::string(message), Catch::Contains("unknown policy \"nosuch\""));
+
+  std::ofstream(config) << nlohmann::json({{"policy", "pump"}, {"budget_bytes", 4 * kMiB},
+                                           {"out", out}})
+                               .dump();
+  program::Hooks* hooks = open(&device, config.c_str(), message, sizeof(message));
+  REQUIRE(hooks);
+  const uint64_t words[] = {kBase};
+  CHECK(hooks->alloc(kBase, 2 * kMiB, true));
+  CHECK(hooks->launch("fwd", words, 1, 0));
+  CHECK(hooks->kernels_done(1));
+  CHECK(hooks->step());
+  CHECK(hooks->alloc(kBase + 2 * kMiB, 6 * kMiB, true));
+  const uint64_t big[] = {kBase + 2 * kMiB};
+  CHECK_FALSE(hooks->launch("too_big", big, 1, 0));
+  CHECK_THAT(std::string(hooks->error()),
+             Catch::Contains("policy \"pump\", at kernel #1 (too_big)"));
+  CHECK(hooks->finish());
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(out));
+  CHECK(doc["results"]["kernels"] == 2);
+  CHECK(doc["config"]["policy"] == "pump");
+  delete hooks;
+  std::filesystem::remove_all(dir);
+}
+#endif

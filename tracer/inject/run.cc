@@ -1,0 +1,190 @@
+// Run mode (`faultline run`): the policy host runs inside the program. The module
+// libfaultline_program.so (sim/program/seam.h) gets the program's allocations, frees, launches
+// with their argument words, synchronisations, step marks and kernels' ends, and acts through
+// the Device below: migrations on a stream of the library's own, which a launch's stream waits
+// for only after the budget evicted for it. Kernels' ends come from an event recorded after each
+// launch, polled at every hook; the CPU never waits for them.
+#include "sim/program/seam.h"
+#include "tracer/inject/state.h"
+
+#include <cuda.h>
+#include <deque>
+#include <dlfcn.h>
+#include <string>
+#include <vector>
+
+namespace faultline::inject {
+namespace {
+
+class CudaDevice : public program::Device {
+public:
+  void prefetch_to_gpu(uint64_t address, uint64_t bytes) override {
+    CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, device()};
+    call(cuMemPrefetchAsync(address, bytes, gpu, 0, stream()), "cuMemPrefetchAsync to the GPU");
+  }
+  void evict_to_host(uint64_t address, uint64_t bytes) override {
+    CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+    call(cuMemPrefetchAsync(address, bytes, host, 0, stream()), "cuMemPrefetchAsync to the host");
+  }
+  void discard(uint64_t address, uint64_t bytes) override {
+    CUdeviceptr p = address;
+    size_t n = bytes;
+    call(cuMemDiscardBatchAsync(&p, &n, 1, 0, stream()), "cuMemDiscardBatchAsync");
+  }
+  void advise_remote(uint64_t address, uint64_t bytes, bool on) override {
+    CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0}, gpu{CU_MEM_LOCATION_TYPE_DEVICE, device()};
+    call(cuMemAdvise(address, bytes,
+                     on ? CU_MEM_ADVISE_SET_PREFERRED_LOCATION
+                        : CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+                     host),
+         "cuMemAdvise");
+    call(cuMemAdvise(address, bytes,
+                     on ? CU_MEM_ADVISE_SET_ACCESSED_BY : CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu),
+         "cuMemAdvise");
+  }
+  void order_before(uint64_t program_stream) override {
+    if (!fence_) call(cuEventCreate(&fence_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    call(cuEventRecord(fence_, stream()), "cuEventRecord");
+    call(cuStreamWaitEvent(reinterpret_cast<CUstream>(program_stream), fence_, 0),
+         "cuStreamWaitEvent");
+  }
+  void synchronize() override { call(cuCtxSynchronize(), "cuCtxSynchronize"); }
+  uint64_t used_bytes() override {
+    size_t free = 0, total = 0;
+    call(cuMemGetInfo(&free, &total), "cuMemGetInfo");
+    return total - free;
+  }
+  uint64_t total_bytes() override {
+    size_t free = 0, total = 0;
+    call(cuMemGetInfo(&free, &total), "cuMemGetInfo");
+    return total;
+  }
+  const char* error() override { return error_.c_str(); }
+
+private:
+  void call(CUresult r, const char* what) {
+    if (r == CUDA_SUCCESS) return;
+    const char* text = nullptr;
+    cuGetErrorString(r, &text);
+    fatal(std::string(what) + " failed: " + (text ? text : "unknown error"));
+  }
+  int device() {
+    CUdevice d = 0;
+    call(cuCtxGetDevice(&d), "cuCtxGetDevice");
+    return d;
+  }
+  CUstream stream() {
+    if (!stream_) call(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return stream_;
+  }
+
+  CUstream stream_ = nullptr;
+  CUevent fence_ = nullptr;
+  std::string error_;
+};
+
+CudaDevice g_device;
+program::Hooks* g_hooks = nullptr;
+std::deque<CUevent> g_running, g_spare; // an event after each launch not yet seen done
+uint64_t g_done = 0;
+
+program::Hooks& hooks() {
+  if (g_hooks) return *g_hooks;
+  const char* lib = std::getenv("FAULTLINE_PROGRAM_LIB");
+  const char* config = std::getenv("FAULTLINE_RUN_CONFIG");
+  if (!lib || !config) fatal("FAULTLINE_PROGRAM_LIB and FAULTLINE_RUN_CONFIG must be set");
+  void* handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) fatal(std::string("cannot load ") + lib + ": " + dlerror());
+  auto open = reinterpret_cast<program::OpenFunction>(dlsym(handle, program::kOpenSymbol));
+  if (!open) fatal(std::string(lib) + " has no " + program::kOpenSymbol);
+  char message[1024] = "";
+  ToolScope scope;
+  g_hooks = open(&g_device, config, message, sizeof(message));
+  if (!g_hooks) fatal(message);
+  return *g_hooks;
+}
+
+void check(bool ok) {
+  if (!ok) fatal(hooks().error());
+}
+
+// Kernels done since the last look, in launch order.
+void poll() {
+  if (g_running.empty()) return;
+  uint64_t done = g_done;
+  while (!g_running.empty() && cuEventQuery(g_running.front()) == CUDA_SUCCESS) {
+    g_spare.push_back(g_running.front());
+    g_running.pop_front();
+    ++done;
+  }
+  if (done != g_done) check(hooks().kernels_done(g_done = done));
+}
+
+} // namespace
+
+void run_alloc(uint64_t address, uint64_t size, bool managed) {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().alloc(address, size, managed));
+}
+
+void run_free(uint64_t address) {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().free(address));
+}
+
+void run_launch(const char* name, const std::vector<uint64_t>& words, CUstream stream) {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().launch(name, words.data(), words.size(), reinterpret_cast<uint64_t>(stream)));
+}
+
+void run_launched(CUstream stream) {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  CUevent e = nullptr;
+  if (!g_spare.empty()) {
+    e = g_spare.front();
+    g_spare.pop_front();
+  } else if (cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    fatal("cuEventCreate failed");
+  }
+  if (cuEventRecord(e, stream) != CUDA_SUCCESS) fatal("cuEventRecord after a launch failed");
+  g_running.push_back(e);
+}
+
+void run_synced() {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().synced());
+}
+
+void run_step() {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().step());
+}
+
+void run_range(bool on) {
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  poll();
+  check(hooks().range(on));
+}
+
+void run_finish() {
+  if (!g_hooks) return; // no CUDA work: `faultline run` says so
+  ToolScope scope;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  cuCtxSynchronize(); // every kernel's end reaches the policy, the migrations are done
+  poll();
+  check(hooks().finish());
+}
+
+} // namespace faultline::inject
