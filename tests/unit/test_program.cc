@@ -7,6 +7,7 @@
 #include "sim/program/config.h"
 #include "sim/program/program.h"
 #include "sim/program/seam.h"
+#include "sim/run/result_fields.h"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
@@ -143,6 +144,16 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   run.kernels_done(2);
   const nlohmann::json doc = run.finish();
   REQUIRE(doc["steps"].size() == 2);
+  for (const auto& [key, value] : doc["results"].items()) { // every field it writes is declared
+    const std::string path = "results." + key;
+    INFO(path);
+    CHECK((result_field_declared(path) ||
+           (value.is_object() && result_field_declared(path + "." + value.begin().key()))));
+  }
+  for (const auto& [key, value] : doc["steps"][1].items()) {
+    INFO(key);
+    CHECK(result_field_declared("steps[]." + key));
+  }
   CHECK(doc["steps"][0]["step"] == 0);
   CHECK(doc["steps"][0]["start_ns"] == 0);
   CHECK(doc["steps"][0]["end_ns"] == 250);

@@ -86,7 +86,8 @@ TEST_CASE("results: declared fields are unique and say who writes them", "[resul
   for (const ResultField& f : result_fields()) {
     INFO(f.path);
     CHECK(seen.insert(f.path).second);
-    CHECK((f.backends == "sim" || f.backends == "live" || f.backends == "both"));
+    CHECK((f.backends == "sim" || f.backends == "live" || f.backends == "both" ||
+           f.backends == "program" || f.backends == "all"));
     CHECK(!f.unit.empty());
     CHECK(!f.meaning.empty());
   }

@@ -453,7 +453,8 @@ void on_driver(uint32_t id, const ApiCall& cb) {
 
 void on_copy(const ApiCall& cb, raw::CopyOp op, uint64_t dst, uint64_t src, uint64_t bytes,
              uint32_t kind, uint64_t stream, bool blocking = false) {
-  const bool run = state().options.mode == Mode::kRun;
+  // Run mode: a copy or memset is an operation as the trace has it (none of zero bytes).
+  const bool run = state().options.mode == Mode::kRun && bytes > 0;
   if (run && !cb.enter) return run_launched(reinterpret_cast<CUstream>(stream));
   if (!cb.enter) return after_operation();
   at_api_boundary();

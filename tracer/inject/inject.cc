@@ -4,7 +4,7 @@
 //
 // It writes the raw stream of tracer/raw/raw_format.h to $FAULTLINE_RAW_OUT. Environment:
 //   FAULTLINE_RAW_OUT     output path (required)
-//   FAULTLINE_MODE        observe | timing | access | sanitize | program  (default observe)
+//   FAULTLINE_MODE        observe | timing | access | sanitize | program | run (default observe)
 //   FAULTLINE_RANGE       all | profiler: manipulate and mark only inside cudaProfilerStart/Stop
 //   FAULTLINE_MANAGED     1: cudaMalloc becomes cudaMallocManaged (needs LD_PRELOAD)
 //   FAULTLINE_MARGIN      bytes of GPU memory that managed allocations must leave free
@@ -31,6 +31,8 @@
 // every 64 KB the operation touches migrates on demand and shows up as an HtoD record. sanitize
 // uses the Sanitizer API instead of CUPTI: every kernel is patched to note the pages it touches
 // (sanitize.cc), and the host's touches of managed memory are recorded (host_touch.cc).
+// run is `faultline run`: CUPTI's callbacks alone feed the policy host inside the program
+// (run.cc; $FAULTLINE_PROGRAM_LIB, $FAULTLINE_RUN_CONFIG).
 #include "tracer/inject/cupti_hooks.h"
 #include "tracer/inject/state.h"
 
