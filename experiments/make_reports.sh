@@ -20,6 +20,12 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
       h100-sanitize-traces h200-papers h200-e4b970cd-drained; do
       "$python" experiments/live/fidelity.py report "$c" --write-reports
     done
+    # Campaigns that ran the policies inside the programs (campaign.sh program): the simulator
+    # and the replay against the program itself.
+    for d in experiments/live/data/*/; do
+      compgen -G "$d*.plain.log" >/dev/null &&
+        "$python" experiments/live/fidelity.py program "$(basename "$d")" --write-reports
+    done
     # Campaigns made in passes with a calibration between them: how far the costs moved.
     for c in h200-9bc851db-drift h200-a74c9e80-drift; do
       "$python" experiments/live/calibration.py drift "experiments/live/data/$c" \

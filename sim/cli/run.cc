@@ -47,7 +47,8 @@ program::RunRequest request_of(const Options& o) {
   r.policy = o.policy;
   if (!o.params.empty()) {
     r.params = nlohmann::json::parse(o.params, nullptr, false);
-    if (!r.params.is_object()) throw UsageError("--params " + o.params + ": expected a JSON object");
+    if (!r.params.is_object())
+      throw UsageError("--params " + o.params + ": expected a JSON object");
   }
   if (o.budget) {
     r.budget_bytes = o.budget->bytes;
@@ -73,13 +74,14 @@ program::RunRequest request_of(const Options& o) {
 } // namespace
 
 void add_run(CLI::App& app) {
-  CLI::App* sub = add_command(
-      app, "run", "run a program with a policy inside it, under a budget (needs a GPU)",
-      kExplanation);
+  CLI::App* sub =
+      add_command(app, "run", "run a program with a policy inside it, under a budget (needs a GPU)",
+                  kExplanation);
   auto o = std::make_shared<Options>();
   sub->add_option("--policy", o->policy, "the policy (default ondemand)")->type_name("P");
   sub->add_option("--params", o->params, "the policy's params, a JSON object")->type_name("JSON");
-  add_budget(*sub, o->budget, "residency budget: a fraction (0.5), a percentage (50%) or bytes (8G)");
+  add_budget(*sub, o->budget,
+             "residency budget: a fraction (0.5), a percentage (50%) or bytes (8G)");
   add_bytes(*sub, "--footprint", o->footprint, "the program's managed footprint, for a fraction");
   sub->add_option("--trace", o->trace, "a trace of the same program: footprint, oracle's future")
       ->type_name("T");

@@ -10,11 +10,13 @@ AddressMap::AddressMap(const std::string& trace_path) {
   trace::Record r;
   while (reader.next(r))
     if (r.type == trace::RecordType::kAlloc && r.alloc.kind != trace::MemoryKind::kAllocatorBlock)
-      trace_.push_back({r.alloc.address, r.alloc.size, r.alloc.kind == trace::MemoryKind::kManaged});
+      trace_.push_back(
+          {r.alloc.address, r.alloc.size, r.alloc.kind == trace::MemoryKind::kManaged});
 }
 
 AddressMap::AddressMap(const Segments& segments) {
-  for (const auto& [range, managed] : segments) trace_.push_back({range.first, range.second, managed});
+  for (const auto& [range, managed] : segments)
+    trace_.push_back({range.first, range.second, managed});
 }
 
 Addr AddressMap::allocated(Addr live, Bytes size, bool managed) {
@@ -37,7 +39,9 @@ Addr AddressMap::allocated(Addr live, Bytes size, bool managed) {
 void AddressMap::freed(Addr live) {
   auto it = by_live_.find(live);
   if (it == by_live_.end()) return;
-  by_trace_.erase(it->second.second);
+  // The trace may have reused the address for an allocation the run still holds.
+  if (auto t = by_trace_.find(it->second.second); t != by_trace_.end() && t->second.second == live)
+    by_trace_.erase(t);
   by_live_.erase(it);
 }
 

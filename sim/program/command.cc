@@ -10,8 +10,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,10 +27,9 @@ namespace fs = std::filesystem;
 // libfaultline_program.so: $FAULTLINE_PROGRAM, else beside the binary.
 std::string module_path() {
   const char* given = std::getenv("FAULTLINE_PROGRAM");
-  const fs::path path = given && *given
-                            ? fs::path(given)
-                            : fs::read_symlink("/proc/self/exe").parent_path() /
-                                  "libfaultline_program.so";
+  const fs::path path = given && *given ? fs::path(given)
+                                        : fs::read_symlink("/proc/self/exe").parent_path() /
+                                              "libfaultline_program.so";
   if (!fs::exists(path))
     throw UsageError("the policy host module " + path.string() + " does not exist (it is built " +
                      "with the faultline binary; $FAULTLINE_PROGRAM names another)");
@@ -73,9 +72,11 @@ int run_child(const RunRequest& r, const std::string& lib, const std::string& mo
     setenv("FAULTLINE_RUN_CONFIG", (s.dir + "/config.json").c_str(), 1);
     setenv("FAULTLINE_UM_COUNTERS", "0", 1);
     setenv("FAULTLINE_HOST_TOUCHES", "0", 1);
+    unsetenv("FAULTLINE_PROBE"); // a capture's probe would leave the callbacks out
     if (r.managed || r.torch) {
       setenv("FAULTLINE_MANAGED", "1", 1);
-      setenv("LD_PRELOAD", lib.c_str(), 1);
+      const char* old = std::getenv("LD_PRELOAD");
+      setenv("LD_PRELOAD", (lib + (old && *old ? ":" + std::string(old) : "")).c_str(), 1);
     }
     if (r.torch) {
       const char* old = std::getenv("PYTHONPATH");
@@ -127,7 +128,8 @@ uint64_t budget_bytes(const RunRequest& r) {
                      "program) or --footprint BYTES; or give the budget in bytes (8G)");
   }
   // As the replay rounds it (live::budget_chunks): whole chunks, rounded up.
-  const double chunks = std::ceil(r.budget_fraction * static_cast<double>(footprint / kBlockSize) - 1e-9);
+  const double chunks =
+      std::ceil(r.budget_fraction * static_cast<double>(footprint / kBlockSize) - 1e-9);
   return std::max<uint64_t>(1, static_cast<uint64_t>(chunks)) * kBlockSize;
 }
 
@@ -137,8 +139,8 @@ int run_program(const RunRequest& r) {
     throw UsageError("--trace " + r.trace + ": no such file");
   const auto& registry = policies::Registry::instance();
   if (!registry.has(r.policy))
-    throw UsageError("--policy " + r.policy + ": unknown policy; known policies: " +
-                     registry.known());
+    throw UsageError("--policy " + r.policy +
+                     ": unknown policy; known policies: " + registry.known());
   try { // params the policy does not take fail here, before the program starts
     registry.create(r.policy, r.params, "--params");
   } catch (const ConfigError& e) {
@@ -168,7 +170,10 @@ int run_program(const RunRequest& r) {
   nlohmann::json gpu = raw_summary(scratch.dir + "/run.raw", stopped);
   if (!stopped.empty()) throw Error("faultline run: the run stopped the program: " + stopped);
   if (!fs::exists(config.out)) {
-    if (status != 0) return status; // the program failed before any CUDA work: its output said why
+    if (status > 128)
+      std::cerr << "faultline run: " << r.command[0] << " was ended by signal " << status - 128
+                << " before the run's measurements were written\n";
+    if (status != 0) return status; // the program's own output says why
     throw Error("faultline run: " + r.command[0] +
                 " made no CUDA call the run could see (no allocation or launch): nothing to "
                 "measure");

@@ -23,13 +23,13 @@ struct RunRequest {
   uint64_t footprint_bytes = 0;
   std::string trace;       // a trace of the same program: the footprint, and the oracle's future
   uint64_t iterations = 0; // the oracle's steps of `trace`
-  bool torch = false;      // PyTorch: its allocator's memory managed, a step mark per optimizer step
-  bool managed = false;    // cudaMalloc becomes cudaMallocManaged
+  bool torch = false;   // PyTorch: its allocator's memory managed, a step mark per optimizer step
+  bool managed = false; // cudaMalloc becomes cudaMallocManaged
   std::string range = "all"; // or "profiler": see RunConfig::range
   uint64_t margin = 2ull << 30;
-  std::string inject;      // the injection library (empty: beside the binary)
-  std::string out;         // the result (empty: stdout)
-  std::string keep;        // keep the run's files (config, raw stream, measurements) here
+  std::string inject; // the injection library (empty: beside the binary)
+  std::string out;    // the result (empty: stdout)
+  std::string keep;   // keep the run's files (config, raw stream, measurements) here
   std::vector<std::string> command;
   std::string command_line; // `faultline run ...` as given, recorded in the result
 };

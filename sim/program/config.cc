@@ -6,8 +6,8 @@
 namespace faultline::program {
 
 nlohmann::json to_json(const RunConfig& c) {
-  return {{"policy", c.policy},         {"params", c.params},         {"budget_bytes", c.budget_bytes},
-          {"trace", c.trace},           {"iterations", c.iterations}, {"range", c.range},
+  return {{"policy", c.policy}, {"params", c.params},         {"budget_bytes", c.budget_bytes},
+          {"trace", c.trace},   {"iterations", c.iterations}, {"range", c.range},
           {"out", c.out}};
 }
 

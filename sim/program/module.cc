@@ -31,9 +31,8 @@ public:
   bool launch(const char* name, const uint64_t* words, size_t count, uint64_t stream) override {
     const std::string what =
         "kernel #" + std::to_string(run_->kernels()) + " (" + std::string(name) + ")";
-    return guard(what.c_str(), [&] {
-      run_->launch(name, std::vector<uint64_t>(words, words + count), stream);
-    });
+    return guard(what.c_str(),
+                 [&] { run_->launch(name, std::vector<uint64_t>(words, words + count), stream); });
   }
   bool kernels_done(uint64_t count) override {
     return guard("a kernel's end", [&] { run_->kernels_done(count); });
@@ -82,8 +81,7 @@ faultline_program_open(faultline::program::Device* device, const char* config_pa
   using namespace faultline;
   try {
     const std::string path = config_path ? config_path : "";
-    program::RunConfig config =
-        program::run_config_of(config::load_json_file(path), path);
+    program::RunConfig config = program::run_config_of(config::load_json_file(path), path);
     return new program::Module(std::move(config), *device, device->total_bytes());
   } catch (const std::exception& e) {
     std::snprintf(message, message_size, "%s", e.what());

@@ -26,7 +26,8 @@ uint64_t budget_chunks(const RunConfig& config, uint64_t gpu_bytes) {
 
 uint32_t page_bits(Addr lo, Addr hi) { // the big pages of [lo, hi) inside lo's chunk
   uint32_t bits = 0;
-  for (Addr q = lo / kBigPageSize; q * kBigPageSize < hi; ++q) bits |= 1u << (q % kBigPagesPerBlock);
+  for (Addr q = lo / kBigPageSize; q * kBigPageSize < hi; ++q)
+    bits |= 1u << (q % kBigPagesPerBlock);
   return bits;
 }
 
@@ -66,11 +67,17 @@ template <typename F> void ProgramRun::for_each_managed(Addr start, Bytes bytes,
   }
 }
 
-template <typename F>
-void ProgramRun::for_each_acted(const policies::Range& range, F f) const {
+template <typename F> void ProgramRun::for_each_acted(const policies::Range& range, F f) const {
   if (!map_) return for_each_managed(range.start, range.bytes, f);
   map_->for_each_live(range.start, range.bytes,
                       [&](Addr live, Bytes n) { for_each_managed(live, n, f); });
+}
+
+Addr ProgramRun::to_policy(Addr live, Bytes span) const {
+  Addr first = AddressMap::kNoAddress;
+  for_each_managed(live, span, [&](Addr a, Bytes) { first = std::min(first, a); });
+  if (first == AddressMap::kNoAddress) return first;
+  return map_ ? map_->to_trace(first) : first;
 }
 
 std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) const {
@@ -122,8 +129,7 @@ void ProgramRun::free(uint64_t address) {
     const Addr lo = page * kBigPageSize;
     bool shared = false;
     if (page == first || page == last)
-      for (Addr probe : {lo, lo + kBigPageSize - 1})
-        if (const auto* other = find(probe); other && other->second.managed) shared = true;
+      for_each_managed(lo, kBigPageSize, [&](Addr, Bytes) { shared = true; });
     if (!shared) residency_.remove(page, 1);
   }
 }
@@ -149,13 +155,12 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
     const std::vector<host::ChunkPages> c = chunks_of(address, bytes);
     needed.insert(needed.end(), c.begin(), c.end());
   }
-  make_room(needed,
-            [&] { return "kernel #" + std::to_string(index) + " (" + name + ")"; });
+  make_room(needed, [&] { return "kernel #" + std::to_string(index) + " (" + name + ")"; });
   Pending p{index, {}};
   for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
     for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit)
       if (c.pages >> bit & 1)
-        if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize);
+        if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize, kBigPageSize);
             a != AddressMap::kNoAddress)
           p.absent.push_back(a / kBigPageSize * kBigPageSize);
   for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
@@ -183,7 +188,7 @@ void ProgramRun::synced() {
   last_call_ = now();
   const uint64_t used = device_.used_bytes();
   if (!gpu_used_known_) return; // before the first allocation: nothing of the run's yet
-  const uint64_t others = gpu_used_at_start_ + device_bytes_;
+  const uint64_t others = gpu_used_at_start_ + device_bytes_ - device_bytes_at_start_;
   const uint64_t resident = used > others ? used - others : 0;
   step_gpu_peak_ = std::max(step_gpu_peak_, resident);
   gpu_peak_ = std::max(gpu_peak_, resident);
@@ -196,11 +201,23 @@ void ProgramRun::step() {
   if (!step_open_ || totals_.kernels > step_base_.kernels) boundary_ = last_call_;
 }
 
+// With range "all" a range changes nothing but marks a step at its start, as the capture counts
+// them; with "profiler", Stop ends the last step, and what follows belongs to no row.
 void ProgramRun::range(bool on) {
   last_call_ = now();
-  if (on && !in_range_ && step_ < 0) next_step_ = 0; // the set-up ends
-  in_range_ = on;
-  if (on) step();
+  if (config_.range != "profiler") {
+    if (on) step();
+    return;
+  }
+  if (!on) {
+    if (step_open_) close_step(last_call_);
+    boundary_.reset();
+    in_range_ = false;
+    return;
+  }
+  if (!in_range_ && step_ < 0) next_step_ = 0; // the set-up ends
+  in_range_ = true;
+  step();
 }
 
 void ProgramRun::open_step(Time at) {
@@ -213,6 +230,7 @@ void ProgramRun::open_step(Time at) {
   step_gpu_peak_ = 0;
   if (!gpu_used_known_) { // the first kernel: what the GPU holds before the run's data
     gpu_used_at_start_ = device_.used_bytes();
+    device_bytes_at_start_ = device_bytes_; // in the GPU's count already
     gpu_used_known_ = true;
   }
   step_ = next_step_++;
@@ -228,8 +246,9 @@ void ProgramRun::close_step(Time at) {
   row.kernels = totals_.kernels - step_base_.kernels;
   row.faults = totals_.faults - step_base_.faults;
   row.faults_reported_to_policy = totals_.reported_faults - step_base_.reported_faults;
-  row.bytes_host_to_gpu = (totals_.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
-                          totals_.prefetch_bytes - step_base_.prefetch_bytes;
+  row.bytes_host_to_gpu =
+      (totals_.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
+      totals_.prefetch_bytes - step_base_.prefetch_bytes;
   row.bytes_gpu_to_host = totals_.evicted_bytes - step_base_.evicted_bytes;
   row.evictions = totals_.evictions - step_base_.evictions;
   row.prefetch_issued_bytes = totals_.prefetch_bytes - step_base_.prefetch_bytes;
@@ -247,7 +266,8 @@ nlohmann::json ProgramRun::finish() {
   t.kernels = totals_.kernels;
   t.faults = totals_.faults;
   t.faults_reported_to_policy = totals_.reported_faults;
-  t.bytes_host_to_gpu = totals_.faults * static_cast<int64_t>(kBigPageSize) + totals_.prefetch_bytes;
+  t.bytes_host_to_gpu =
+      totals_.faults * static_cast<int64_t>(kBigPageSize) + totals_.prefetch_bytes;
   t.bytes_gpu_to_host = totals_.evicted_bytes;
   t.evictions = totals_.evictions;
   t.policy_evicted_bytes = totals_.policy_evicted_bytes;
@@ -278,11 +298,18 @@ void ProgramRun::make_room(const std::vector<host::ChunkPages>& needed, const F&
 Bytes ProgramRun::evict_chunk(uint64_t chunk, Bytes lo, Bytes hi) {
   Bytes evicted = 0;
   for_each_managed(chunk * kBlockSize + lo, hi - lo, [&](Addr a, Bytes n) {
+    after_launched();
     device_.evict_to_host(a, n);
     evicted += n;
   });
   evicted_since_launch_ = evicted_since_launch_ || evicted > 0;
   return evicted;
+}
+
+void ProgramRun::after_launched() {
+  if (ordered_after_ == kernels_) return;
+  device_.order_after_launched();
+  ordered_after_ = kernels_;
 }
 
 void ProgramRun::admit(const std::vector<host::ChunkPages>& pages) {
@@ -312,7 +339,8 @@ std::vector<Addr> ProgramRun::oldest_blocks(unsigned gpu, size_t n) const {
   std::vector<Addr> out;
   if (gpu != 0) return out;
   for (uint64_t chunk : residency_.oldest(n))
-    if (const Addr a = to_policy(chunk * kBlockSize); a != AddressMap::kNoAddress) out.push_back(a);
+    if (const Addr a = to_policy(chunk * kBlockSize, kBlockSize); a != AddressMap::kNoAddress)
+      out.push_back(a);
   return out;
 }
 
@@ -351,7 +379,9 @@ void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
 
 void ProgramRun::discard(const policies::Range& range, Time) {
   for_each_acted(range, [&](Addr a, Bytes n) {
+    after_launched(); // the kernels launched before read the data yet
     device_.discard(a, n);
+    evicted_since_launch_ = true; // and the next one may write it anew
     totals_.discarded_bytes += static_cast<int64_t>(n);
     const uint64_t first = (a + kBigPageSize - 1) / kBigPageSize, end = (a + n) / kBigPageSize;
     if (end > first) residency_.remove(first, end - first);

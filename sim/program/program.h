@@ -92,7 +92,10 @@ private:
   template <typename F> void for_each_managed(Addr start, Bytes bytes, F f) const;
   // As for_each_managed, for a range in the policy's addresses (the trace's, with a trace).
   template <typename F> void for_each_acted(const policies::Range& range, F f) const;
-  Addr to_policy(Addr live) const { return map_ ? map_->to_trace(live) : live; }
+  // The policy's address of the first byte of [live, live + span) the run holds.
+  Addr to_policy(Addr live, Bytes span) const;
+  // Evictions and discards wait for the kernels launched so far (the CPU runs ahead of them).
+  void after_launched();
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
   std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes) const;
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
@@ -108,7 +111,8 @@ private:
   std::optional<AddressMap> map_; // with a trace: the policy's addresses are the trace's
   host::PolicyHost host_;
   std::map<Addr, Allocation> live_;
-  uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0;
+  uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;
+  uint64_t ordered_after_ = 0; // kernels the migration stream was last made to wait for
   std::deque<Pending> pending_;
   bool evicted_since_launch_ = false;
   Totals totals_, step_base_;

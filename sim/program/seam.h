@@ -28,6 +28,8 @@ public:
   // The program's stream `stream` (0: the legacy default stream) waits, on the GPU, for every
   // migration issued so far; the CPU does not wait.
   virtual void order_before(uint64_t stream) = 0;
+  // The migrations issued from now on wait, on the GPU, for every kernel launched so far.
+  virtual void order_after_launched() = 0;
   // Waits for the GPU's work, the program's and the migrations.
   virtual void synchronize() = 0;
   // GPU memory in use now, every process's (cuMemGetInfo): with the GPU idle, the managed pages

@@ -35,7 +35,10 @@ public:
   void advise_remote(uint64_t a, uint64_t n, bool on) override {
     note(on ? "advise" : "unadvise", a, n);
   }
-  void order_before(uint64_t stream) override { calls.push_back("order " + std::to_string(stream)); }
+  void order_before(uint64_t stream) override {
+    calls.push_back("order " + std::to_string(stream));
+  }
+  void order_after_launched() override { calls.push_back("after"); }
   void synchronize() override { calls.push_back("sync"); }
   uint64_t used_bytes() override { return used; }
   uint64_t total_bytes() override { return total; }
@@ -70,16 +73,16 @@ TEST_CASE("program run: a launch's named allocations fit the budget, the oldest 
   FakeDevice device;
   ManualClock clock;
   program::ProgramRun run(config("ondemand", 8 * kMiB), device, device.total, clock);
-  run.alloc(kBase, 4 * kMiB, true);             // A: chunks 0-1
-  run.alloc(kBase + 4 * kMiB, 4 * kMiB, true);  // B: chunks 2-3
-  run.alloc(kBase + 8 * kMiB, 4 * kMiB, true);  // C: chunks 4-5
+  run.alloc(kBase, 4 * kMiB, true);            // A: chunks 0-1
+  run.alloc(kBase + 4 * kMiB, 4 * kMiB, true); // B: chunks 2-3
+  run.alloc(kBase + 8 * kMiB, 4 * kMiB, true); // C: chunks 4-5
   clock.t = 10;
   run.launch("k0", {kBase + 16, kBase + 4 * kMiB}, 7); // A and B: 4 chunks, the whole budget
   CHECK(device.take().empty());                        // room enough: nothing moves, no wait
   CHECK(run.residency().resident_chunks() == 4);
   run.launch("k1", {kBase + 8 * kMiB + 100}, 9); // C: A's two chunks go, then the stream waits
   CHECK(device.take() ==
-        std::vector<std::string>{"evict 0M 2M", "evict 2M 2M", "order 9"});
+        std::vector<std::string>{"after", "evict 0M 2M", "evict 2M 2M", "order 9"});
   CHECK(run.residency().resident_chunks() == 4);
   CHECK(run.residency().peak_chunks() == 4);
   run.launch("k2", {kBase + 8 * kMiB}, 9); // C again: resident, nothing moves
@@ -98,8 +101,7 @@ TEST_CASE("program run: a kernel naming more than the budget stops with its name
   ManualClock clock;
   program::ProgramRun run(config("ondemand", 4 * kMiB), device, device.total, clock);
   run.alloc(kBase, 6 * kMiB, true);
-  CHECK_THROWS_WITH(run.launch("big_gemm", {kBase}, 0),
-                    Catch::Contains("kernel #0 (big_gemm)"));
+  CHECK_THROWS_WITH(run.launch("big_gemm", {kBase}, 0), Catch::Contains("kernel #0 (big_gemm)"));
 }
 
 TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
@@ -114,7 +116,7 @@ TEST_CASE("program run: pump's prefetches run on the migration stream within the
   // b's block would pass PUMP's share of the budget while a runs: its prefetch waits for a's end;
   // the budget makes room for b at once, and b's stream waits for that eviction.
   run.launch("b", {kBase + 4 * kMiB}, 0);
-  CHECK(device.take() == std::vector<std::string>{"evict 0M 2M", "order 0"});
+  CHECK(device.take() == std::vector<std::string>{"after", "evict 0M 2M", "order 0"});
   run.kernels_done(1);
   CHECK(device.take() == std::vector<std::string>{"prefetch 4M 2M"});
   run.kernels_done(2);
@@ -182,7 +184,7 @@ TEST_CASE("program run: with the profiler range, the set-up is step -1 and each 
   run.range(true);
   run.launch("step", {kBase}, 0);
   clock.t = 40;
-  run.step();    // the hook's mark after the optimizer step
+  run.step(); // the hook's mark after the optimizer step
   clock.t = 45;
   run.range(true); // the next step's start, with no kernel between: one boundary
   clock.t = 50;
@@ -235,8 +237,8 @@ TEST_CASE("program run: the budget holds under random launches, frees and polici
         run.free(live[r % live.size()]);
         live.erase(live.begin() + static_cast<long>(r % live.size()));
       } else {
-        run.launch("k" + std::to_string(r % 4), {live[r % live.size()], live[(r / 7) % live.size()]},
-                   0);
+        run.launch("k" + std::to_string(r % 4),
+                   {live[r % live.size()], live[(r / 7) % live.size()]}, 0);
         if (r % 3 == 0) run.kernels_done(run.kernels());
         if (r % 11 == 0) run.step();
       }
@@ -249,7 +251,8 @@ TEST_CASE("program run: the budget holds under random launches, frees and polici
 }
 
 TEST_CASE("program run: with a trace, the policy's addresses are the trace's") {
-  program::AddressMap map(program::AddressMap::Segments{{{0x1000000, 4 * kMiB}, true}, {{0x9000000, 2 * kMiB}, false}});
+  program::AddressMap map(
+      program::AddressMap::Segments{{{0x1000000, 4 * kMiB}, true}, {{0x9000000, 2 * kMiB}, false}});
   CHECK(map.allocated(kBase, 4 * kMiB, true) == 0x1000000);
   CHECK(map.to_trace(kBase + 5) == 0x1000005);
   std::vector<std::pair<Addr, Bytes>> live;
@@ -331,9 +334,8 @@ TEST_CASE("program module: loaded through its seam, it measures and names its er
   CHECK(open(&device, config.c_str(), message, sizeof(message)) == nullptr);
   CHECK_THAT(std::string(message), Catch::Contains("unknown policy \"nosuch\""));
 
-  std::ofstream(config) << nlohmann::json({{"policy", "pump"}, {"budget_bytes", 4 * kMiB},
-                                           {"out", out}})
-                               .dump();
+  std::ofstream(config)
+      << nlohmann::json({{"policy", "pump"}, {"budget_bytes", 4 * kMiB}, {"out", out}}).dump();
   program::Hooks* hooks = open(&device, config.c_str(), message, sizeof(message));
   REQUIRE(hooks);
   const uint64_t words[] = {kBase};

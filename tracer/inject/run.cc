@@ -11,6 +11,7 @@
 #include <deque>
 #include <dlfcn.h>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace faultline::inject {
@@ -48,6 +49,7 @@ public:
     call(cuStreamWaitEvent(reinterpret_cast<CUstream>(program_stream), fence_, 0),
          "cuStreamWaitEvent");
   }
+  void order_after_launched() override;
   void synchronize() override { call(cuCtxSynchronize(), "cuCtxSynchronize"); }
   uint64_t used_bytes() override {
     size_t free = 0, total = 0;
@@ -60,10 +62,13 @@ public:
     return total;
   }
   const char* error() override { return error_.c_str(); }
+  // At the program's exit the runtime may have destroyed the context already: what the policy
+  // does then has nothing left to act on, and its measurements must still be written.
+  bool finishing = false;
 
 private:
   void call(CUresult r, const char* what) {
-    if (r == CUDA_SUCCESS) return;
+    if (r == CUDA_SUCCESS || finishing) return;
     const char* text = nullptr;
     cuGetErrorString(r, &text);
     fatal(std::string(what) + " failed: " + (text ? text : "unknown error"));
@@ -85,8 +90,20 @@ private:
 
 CudaDevice g_device;
 program::Hooks* g_hooks = nullptr;
-std::deque<CUevent> g_running, g_spare; // an event after each launch not yet seen done
+// An event after each launch not yet seen done (null: a launch into a stream being captured
+// into a graph, which runs only when the graph does: it counts as done at once).
+std::deque<CUevent> g_running, g_spare;
+std::unordered_map<CUstream, CUevent> g_last; // each stream's latest launch not yet seen done
 uint64_t g_done = 0;
+
+} // namespace
+
+void CudaDevice::order_after_launched() {
+  for (const auto& [stream, event] : g_last)
+    call(cuStreamWaitEvent(this->stream(), event, 0), "cuStreamWaitEvent");
+}
+
+namespace {
 
 program::Hooks& hooks() {
   if (g_hooks) return *g_hooks;
@@ -108,12 +125,22 @@ void check(bool ok) {
   if (!ok) fatal(hooks().error());
 }
 
-// Kernels done since the last look, in launch order.
+// Kernels done since the last look, in launch order. A query that fails (the context is
+// gone) counts the kernel done: nothing of it is left to wait for.
 void poll() {
   if (g_running.empty()) return;
   uint64_t done = g_done;
-  while (!g_running.empty() && cuEventQuery(g_running.front()) == CUDA_SUCCESS) {
-    g_spare.push_back(g_running.front());
+  while (!g_running.empty()) {
+    CUevent e = g_running.front();
+    if (e && cuEventQuery(e) == CUDA_ERROR_NOT_READY) break;
+    if (e) {
+      g_spare.push_back(e);
+      for (auto it = g_last.begin(); it != g_last.end(); ++it)
+        if (it->second == e) {
+          g_last.erase(it);
+          break;
+        }
+    }
     g_running.pop_front();
     ++done;
   }
@@ -146,6 +173,9 @@ void run_launch(const char* name, const std::vector<uint64_t>& words, CUstream s
 void run_launched(CUstream stream) {
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuStreamIsCapturing(stream, &capturing);
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return g_running.push_back(nullptr);
   CUevent e = nullptr;
   if (!g_spare.empty()) {
     e = g_spare.front();
@@ -155,6 +185,7 @@ void run_launched(CUstream stream) {
   }
   if (cuEventRecord(e, stream) != CUDA_SUCCESS) fatal("cuEventRecord after a launch failed");
   g_running.push_back(e);
+  g_last[stream] = e;
 }
 
 void run_synced() {
@@ -182,6 +213,7 @@ void run_finish() {
   if (!g_hooks) return; // no CUDA work: `faultline run` says so
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
+  g_device.finishing = true;
   cuCtxSynchronize(); // every kernel's end reaches the policy, the migrations are done
   poll();
   check(hooks().finish());
