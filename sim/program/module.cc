@@ -5,6 +5,7 @@
 #include "sim/core/error.h"
 #include "sim/program/program.h"
 #include "sim/program/seam.h"
+#include "sim/run/results.h"
 
 #include <cstdio>
 #include <cstring>
@@ -20,7 +21,12 @@ class Module : public Hooks {
 public:
   Module(RunConfig config, Device& device, uint64_t gpu_bytes)
       : out_(config.out), policy_(config.policy),
-        run_(std::make_unique<ProgramRun>(std::move(config), device, gpu_bytes, clock_)) {}
+        run_(std::make_unique<ProgramRun>(std::move(config), device, gpu_bytes, clock_)) {
+    // The result writer's tables are function statics: made now, before the injection library
+    // registers the exit handler that calls finish(), so that they outlive it.
+    totals_json(RunTotals{});
+    step_json(StepResult{});
+  }
 
   bool alloc(uint64_t address, uint64_t bytes, bool managed) override {
     return guard("an allocation", [&] { run_->alloc(address, bytes, managed); });

@@ -257,6 +257,14 @@ extern "C" __attribute__((visibility("default"))) void faultline_mark_step(void)
   if (state().options.mode == Mode::kRun) run_step();
 }
 
+// Run mode: the measurements written now, while the program's CUDA context still lives (the
+// PyTorch hook calls it from Python's exit handlers, which run before the runtime tears the
+// context down). Later calls, and the exit handler's, do nothing.
+extern "C" __attribute__((visibility("default"))) void faultline_run_finish(void) {
+  using namespace faultline::inject;
+  if (g_initialized && state().options.mode == Mode::kRun) run_finish();
+}
+
 // cudaMalloc as `faultline capture --managed` wants it: managed memory, so an unmodified program
 // (PyTorch's caching allocator included) runs on unified memory, as DeepUM and PUMP do.
 extern "C" __attribute__((visibility("default"))) cudaError_t cudaMalloc(void** ptr, size_t size) {

@@ -8,6 +8,7 @@
 #include "tracer/inject/state.h"
 
 #include <cuda.h>
+#include <cstdlib>
 #include <deque>
 #include <dlfcn.h>
 #include <string>
@@ -118,6 +119,9 @@ program::Hooks& hooks() {
   ToolScope scope;
   g_hooks = open(&g_device, config, message, sizeof(message));
   if (!g_hooks) fatal(message);
+  // Exit handlers run in the reverse order of their registration, static destructors among
+  // them: registered after the module's statics were made, finishing runs before they go.
+  std::atexit(run_finish);
   return *g_hooks;
 }
 
@@ -210,9 +214,11 @@ void run_range(bool on) {
 }
 
 void run_finish() {
-  if (!g_hooks) return; // no CUDA work: `faultline run` says so
+  static bool finished = false;
+  if (!g_hooks || finished) return; // no CUDA work (`faultline run` says so), or done already
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
+  finished = true;
   g_device.finishing = true;
   cuCtxSynchronize(); // every kernel's end reaches the policy, the migrations are done
   poll();

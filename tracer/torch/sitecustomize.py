@@ -4,9 +4,11 @@ exit, writes the allocator's block events to $FAULTLINE_TORCH_HISTORY as JSON:
 
     {"torch": VERSION, "events": [[action, address, size, stream, time_us], ...]}
 
-It also marks a step boundary after every optimizer step (see _mark_steps). time_us is
-PyTorch's wall clock (CLOCK_REALTIME), the clock CUPTI stamps API records with, which
-is how the converter places block allocations and frees among kernel launches. A sitecustomize
+It also marks a step boundary after every optimizer step (see _mark_steps), and under `faultline
+run` has the policy host write its measurements from Python's exit handlers, while the CUDA
+context still lives. time_us is PyTorch's wall clock (CLOCK_REALTIME), the clock CUPTI stamps API
+records with, which is how the converter places block allocations and frees among kernel
+launches. A sitecustomize
 found later on the path is still imported, so this file does not hide one the program relies on.
 """
 import atexit
@@ -70,5 +72,9 @@ if _OUT:
     atexit.register(_dump)
 if os.environ.get("FAULTLINE_INJECT_LIB"):
     _mark_steps()
+if os.environ.get("FAULTLINE_MODE") == "run":  # `faultline run`: measurements written at exit
+    import ctypes
+
+    atexit.register(ctypes.CDLL(os.environ["FAULTLINE_INJECT_LIB"]).faultline_run_finish)
 
 _chain_next_sitecustomize()

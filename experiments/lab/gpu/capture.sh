@@ -16,7 +16,8 @@ sub_stage() (
   cd "$experiments/.."
   rm -rf .dev && mkdir -p .dev/lib
   cp build/faultline build/libfaultline_inject.so build/faultline_pages.fatbin build/um_micro \
-     build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/bfs build/libfaultline_live.so build/libfaultline_alloc.so \
+     build/host_stencil build/hash_join build/transpose2d build/radix_sort build/cg build/bfs \
+     build/tiles build/libfaultline_live.so build/libfaultline_alloc.so \
      build/libfaultline_program.so .dev/
   cp -r build/torch_hook .dev/
   for lib in libzstd.so.1 libnlopt_cxx.so.0; do

@@ -5,8 +5,10 @@
 
 # experiments/campaign.sh program OUT_DIR [PROGRAM...]
 # On the GPU machine, after `campaign.sh stage`. PROGRAM: resnet50 (a shipped DNN, batch 32), dlrm
-# (a recommender with 1 GB of embedding tables, this study's hold-out, never tuned on) and stencil
-# (host_stencil: data the host initialises, changes and reads); default all three. Each runs
+# (a recommender with 1 GB of embedding tables, this study's hold-out, never tuned on), tiles (a
+# CUDA program whose data the host initialises and feeds, tile by tile, each kernel one tile: the
+# hold-out CUDA program) and stencil (host_stencil: every kernel names all its data, so a budget
+# below the footprint is refused); default all four. Each runs
 # STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
 # exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing
 # after that long):
@@ -23,7 +25,7 @@ sub_program() (
   SECONDS=0
   out=$(realpath -m "${1:?usage: campaign.sh program OUT_DIR [PROGRAM...]}")
   shift
-  programs=${*:-resnet50 dlrm stencil}
+  programs=${*:-resnet50 dlrm tiles stencil}
   staged
   mkdir -p "$out/replay"
   steps=${STEPS:-10}
@@ -33,7 +35,8 @@ sub_program() (
   cmd[resnet50]="python3 $experiments/workloads.py train resnet50 --batch 32 --warmup 1 --steps $steps"
   cmd[dlrm]="python3 $experiments/workloads.py train dlrm --warmup 1 --steps $steps"
   cmd[stencil]="$bin/host_stencil --mib 2048 --steps $((steps + 1)) --sweeps 6"
-  torch[resnet50]=--torch; torch[dlrm]=--torch; torch[stencil]=
+  cmd[tiles]="$bin/tiles --mib 2048 --tiles 16 --steps $((steps + 1))"
+  torch[resnet50]=--torch; torch[dlrm]=--torch; torch[stencil]=; torch[tiles]=
 
   if [ ! -f "$out/machine.txt" ]; then
     {
