@@ -155,7 +155,8 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
     const std::vector<host::ChunkPages> c = chunks_of(address, bytes);
     needed.insert(needed.end(), c.begin(), c.end());
   }
-  make_room(needed, [&] { return "kernel #" + std::to_string(index) + " (" + name + ")"; });
+  // Errors name the launch where they are caught (module.cc).
+  make_room(needed, [] { return std::string("the launch"); });
   Pending p{index, {}};
   for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
     for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit)

@@ -19,7 +19,7 @@ import os
 import re
 
 from lab import sim, tables
-from lab.campaigns import median
+from lab.campaigns import median, refusals
 from lab.live.fidelity import profile_keys
 from lab.paths import EXPERIMENTS, FAULTLINE, REPO
 
@@ -85,7 +85,7 @@ def report(folder, faultline):
     program_runs = runs(folder, "*.json")
     replays = runs(os.path.join(folder, "replay"), "*.json")
     programs = sorted({k[0] for k in program_runs})
-    rows, overhead = [], []
+    rows, overhead, unsimulated = [], [], []
     for p in programs:
         plain = [program_seconds(f) for f in sorted(glob.glob(os.path.join(folder, p + ".plain*.log")))]
         plain = [s for s in plain if s]
@@ -113,7 +113,8 @@ def report(folder, faultline):
                 try:
                     t_sim = simulate(trace, pol, b, profile, faultline)
                 except sim.SimulationError as e:
-                    print(f"program: {p} {pol} {b}: simulator: {e}")
+                    unsimulated.append({"program": p, "policy": pol, "budget": float(b),
+                                        "message": str(e)})
                     t_sim = None
                 row = {"program": p, "policy": pol, "budget": float(b), "repeats": len(times),
                        "program_s": round(t_prog / 1e9, 4),
@@ -130,7 +131,8 @@ def report(folder, faultline):
     return {"campaign": os.path.relpath(folder, REPO), "profile": profile_name,
             "programs": programs, "ground_truth": "program", "overhead": overhead,
             "simulator": summary_of(rows, "sim_error"), "replay": summary_of(rows, "replay_error"),
-            "rows": rows}
+            "rows": rows, "unsimulated": unsimulated,
+            "without_result": [{"run": r["run"], "message": r["message"]} for r in refusals(folder)]}
 
 
 def pct(x):
@@ -163,6 +165,11 @@ def markdown(doc, command):
         [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_s"], pct(r["spread"]),
           r["speedup_over_ondemand"], r["replay_s"], pct(r["replay_error"]), r["sim_s"],
           pct(r["sim_error"])] for r in doc["rows"]])
+    if doc["without_result"] or doc["unsimulated"]:
+        lines += ["", "## Runs without a result", ""]
+        lines += [f"- `{r['run']}`: {r['message']}" for r in doc["without_result"]]
+        lines += [f"- {r['program']} {r['policy']} {r['budget']:.0%}, the simulator: {r['message']}"
+                  for r in doc["unsimulated"]]
     return lines
 
 
