@@ -32,7 +32,7 @@ def budget_of(doc):
     for key in ("budget", "capacity"):
         if isinstance(cfg.get(key), dict):
             return cfg[key].get("fraction_of_footprint")
-    return None
+    return cfg.get("budget_fraction")  # `faultline run` at 3588e4e9
 
 
 def repeat_of(path):
@@ -46,6 +46,8 @@ def run_of(path, doc):
     """One result as the scripts read it."""
     cfg = doc.get("config", {})
     policy = cfg.get("policy", {})
+    if isinstance(policy, str):  # `faultline run` at 3588e4e9 wrote the policy's name alone
+        policy = {"name": policy, "params": cfg.get("params")}
     return {"path": path, "trace_path": doc["trace"]["path"],
             "trace": trace_name(doc["trace"]["path"]),
             "policy": policy.get("name"), "params": policy.get("params") or {},

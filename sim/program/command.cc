@@ -189,10 +189,20 @@ int run_program(const RunRequest& r) {
                     {"managed", r.managed || r.torch},
                     {"run_command", r.command_line}};
   doc["program"].update(gpu);
-  doc["config"] = measured.at("config");
-  doc["config"].erase("out");
-  doc["config"]["margin"] = r.margin;
-  if (r.budget_bytes == 0) doc["config"]["budget_fraction"] = r.budget_fraction;
+  // The config as the replay resolves its own (live::resolved_config), and what only a program
+  // run has.
+  const nlohmann::json& ran = measured.at("config");
+  const bool fraction = r.budget_bytes == 0 && config.budget_bytes != 0;
+  doc["config"] = {
+      {"policy", {{"name", ran.at("policy")}, {"params", ran.at("params")}}},
+      {"budget",
+       {{"fraction_of_footprint", fraction ? nlohmann::json(r.budget_fraction) : nlohmann::json()},
+        {"bytes", r.budget_bytes ? nlohmann::json(r.budget_bytes) : nlohmann::json()},
+        {"resolved_bytes", config.budget_bytes},
+        {"chunks", ran.at("budget_chunks")}}},
+      {"margin", r.margin},
+      {"range", r.range},
+      {"iterations", r.iterations}};
   if (r.footprint_bytes) doc["config"]["footprint_bytes"] = r.footprint_bytes;
   if (!r.trace.empty()) {
     doc["trace"] = {{"path", r.trace},

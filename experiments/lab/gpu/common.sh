@@ -34,6 +34,18 @@ in_lanes() { # JOB...
   wait
 }
 
+# What a campaign records of the machine it ran on (its machine.txt): the revision, the GPU, the
+# CPU, the date.
+machine_txt() {
+  {
+    git rev-parse HEAD 2>/dev/null || true
+    nvidia-smi --query-gpu=name,uuid,pci.bus_id,memory.total,memory.used,driver_version,clocks.max.sm \
+      --format=csv
+    lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
+    date -u
+  } 2>&1
+}
+
 # The Python that runs here: the venv's where there is one.
 python_here() {
   if [ -x .venv/bin/python ]; then echo .venv/bin/python; else echo python3; fi

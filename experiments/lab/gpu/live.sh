@@ -70,13 +70,7 @@ sub_live() (
   profile=$model-$uuid
 
   if [[ $stages == *" calibrate "* ]]; then
-    {
-      git rev-parse HEAD 2>/dev/null || true
-      nvidia-smi --query-gpu=name,uuid,pci.bus_id,memory.total,memory.used,driver_version,clocks.max.sm \
-        --format=csv
-      lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
-      date -u
-    } >"$out/machine.txt" 2>&1
+    machine_txt >"$out/machine.txt"
     echo "$profile" >"$out/profile.txt"
     warm_up
     moment

@@ -39,13 +39,7 @@ sub_program() (
   torch[resnet50]=--torch; torch[dlrm]=--torch; torch[stencil]=; torch[tiles]=
 
   if [ ! -f "$out/machine.txt" ]; then
-    {
-      git rev-parse HEAD 2>/dev/null || true
-      nvidia-smi --query-gpu=name,uuid,pci.bus_id,memory.total,memory.used,driver_version,clocks.max.sm \
-        --format=csv
-      lscpu | grep -E '^(Model name|CPU\(s\)|Hypervisor vendor)'
-      date -u
-    } >"$out/machine.txt" 2>&1
+    machine_txt >"$out/machine.txt"
     uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | sed 's/^GPU-//' | cut -c1-8)
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
     echo "$model-$uuid" >"$out/profile.txt"

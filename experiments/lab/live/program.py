@@ -59,6 +59,14 @@ def runs(folder, pattern):
     return out
 
 
+def budget_bytes(doc):
+    """The bytes a program run's budget came to (0: none)."""
+    cfg = doc["config"]
+    if isinstance(cfg.get("budget"), dict):
+        return cfg["budget"]["resolved_bytes"]
+    return cfg["budget_bytes"]  # `faultline run` at 3588e4e9
+
+
 def simulate(trace, policy, budget, profile, faultline):
     config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "budget"},
               "policy": {"name": policy}, **profile_keys(profile)}
@@ -124,7 +132,7 @@ def report(folder, faultline):
                        "sim_s": round(t_sim / 1e9, 4) if t_sim else None,
                        "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
                                                   for d in docs for s in d["steps"]),
-                       "budget_bytes": docs[0]["config"]["budget_bytes"]}
+                       "budget_bytes": budget_bytes(docs[0])}
                 row["replay_error"] = round(t_rep / t_prog - 1, 4) if t_rep else None
                 row["sim_error"] = round(t_sim / t_prog - 1, 4) if t_sim else None
                 rows.append(row)
