@@ -24,6 +24,9 @@ namespace budget {
 void make_room(const std::vector<ChunkPages>& needed, const ChunkBooks& books,
                const std::function<std::string()>& what,
                const std::function<void(uint64_t)>& evict) {
+  // The common case, checked before any set is made: every needed chunk could be new, and still
+  // there is room (a program's launches come through here one by one).
+  if (books.resident_chunks() + needed.size() <= books.room_chunks()) return;
   std::unordered_set<uint64_t> chunks;
   uint64_t fresh = 0; // needed chunks that take no GPU memory yet
   for (const ChunkPages& c : needed)

@@ -95,7 +95,8 @@ void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
   if (bytes == 0) return;
   const uint64_t id = next_id_++;
   const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
-  live_[address] = {id, bytes, managed, seen != AddressMap::kNoAddress};
+  live_[address] = {id, bytes, managed, seen != AddressMap::kNoAddress,
+                   managed ? chunks_of(address, bytes) : std::vector<host::ChunkPages>{}};
   if (!managed) {
     device_bytes_ += bytes;
     residency_.reserve(static_cast<int64_t>((bytes + kBlockSize - 1) / kBlockSize));
@@ -140,32 +141,32 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   if (boundary_) open_step(*boundary_);
   const uint64_t index = kernels_++;
   ++totals_.kernels;
-  std::vector<uint64_t> ids;
-  std::vector<std::pair<Addr, Bytes>> named;
-  std::unordered_set<uint64_t> seen;
+  // Every launch comes through here: the buffers are the run's, kept between launches.
+  std::vector<uint64_t>& ids = launch_ids_;
+  std::vector<host::ChunkPages>& needed = launch_needed_;
+  ids.clear();
+  needed.clear();
+  named_.clear();
   for (uint64_t word : words) {
     const auto* a = find(word);
-    if (!a || !seen.insert(a->second.id).second) continue;
+    if (!a || std::find(named_.begin(), named_.end(), a->second.id) != named_.end()) continue;
+    named_.push_back(a->second.id);
     if (a->second.told) ids.push_back(a->second.id);
-    if (a->second.managed) named.emplace_back(a->first, a->second.bytes);
+    if (a->second.managed)
+      needed.insert(needed.end(), a->second.chunks.begin(), a->second.chunks.end());
   }
   host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
-  std::vector<host::ChunkPages> needed;
-  for (const auto& [address, bytes] : named) {
-    const std::vector<host::ChunkPages> c = chunks_of(address, bytes);
-    needed.insert(needed.end(), c.begin(), c.end());
-  }
   // Errors name the launch where they are caught (module.cc).
   make_room(needed, [] { return std::string("the launch"); });
   Pending p{index, {}};
-  for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
+  for (const host::ChunkPages& c : host::budget::absent(needed, residency_)) {
+    totals_.faults += std::popcount(c.pages);
     for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit)
       if (c.pages >> bit & 1)
         if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize, kBigPageSize);
             a != AddressMap::kNoAddress)
           p.absent.push_back(a / kBigPageSize * kBigPageSize);
-  for (const host::ChunkPages& c : host::budget::absent(needed, residency_))
-    totals_.faults += std::popcount(c.pages);
+  }
   admit(needed);
   pending_.push_back(std::move(p));
   if (evicted_since_launch_) device_.order_before(stream);

@@ -76,6 +76,7 @@ private:
     uint64_t id = 0, bytes = 0;
     bool managed = true;
     bool told = true; // the policy heard of it (not when it lies beyond the trace's)
+    std::vector<host::ChunkPages> chunks; // managed: its pages, by chunk
   };
   struct Pending {
     uint64_t kernel = 0;
@@ -114,6 +115,8 @@ private:
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;
   uint64_t ordered_after_ = 0; // kernels the migration stream was last made to wait for
   std::deque<Pending> pending_;
+  std::vector<uint64_t> launch_ids_, named_; // a launch's, kept for the next
+  std::vector<host::ChunkPages> launch_needed_;
   bool evicted_since_launch_ = false;
   Totals totals_, step_base_;
   // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it.
