@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sim/core/types.h"
+#include "sim/host/budget.h"
 
 #include <cstdint>
 #include <map>
@@ -30,6 +31,11 @@ public:
   Addr allocated(Addr live, Bytes size, bool managed);
   void freed(Addr live);
   Addr to_trace(Addr live) const;
+  // The trace's pages as the run's: each chunk's pages moved by its segment's offset (whole when
+  // the segment holds the chunk's pages and both segments lie alike on 2 MB, else page by page);
+  // pages in no mapped segment are left out. Appends to `out`.
+  void to_live(const std::vector<host::ChunkPages>& trace,
+               std::vector<host::ChunkPages>& out) const;
   // For each piece of the trace's [start, start + bytes) in a live mapped segment:
   // f(live address, bytes).
   template <typename F> void for_each_live(Addr start, Bytes bytes, F f) const;

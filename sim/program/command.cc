@@ -200,10 +200,13 @@ int run_program(const RunRequest& r) {
         {"bytes", r.budget_bytes ? nlohmann::json(r.budget_bytes) : nlohmann::json()},
         {"resolved_bytes", config.budget_bytes},
         {"chunks", ran.at("budget_chunks")}}},
+      {"books", ran.at("books")},
       {"margin", r.margin},
       {"range", r.range},
       {"iterations", r.iterations}};
   if (r.footprint_bytes) doc["config"]["footprint_bytes"] = r.footprint_bytes;
+  if (ran.contains("launches_past_trace"))
+    doc["config"]["launches_past_trace"] = ran["launches_past_trace"];
   if (!r.trace.empty()) {
     doc["trace"] = {{"path", r.trace},
                     {"footprint_bytes", trace::compute_stats(r.trace).footprint_bytes()}};

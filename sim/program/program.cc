@@ -37,6 +37,7 @@ ProgramRun::ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, con
     : config_(std::move(config)), device_(device), clock_(clock),
       residency_(budget_chunks(config_, gpu_bytes)),
       map_(config_.trace.empty() ? std::nullopt : std::optional<AddressMap>(config_.trace)),
+      traced_(config_.trace.empty() ? std::nullopt : std::optional<TracePages>(config_.trace)),
       host_(*this, config_.policy, config_.params, "run --policy " + config_.policy) {
   if (config_.range == "profiler") { // the set-up before the range is step -1
     in_range_ = false;
@@ -96,7 +97,7 @@ void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
   const uint64_t id = next_id_++;
   const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
   live_[address] = {id, bytes, managed, seen != AddressMap::kNoAddress,
-                   managed ? chunks_of(address, bytes) : std::vector<host::ChunkPages>{}};
+                    managed ? chunks_of(address, bytes) : std::vector<host::ChunkPages>{}};
   if (!managed) {
     device_bytes_ += bytes;
     residency_.reserve(static_cast<int64_t>((bytes + kBlockSize - 1) / kBlockSize));
@@ -154,6 +155,13 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
     if (a->second.told) ids.push_back(a->second.id);
     if (a->second.managed)
       needed.insert(needed.end(), a->second.chunks.begin(), a->second.chunks.end());
+  }
+  // With a trace, the pages its operation of this number touched, not the allocations named.
+  if (const auto* pages = traced_ ? traced_->operation(index) : nullptr) {
+    needed.clear();
+    map_->to_live(*pages, needed);
+  } else if (traced_) {
+    ++untraced_launches_;
   }
   host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
   // Errors name the launch where they are caught (module.cc).
@@ -280,6 +288,9 @@ nlohmann::json ProgramRun::finish() {
   nlohmann::json out;
   out["config"] = to_json(config_);
   out["config"]["budget_chunks"] = residency_.budget_chunks();
+  // What the budget counted a launch to need: the trace's pages, or the allocations it names.
+  out["config"]["books"] = traced_ ? "trace" : "arguments";
+  if (traced_) out["config"]["launches_past_trace"] = untraced_launches_;
   out["results"] = totals_json(t);
   if (gpu_used_known_) out["results"]["gpu_used_peak_bytes"] = gpu_peak_;
   out["steps"] = steps_;

@@ -3,13 +3,14 @@
 // third backend of the policy host (sim/host/policy_host.h), beside the simulator's Job and the
 // live replay: the same policy code, the same budget rules (sim/host/budget.h).
 //
-// The budget: what a kernel will touch is known only as the allocations its arguments name, so
-// the books count those whole: before a launch, the chunks of its named allocations must fit,
-// and the oldest resident chunks it does not name go back to the host (the budget's rule, as in
-// the replay), on the migration stream, which the launch's stream then waits for. Pages a kernel
-// touches outside its named allocations fault on demand, unseen by the books; the GPU's own
-// count at the program's synchronisations (steps[].gpu_used_peak_bytes) shows what was resident.
-// A kernel whose named allocations alone exceed the budget stops the program with an error.
+// The budget: with a trace of the same program, the books count the pages its operation of the
+// same number touched (trace_pages.h), as the replay's do; without one, what a kernel will touch
+// is known only as the allocations its arguments name, and the books count those whole. Before a
+// launch, what it needs must fit, and the oldest resident chunks it does not need go back to the
+// host (the budget's rule, as in the replay), on the migration stream, which the launch's stream
+// then waits for. Pages a kernel touches beyond that fault on demand, unseen by the books; the
+// GPU's own count at the program's synchronisations (steps[].gpu_used_peak_bytes) shows what was
+// resident. A kernel whose needs alone exceed the budget stops the program with an error.
 //
 // Contract: one call at a time (the injection library holds its lock); Error or
 // SimulationError from a call names the policy and the launch, and the run cannot go on.
@@ -20,6 +21,7 @@
 #include "sim/program/address_map.h"
 #include "sim/program/config.h"
 #include "sim/program/seam.h"
+#include "sim/program/trace_pages.h"
 
 #include <chrono>
 #include <cstdint>
@@ -109,7 +111,9 @@ private:
   Device& device_;
   const RunClock& clock_;
   host::Residency residency_;
-  std::optional<AddressMap> map_; // with a trace: the policy's addresses are the trace's
+  std::optional<AddressMap> map_;    // with a trace: the policy's addresses are the trace's
+  std::optional<TracePages> traced_; // with a trace: what each launch touches
+  uint64_t untraced_launches_ = 0;   // launches past the trace's operations
   host::PolicyHost host_;
   std::map<Addr, Allocation> live_;
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;

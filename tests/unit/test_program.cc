@@ -1,13 +1,16 @@
 // The policy host inside a program (sim/program): the program's calls in, the policy's actions and
 // the budget's evictions out, on a fake device; the module's seam as the injection library loads
 // it; the run's config read strictly.
+#include "replay_support.h"
 #include "sim/core/error.h"
 #include "sim/program/address_map.h"
 #include "sim/program/command.h"
 #include "sim/program/config.h"
 #include "sim/program/program.h"
 #include "sim/program/seam.h"
+#include "sim/program/trace_calls.h"
 #include "sim/run/result_fields.h"
+#include "sim/trace/inspect.h"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
@@ -27,6 +30,7 @@ constexpr uint64_t kBase = 0x7f0000000000ull; // 2 MB aligned, as managed alloca
 class FakeDevice : public program::Device {
 public:
   std::vector<std::string> calls;
+  std::vector<uint64_t> addresses; // of every migration, discard and advice
   uint64_t used = 1ull << 30, total = 80ull << 30;
 
   void prefetch_to_gpu(uint64_t a, uint64_t n) override { note("prefetch", a, n); }
@@ -48,6 +52,7 @@ public:
 
 private:
   void note(const char* kind, uint64_t a, uint64_t n) {
+    addresses.push_back(a);
     calls.push_back(std::string(kind) + " " + std::to_string((a - kBase) / kMiB) + "M " +
                     std::to_string(n / kMiB) + "M");
   }
@@ -268,6 +273,45 @@ TEST_CASE("program run: with a trace, the policy's addresses are the trace's") {
   two.allocated(kBase, 2 * kMiB, true);
   CHECK(two.allocated(kBase + 2 * kMiB, 2 * kMiB, true) == program::AddressMap::kNoAddress);
   CHECK(two.beyond_trace() == 1);
+}
+
+TEST_CASE("program run: with a trace, the budget counts the pages each operation touches") {
+  fltest::TempDir dir;
+  const std::string trace = fltest::dnn_trace(dir, 7);
+  const uint64_t footprint = trace::compute_stats(trace).footprint_bytes();
+  for (const char* policy : {"ondemand", "oracle", "schedule", "pump", "deepum"}) {
+    FakeDevice device;
+    ManualClock clock;
+    program::RunConfig c = config(policy, footprint / 2);
+    c.trace = trace;
+    program::ProgramRun run(c, device, device.total, clock);
+    // The run's addresses are not the trace's: 1 TiB above, as another process would have them.
+    const auto calls = program::trace_calls(trace, 1ull << 40);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      program::feed({calls[i]}, run);
+      INFO(policy << " after call " << i);
+      REQUIRE(run.residency().resident_chunks() <= footprint / 2 / (2 * kMiB));
+    }
+    const nlohmann::json doc = run.finish();
+    CHECK(doc["config"]["books"] == "trace");
+    CHECK(doc["config"]["launches_past_trace"] == 0);
+    CHECK(doc["steps"].size() == 2);
+    CHECK(doc["results"]["bytes_host_to_gpu"].get<int64_t>() > 0); // by fault or prefetch
+    if (std::string(policy) == "ondemand") CHECK(doc["results"]["faults"].get<int64_t>() > 0);
+    for (uint64_t a : device.addresses) CHECK(a >= (1ull << 40)); // in the run's memory
+  }
+}
+
+TEST_CASE("program run: a trace of another program is refused at the allocation that differs") {
+  fltest::TempDir dir;
+  const std::string trace = fltest::dnn_trace(dir, 7);
+  FakeDevice device;
+  ManualClock clock;
+  program::RunConfig c = config("ondemand", 0);
+  c.trace = trace;
+  program::ProgramRun run(c, device, device.total, clock);
+  CHECK_THROWS_WITH(run.alloc(kBase, 12345, true),
+                    Catch::Contains("the run's allocation #0 is 12345 managed bytes"));
 }
 
 TEST_CASE("program run config: read strictly, every bad key named") {
