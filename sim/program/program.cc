@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_set>
 
 namespace faultline::program {
 
@@ -197,7 +196,7 @@ void ProgramRun::kernels_done(uint64_t count) {
 void ProgramRun::synced() {
   last_call_ = now();
   const uint64_t used = device_.used_bytes();
-  if (!gpu_used_known_) return; // before the first allocation: nothing of the run's yet
+  if (!gpu_used_known_) return; // before the first launch: nothing of the run's yet
   const uint64_t others = gpu_used_at_start_ + device_bytes_ - device_bytes_at_start_;
   const uint64_t resident = used > others ? used - others : 0;
   step_gpu_peak_ = std::max(step_gpu_peak_, resident);
