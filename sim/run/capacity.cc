@@ -124,6 +124,16 @@ public:
     return done_ + m_.profile.launch_ns; // the replay launches once the host is done
   }
 
+  void before_device(uint64_t chunks, Time now) override {
+    Time t = std::max(now, done_);
+    books_.for_each_victim([&](uint64_t victim) {
+      if (m_.memory.chunks_free(m_.gpu) >= chunks) return false;
+      t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
+      return true;
+    });
+    done_ = t;
+  }
+
   std::vector<size_t> parts(const trace::KernelRecord& k, uint64_t index) const override {
     const std::vector<host::ChunkPages> touched = chunks_of(k);
     if (touched.size() <= books_.room_chunks()) return {0};

@@ -51,6 +51,10 @@ public:
   // live replay issues each as a cudaMemPrefetchAsync to that GPU (kBudget), which costs what a
   // prefetch of host data costs; the driver's own staging (kDriver) has no call to pay for.
   virtual Time stage_call_ns() const { return 0; }
+  // A device allocation of `chunks` is made at `now` (device memory is never evicted): the
+  // strategy makes room for it. The budget evicts the oldest chunks on the migration stream, as
+  // the replay's next kernel would; the driver's GPU has what it has.
+  virtual void before_device(uint64_t /*chunks*/, Time /*now*/) {}
   // A policy evicted a block to the host on the migration stream (after migration_start()).
   virtual void policy_evicted() {}
   virtual Time migration_start(Time now) const = 0;

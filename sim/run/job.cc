@@ -267,7 +267,9 @@ void Job::on_alloc(const trace::AllocRecord& r, Time now) {
     }
     memory_.add_managed(r.address + offset_, r.size, setup_.gpu);
   } else if (r.kind == trace::MemoryKind::kDevice) {
-    memory_.reserve_device(setup_.gpu, device_chunks_.add(r.address, r.size, +1));
+    const uint64_t chunks = device_chunks_.add(r.address, r.size, +1);
+    capacity_->before_device(chunks, now);
+    memory_.reserve_device(setup_.gpu, chunks);
     device_ranges_[r.address] = r.size;
   }
   host_.alloc(r, now);

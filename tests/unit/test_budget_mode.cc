@@ -36,6 +36,30 @@ TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others 
   CHECK(o.stats.kernel_rows.at(0).launched <= o.stats.kernel_rows.at(0).start);
 }
 
+TEST_CASE("budget mode: a device allocation into a full budget evicts the oldest chunks",
+          "[sim][budget]") {
+  Scratch s;
+  // Two kernels fill a 2-chunk budget; cuDNN-like device memory of one chunk then arrives (it is
+  // never evicted): the oldest managed chunk leaves for it, and the third kernel's block evicts
+  // the other. Before, the allocation stopped the run ("does not fit").
+  const std::string path = s.file("device.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 3 * kBlockSize, 0, 0});
+    w.write(kernel(0, 1000, {{0, 0}}));
+    w.write(kernel(1000, 1000, {{32, 0}}));
+    w.write(trace::AllocRecord{2, trace::MemoryKind::kDevice, 0x40000000, kBlockSize, 2500, 0});
+    w.write(kernel(3000, 1000, {{64, 0}}));
+    w.close();
+  }
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
+  const Outcome o = simulate(cfg, path, 2);
+  CHECK(o.stats.evictions == 2);
+  CHECK(o.stats.peak_chunks <= 2);
+  CHECK(o.stats.kernel_rows.size() == 3);
+}
+
 TEST_CASE("budget mode runs a kernel that needs more chunks than the budget in parts, as the "
           "replay does",
           "[sim][budget]") {
