@@ -32,7 +32,7 @@ def budget_of(doc):
     for key in ("budget", "capacity"):
         if isinstance(cfg.get(key), dict):
             return cfg[key].get("fraction_of_footprint")
-    return cfg.get("budget_fraction")  # `faultline run` at 3588e4e9
+    return cfg.get("budget_fraction")  # a program result of h100-91f89b91-program
 
 
 def repeat_of(path):
@@ -46,7 +46,7 @@ def run_of(path, doc):
     """One result as the scripts read it."""
     cfg = doc.get("config", {})
     policy = cfg.get("policy", {})
-    if isinstance(policy, str):  # `faultline run` at 3588e4e9 wrote the policy's name alone
+    if isinstance(policy, str):  # a program result of h100-91f89b91-program: the name alone
         policy = {"name": policy, "params": cfg.get("params")}
     return {"path": path, "trace_path": doc["trace"]["path"],
             "trace": trace_name(doc["trace"]["path"]),

@@ -64,7 +64,7 @@ def budget_bytes(doc):
     cfg = doc["config"]
     if isinstance(cfg.get("budget"), dict):
         return cfg["budget"]["resolved_bytes"]
-    return cfg["budget_bytes"]  # `faultline run` at 3588e4e9
+    return cfg["budget_bytes"]  # a result of h100-91f89b91-program
 
 
 def simulate(trace, policy, budget, profile, faultline):
