@@ -58,6 +58,13 @@ private:
   bool keep_;
 };
 
+// Puts `value` first in the colon-separated list the environment variable `name` holds.
+void prepend_env(const char* name, const std::string& value) {
+  std::string list = value;
+  if (const char* old = std::getenv(name); old && *old) list.append(":").append(old);
+  setenv(name, list.c_str(), 1);
+}
+
 int run_child(const RunRequest& r, const std::string& lib, const std::string& module,
               const Scratch& s) {
   const pid_t pid = fork();
@@ -75,15 +82,9 @@ int run_child(const RunRequest& r, const std::string& lib, const std::string& mo
     unsetenv("FAULTLINE_PROBE"); // a capture's probe would leave the callbacks out
     if (r.managed || r.torch) {
       setenv("FAULTLINE_MANAGED", "1", 1);
-      const char* old = std::getenv("LD_PRELOAD");
-      setenv("LD_PRELOAD", (lib + (old && *old ? ":" + std::string(old) : "")).c_str(), 1);
+      prepend_env("LD_PRELOAD", lib);
     }
-    if (r.torch) {
-      const char* old = std::getenv("PYTHONPATH");
-      const std::string path =
-          capture::torch_hook_dir() + (old && *old ? ":" + std::string(old) : "");
-      setenv("PYTHONPATH", path.c_str(), 1);
-    }
+    if (r.torch) prepend_env("PYTHONPATH", capture::torch_hook_dir());
     std::vector<char*> args;
     for (const std::string& a : r.command) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -146,10 +147,15 @@ int run_program(const RunRequest& r) {
   } catch (const ConfigError& e) {
     throw UsageError(e.what());
   }
+  // The trace is read once: its footprint sizes the budget and goes into the result.
+  const uint64_t trace_footprint =
+      r.trace.empty() ? 0 : trace::compute_stats(r.trace).footprint_bytes();
+  RunRequest sized = r;
+  if (!sized.footprint_bytes) sized.footprint_bytes = trace_footprint;
   RunConfig config;
   config.policy = r.policy;
   config.params = r.params;
-  config.budget_bytes = budget_bytes(r);
+  config.budget_bytes = budget_bytes(sized);
   config.trace = r.trace.empty() ? "" : fs::absolute(r.trace).string();
   config.iterations = r.iterations;
   config.range = r.range;
@@ -208,8 +214,7 @@ int run_program(const RunRequest& r) {
   if (ran.contains("launches_past_trace"))
     doc["config"]["launches_past_trace"] = ran["launches_past_trace"];
   if (!r.trace.empty()) {
-    doc["trace"] = {{"path", r.trace},
-                    {"footprint_bytes", trace::compute_stats(r.trace).footprint_bytes()}};
+    doc["trace"] = {{"path", r.trace}, {"footprint_bytes", trace_footprint}};
     doc["config"]["trace"] = r.trace;
   }
   doc["results"] = measured.at("results");

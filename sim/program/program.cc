@@ -149,26 +149,26 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   named_.clear();
   for (uint64_t word : words) {
     const auto* a = find(word);
-    if (!a || std::find(named_.begin(), named_.end(), a->second.id) != named_.end()) continue;
-    named_.push_back(a->second.id);
+    if (!a || std::find(named_.begin(), named_.end(), &a->second) != named_.end()) continue;
+    named_.push_back(&a->second);
     if (a->second.told) ids.push_back(a->second.id);
-    if (a->second.managed)
-      needed.insert(needed.end(), a->second.chunks.begin(), a->second.chunks.end());
   }
-  // With a trace, the pages its operation of this number touched, not the allocations named.
+  // With a trace, the pages its operation of this number touched; else the allocations named.
   if (const auto* pages = traced_ ? traced_->operation(index) : nullptr) {
-    needed.clear();
     map_->to_live(*pages, needed);
-  } else if (traced_) {
-    ++untraced_launches_;
+  } else {
+    if (traced_) ++untraced_launches_;
+    for (const Allocation* a : named_)
+      if (a->managed) needed.insert(needed.end(), a->chunks.begin(), a->chunks.end());
   }
   host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
   // Errors name the launch where they are caught (module.cc).
   make_room(needed, [] { return std::string("the launch"); });
   Pending p{index, {}};
+  const bool heard = host_.observes_faults(); // only such a policy is handed the addresses
   for (const host::ChunkPages& c : host::budget::absent(needed, residency_)) {
     totals_.faults += std::popcount(c.pages);
-    for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit)
+    for (unsigned bit = 0; heard && bit < kBigPagesPerBlock; ++bit)
       if (c.pages >> bit & 1)
         if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize, kBigPageSize);
             a != AddressMap::kNoAddress)

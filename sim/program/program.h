@@ -119,7 +119,8 @@ private:
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;
   uint64_t ordered_after_ = 0; // kernels the migration stream was last made to wait for
   std::deque<Pending> pending_;
-  std::vector<uint64_t> launch_ids_, named_; // a launch's, kept for the next
+  std::vector<uint64_t> launch_ids_; // a launch's buffers, kept for the next
+  std::vector<const Allocation*> named_;
   std::vector<host::ChunkPages> launch_needed_;
   bool evicted_since_launch_ = false;
   Totals totals_, step_base_;

@@ -88,7 +88,8 @@ def summary_of(rows, key):
 
 
 def report(folder, faultline):
-    profile_name = open(os.path.join(folder, "profile.txt")).read().strip()
+    with open(os.path.join(folder, "profile.txt")) as f:
+        profile_name = f.read().strip()
     profile = os.path.join(folder, "profile", "gpus", profile_name + ".json")
     program_runs = runs(folder, "*.json")
     replays = runs(os.path.join(folder, "replay"), "*.json")
