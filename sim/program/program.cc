@@ -2,6 +2,7 @@
 
 #include "sim/core/error.h"
 #include "sim/run/results.h"
+#include "tracer/raw/raw_format.h"
 
 #include <algorithm>
 #include <bit>
@@ -138,7 +139,7 @@ void ProgramRun::free(uint64_t address) {
 void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& words,
                         uint64_t stream) {
   const Time t = last_call_ = now();
-  if (boundary_) open_step(*boundary_);
+  if (boundary_ && !raw::is_copy_name(name.c_str())) open_step(*boundary_, boundary_totals_);
   const uint64_t index = kernels_++;
   ++totals_.kernels;
   // Every launch comes through here: the buffers are the run's, kept between launches.
@@ -207,7 +208,10 @@ void ProgramRun::step() {
   last_call_ = now();
   if (!in_range_) return;
   // A boundary begins a step only when a kernel follows it; until then the open step goes on.
-  if (!step_open_ || totals_.kernels > step_base_.kernels) boundary_ = last_call_;
+  if (!step_open_ || totals_.kernels > step_base_.kernels) {
+    boundary_ = last_call_;
+    boundary_totals_ = totals_;
+  }
 }
 
 // With range "all" a range changes nothing but marks a step at its start, as the capture counts
@@ -219,7 +223,7 @@ void ProgramRun::range(bool on) {
     return;
   }
   if (!on) {
-    if (step_open_) close_step(last_call_);
+    if (step_open_) close_step(last_call_, totals_);
     boundary_.reset();
     in_range_ = false;
     return;
@@ -229,12 +233,12 @@ void ProgramRun::range(bool on) {
   step();
 }
 
-void ProgramRun::open_step(Time at) {
-  if (step_open_) close_step(at);
+void ProgramRun::open_step(Time at, const Totals& base) {
+  if (step_open_) close_step(at, base);
   boundary_.reset();
   step_open_ = true;
   step_start_ = at;
-  step_base_ = totals_;
+  step_base_ = base;
   step_peak_chunks_ = residency_.resident_chunks();
   step_gpu_peak_ = 0;
   if (!gpu_used_known_) { // the first kernel: what the GPU holds before the run's data
@@ -246,21 +250,21 @@ void ProgramRun::open_step(Time at) {
   if (step_ >= 0) host_.step_begin(static_cast<uint64_t>(step_), now());
 }
 
-void ProgramRun::close_step(Time at) {
+void ProgramRun::close_step(Time at, const Totals& end) {
   StepResult row;
   row.step = step_;
   row.start_ns = step_start_;
   row.end_ns = at;
   row.time_ns = at - step_start_;
-  row.kernels = totals_.kernels - step_base_.kernels;
-  row.faults = totals_.faults - step_base_.faults;
-  row.faults_reported_to_policy = totals_.reported_faults - step_base_.reported_faults;
+  row.kernels = end.kernels - step_base_.kernels;
+  row.faults = end.faults - step_base_.faults;
+  row.faults_reported_to_policy = end.reported_faults - step_base_.reported_faults;
   row.bytes_host_to_gpu =
-      (totals_.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
-      totals_.prefetch_bytes - step_base_.prefetch_bytes;
-  row.bytes_gpu_to_host = totals_.evicted_bytes - step_base_.evicted_bytes;
-  row.evictions = totals_.evictions - step_base_.evictions;
-  row.prefetch_issued_bytes = totals_.prefetch_bytes - step_base_.prefetch_bytes;
+      (end.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
+      end.prefetch_bytes - step_base_.prefetch_bytes;
+  row.bytes_gpu_to_host = end.evicted_bytes - step_base_.evicted_bytes;
+  row.evictions = end.evictions - step_base_.evictions;
+  row.prefetch_issued_bytes = end.prefetch_bytes - step_base_.prefetch_bytes;
   row.peak_resident_bytes = static_cast<int64_t>(step_peak_chunks_ * kBlockSize);
   if (gpu_used_known_) row.gpu_used_peak_bytes = static_cast<int64_t>(step_gpu_peak_);
   steps_.push_back(step_json(row));
@@ -269,7 +273,7 @@ void ProgramRun::close_step(Time at) {
 
 nlohmann::json ProgramRun::finish() {
   kernels_done(kernels_);
-  if (step_open_) close_step(last_call_);
+  if (step_open_) close_step(last_call_, totals_);
   RunTotals t;
   t.total_time_ns = last_call_;
   t.kernels = totals_.kernels;

@@ -104,8 +104,8 @@ private:
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
   Bytes evict_chunk(uint64_t chunk, Bytes lo, Bytes hi);
   void admit(const std::vector<host::ChunkPages>& pages);
-  void open_step(Time at);
-  void close_step(Time at);
+  void open_step(Time at, const Totals& base);
+  void close_step(Time at, const Totals& end);
 
   RunConfig config_;
   Device& device_;
@@ -124,8 +124,11 @@ private:
   std::vector<host::ChunkPages> launch_needed_;
   bool evicted_since_launch_ = false;
   Totals totals_, step_base_;
-  // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it.
+  // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it, as the
+  // capture counts them; the copies between the boundary and that kernel are the new step's, and
+  // a copy with no kernel after it (a final loss.item()) stays in the step it follows.
   std::optional<Time> boundary_ = Time{0};
+  Totals boundary_totals_; // totals_ at the boundary
   bool step_open_ = false, in_range_ = true;
   int64_t step_ = -1, next_step_ = 0;
   Time step_start_ = 0, last_call_ = 0, decision_start_ = 0, decision_ns_ = 0;

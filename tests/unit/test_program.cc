@@ -11,6 +11,7 @@
 #include "sim/program/trace_calls.h"
 #include "sim/run/result_fields.h"
 #include "sim/trace/inspect.h"
+#include "tracer/raw/raw_format.h"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
@@ -172,6 +173,34 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   CHECK(doc["steps"][1]["gpu_used_peak_bytes"] == 2 * kMiB);
   CHECK(doc["steps"][1]["faults"] == 0);
   CHECK(doc["steps"][0]["faults"] == 32);
+}
+
+TEST_CASE("program run: a copy never begins a step; before a kernel it is the new step's") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(config("ondemand", 0), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  clock.t = 100;
+  run.launch("fwd", {kBase}, 0);
+  clock.t = 200;
+  run.step();
+  clock.t = 220;
+  run.launch(raw::copy_name(false, 1), {kBase, 0}, 0); // data in for the next step
+  clock.t = 300;
+  run.launch("fwd", {kBase}, 0); // confirms the boundary at 200
+  clock.t = 400;
+  run.step();
+  clock.t = 420;
+  run.launch(raw::copy_name(false, 2), {0, kBase}, 0); // the final loss.item(): no step follows
+  run.kernels_done(4);
+  const nlohmann::json doc = run.finish();
+  REQUIRE(doc["steps"].size() == 2);
+  CHECK(doc["steps"][0]["end_ns"] == 200);
+  CHECK(doc["steps"][0]["kernels"] == 1);
+  CHECK(doc["steps"][1]["start_ns"] == 200);
+  CHECK(doc["steps"][1]["end_ns"] == 420);
+  CHECK(doc["steps"][1]["kernels"] == 3);
+  CHECK(doc["results"]["kernels"] == 4);
 }
 
 TEST_CASE("program run: with the profiler range, the set-up is step -1 and each start a step") {

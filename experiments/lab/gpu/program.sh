@@ -19,6 +19,7 @@
 #                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
 #                               1.0 0.5 0.75) x REPEATS; failures leave the message in .err
 #   replay/PROGRAM-POLICY-BUDGET[.rR].json   `faultline replay` of the capture, the same grid
+#                               but REPLAY_REPEATS (default 1) and REPLAY_BUDGETS (default BUDGETS)
 # `experiments/program/report.py` turns the folder into the study's report.
 sub_program() (
   set -u +e -o pipefail
@@ -86,8 +87,8 @@ sub_program() (
   for p in $programs; do
     [ -f "$out/$p.fltrace" ] || continue
     late && break
-    REPEATS=$repeats TRACES=$p TRACE_DIR=$out POLICIES="${POLICIES:-ondemand schedule pump deepum oracle}" \
-      BUDGETS="${BUDGETS:-1.0 0.5 0.75}" STOP_AFTER=$(( ${STOP_AFTER:-100000} - SECONDS )) \
+    REPEATS=${REPLAY_REPEATS:-1} TRACES=$p TRACE_DIR=$out POLICIES="${POLICIES:-ondemand schedule pump deepum oracle}" \
+      BUDGETS="${REPLAY_BUDGETS:-${BUDGETS:-1.0 0.5 0.75}}" STOP_AFTER=$(( ${STOP_AFTER:-100000} - SECONDS )) \
       sub_replay "$out/replay" "$bin/faultline"
   done
   echo "program campaign: $SECONDS s"
