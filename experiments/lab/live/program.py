@@ -77,14 +77,20 @@ def signed(values):
     return round(median(values), 4) if values else None
 
 
-def summary_of(rows, key):
+def summary_of(rows, key, per_program=True):
+    """Median and max |error| over the rows, the signed median of each policy, and the same for
+    each program on its own."""
     errors = [r[key] for r in rows if r.get(key) is not None]
     by_policy = {p: signed([r[key] for r in rows if r["policy"] == p and r.get(key) is not None])
                  for p in POLICIES}
-    return {"runs": len(errors),
-            "median_abs_time_error": signed([abs(e) for e in errors]),
-            "max_abs_time_error": round(max(abs(e) for e in errors), 4) if errors else None,
-            "signed_median_by_policy": {p: v for p, v in by_policy.items() if v is not None}}
+    out = {"runs": len(errors),
+           "median_abs_time_error": signed([abs(e) for e in errors]),
+           "max_abs_time_error": round(max(abs(e) for e in errors), 4) if errors else None,
+           "signed_median_by_policy": {p: v for p, v in by_policy.items() if v is not None}}
+    if per_program:
+        out["by_program"] = {p: summary_of([r for r in rows if r["program"] == p], key, False)
+                             for p in sorted({r["program"] for r in rows})}
+    return out
 
 
 def report(folder, faultline):
@@ -166,7 +172,13 @@ def markdown(doc, command):
         lines += ["", f"## The {who} against the program", "",
                   f"{s['runs']} runs: median |error| {pct(s['median_abs_time_error'])}, "
                   f"max {pct(s['max_abs_time_error'])}; signed median by policy: " +
-                  ", ".join(f"{p} {pct(v)}" for p, v in s["signed_median_by_policy"].items()) + "."]
+                  ", ".join(f"{p} {pct(v)}" for p, v in s["signed_median_by_policy"].items()) + ".",
+                  ""]
+        lines += tables.markdown_table(
+            ["program", "runs", "median abs error", "max abs error"] + POLICIES,
+            [[p, b["runs"], pct(b["median_abs_time_error"]), pct(b["max_abs_time_error"])] +
+             [pct(b["signed_median_by_policy"].get(pol)) for pol in POLICIES]
+             for p, b in s["by_program"].items() if b["runs"]])
     lines += ["", "## Every run", ""]
     lines += tables.markdown_table(
         ["program", "policy", "budget", "program (s)", "spread", "speedup over ondemand",
