@@ -3,8 +3,6 @@
 #include "sim/core/error.h"
 #include "sim/trace/reader.h"
 
-#include <bit>
-
 namespace faultline::program {
 
 AddressMap::AddressMap(const std::string& trace_path) {
@@ -12,8 +10,8 @@ AddressMap::AddressMap(const std::string& trace_path) {
   trace::Record r;
   while (reader.next(r))
     if (r.type == trace::RecordType::kAlloc && r.alloc.kind != trace::MemoryKind::kAllocatorBlock)
-      trace_.push_back(
-          {r.alloc.address, r.alloc.size, r.alloc.kind == trace::MemoryKind::kManaged});
+      trace_.push_back({r.alloc.address, r.alloc.size,
+                        r.alloc.kind == trace::MemoryKind::kManaged, r.alloc.id});
 }
 
 AddressMap::AddressMap(const Segments& segments) {
@@ -45,33 +43,6 @@ void AddressMap::freed(Addr live) {
   if (auto t = by_trace_.find(it->second.second); t != by_trace_.end() && t->second.second == live)
     by_trace_.erase(t);
   by_live_.erase(it);
-}
-
-void AddressMap::to_live(const std::vector<host::ChunkPages>& trace,
-                         std::vector<host::ChunkPages>& out) const {
-  std::vector<uint64_t> pages; // the run's big pages of chunks that move page by page
-  for (const host::ChunkPages& c : trace) {
-    if (c.pages == 0) continue;
-    const Addr lo = c.chunk * kBlockSize + std::countr_zero(c.pages) * kBigPageSize;
-    const Addr hi = c.chunk * kBlockSize + (32 - std::countl_zero(c.pages)) * kBigPageSize;
-    auto it = by_trace_.upper_bound(lo);
-    if (it == by_trace_.begin()) continue;
-    --it;
-    const Addr base = it->first, live = it->second.second;
-    const Bytes size = it->second.first;
-    if (lo >= base + size) continue;
-    if (hi <= base + size && (live - base) % kBlockSize == 0 && lo >= base) {
-      out.push_back({c.chunk + (live - base) / kBlockSize, c.pages});
-      continue;
-    }
-    for (unsigned bit = 0; bit < kBigPagesPerBlock; ++bit) {
-      if (!(c.pages >> bit & 1)) continue;
-      const Addr page = c.chunk * kBlockSize + bit * kBigPageSize;
-      for_each_live(page, kBigPageSize, [&](Addr l, Bytes) { pages.push_back(l / kBigPageSize); });
-    }
-  }
-  if (pages.empty()) return;
-  for (const host::ChunkPages& c : host::group_by_chunk(pages)) out.push_back(c);
 }
 
 Addr AddressMap::to_trace(Addr live) const {

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "sim/core/types.h"
-#include "sim/host/budget.h"
 
 #include <cstdint>
 #include <map>
@@ -29,15 +28,12 @@ public:
   // The run allocated `live`: its trace address, or kNoAddress once the trace has no more
   // segments (the run has gone past what was captured).
   Addr allocated(Addr live, Bytes size, bool managed);
+  // The trace's id of the segment allocated() mapped last (0 for segments built for tests).
+  uint64_t last_id() const { return next_ ? trace_[next_ - 1].id : 0; }
   void freed(Addr live);
   Addr to_trace(Addr live) const;
-  // The trace's pages as the run's: each chunk's pages moved by its segment's offset (whole when
-  // the segment holds the chunk's pages and both segments lie alike on 2 MB, else page by page);
-  // pages in no mapped segment are left out. Appends to `out`.
-  void to_live(const std::vector<host::ChunkPages>& trace,
-               std::vector<host::ChunkPages>& out) const;
   // For each piece of the trace's [start, start + bytes) in a live mapped segment:
-  // f(live address, bytes).
+  // f(live address, bytes, trace address).
   template <typename F> void for_each_live(Addr start, Bytes bytes, F f) const;
   uint64_t beyond_trace() const { return beyond_; }
 
@@ -46,6 +42,7 @@ private:
     Addr address;
     Bytes size;
     bool managed;
+    uint64_t id = 0;
   };
   std::vector<Segment> trace_;
   size_t next_ = 0;
@@ -60,7 +57,7 @@ template <typename F> void AddressMap::for_each_live(Addr start, Bytes bytes, F 
   for (; it != by_trace_.end() && it->first < start + bytes; ++it) {
     const Addr lo = std::max(start, it->first);
     const Addr hi = std::min(start + bytes, it->first + it->second.first);
-    if (lo < hi) f(it->second.second + (lo - it->first), hi - lo);
+    if (lo < hi) f(it->second.second + (lo - it->first), hi - lo, lo);
   }
 }
 

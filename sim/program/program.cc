@@ -37,7 +37,7 @@ ProgramRun::ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, con
     : config_(std::move(config)), device_(device), clock_(clock),
       residency_(budget_chunks(config_, gpu_bytes)),
       map_(config_.trace.empty() ? std::nullopt : std::optional<AddressMap>(config_.trace)),
-      traced_(config_.trace.empty() ? std::nullopt : std::optional<TracePages>(config_.trace)),
+      traced_(config_.trace.empty() ? std::nullopt : std::optional<TraceView>(config_.trace)),
       host_(*this, config_.policy, config_.params, "run --policy " + config_.policy) {
   if (config_.range == "profiler") { // the set-up before the range is step -1
     in_range_ = false;
@@ -68,20 +68,17 @@ template <typename F> void ProgramRun::for_each_managed(Addr start, Bytes bytes,
   }
 }
 
-template <typename F> void ProgramRun::for_each_acted(const policies::Range& range, F f) const {
-  if (!map_) return for_each_managed(range.start, range.bytes, f);
-  map_->for_each_live(range.start, range.bytes,
-                      [&](Addr live, Bytes n) { for_each_managed(live, n, f); });
+template <typename F> void ProgramRun::for_each_piece(Addr start, Bytes bytes, F f) const {
+  if (!map_) return for_each_managed(start, bytes, [&](Addr a, Bytes n) { f(a, a, n); });
+  if (start >= kApart)
+    return for_each_managed(start - kApart, bytes,
+                            [&](Addr a, Bytes n) { f(a + kApart, a, n); });
+  map_->for_each_live(start, bytes, [&](Addr live, Bytes n, Addr trace) {
+    for_each_managed(live, n, [&](Addr a, Bytes m) { f(trace + (a - live), a, m); });
+  });
 }
 
-Addr ProgramRun::to_policy(Addr live, Bytes span) const {
-  Addr first = AddressMap::kNoAddress;
-  for_each_managed(live, span, [&](Addr a, Bytes) { first = std::min(first, a); });
-  if (first == AddressMap::kNoAddress) return first;
-  return map_ ? map_->to_trace(first) : first;
-}
-
-std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) const {
+std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) {
   std::vector<host::ChunkPages> out;
   for (Addr at = start, end = start + bytes; at < end;) {
     const Addr next = std::min(end, (at / kBlockSize + 1) * kBlockSize);
@@ -94,10 +91,13 @@ std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) con
 void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
   last_call_ = now();
   if (bytes == 0) return;
-  const uint64_t id = next_id_++;
   const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
-  live_[address] = {id, bytes, managed, seen != AddressMap::kNoAddress,
-                    managed ? chunks_of(address, bytes) : std::vector<host::ChunkPages>{}};
+  // With a trace, a segment has the trace's id, which the trace's blocks and launches name.
+  const uint64_t id = map_ && seen != AddressMap::kNoAddress && map_->last_id() ? map_->last_id()
+                                                                              : next_id_++;
+  const Addr book = seen != AddressMap::kNoAddress ? seen : address + kApart;
+  live_[address] = {id,   bytes, managed, seen != AddressMap::kNoAddress,
+                    book, managed ? chunks_of(book, bytes) : std::vector<host::ChunkPages>{}};
   if (!managed) {
     device_bytes_ += bytes;
     residency_.reserve(static_cast<int64_t>((bytes + kBlockSize - 1) / kBlockSize));
@@ -124,14 +124,13 @@ void ProgramRun::free(uint64_t address) {
     residency_.reserve(-static_cast<int64_t>((a.bytes + kBlockSize - 1) / kBlockSize));
     return;
   }
-  // Its pages leave the books; a chunk it shares with a live allocation keeps that one's pages.
-  const uint64_t first = address / kBigPageSize;
-  const uint64_t last = (address + a.bytes - 1) / kBigPageSize;
+  // Its pages leave the books; a big page it shares with a live allocation stays.
+  const uint64_t first = a.book / kBigPageSize;
+  const uint64_t last = (a.book + a.bytes - 1) / kBigPageSize;
   for (uint64_t page = first; page <= last; ++page) {
-    const Addr lo = page * kBigPageSize;
     bool shared = false;
     if (page == first || page == last)
-      for_each_managed(lo, kBigPageSize, [&](Addr, Bytes) { shared = true; });
+      for_each_piece(page * kBigPageSize, kBigPageSize, [&](Addr, Addr, Bytes) { shared = true; });
     if (!shared) residency_.remove(page, 1);
   }
 }
@@ -148,19 +147,27 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   ids.clear();
   needed.clear();
   named_.clear();
-  for (uint64_t word : words) {
-    const auto* a = find(word);
-    if (!a || std::find(named_.begin(), named_.end(), &a->second) != named_.end()) continue;
-    named_.push_back(&a->second);
-    if (a->second.told) ids.push_back(a->second.id);
-  }
-  // With a trace, the pages its operation of this number touched; else the allocations named.
-  if (const auto* pages = traced_ ? traced_->operation(index) : nullptr) {
-    map_->to_live(*pages, needed);
+  // With a trace, its operation of this number: the blocks made and freed before it, the
+  // allocations it named and the pages it touched. Else the allocations the arguments name.
+  if (const TraceView::Operation* op = traced_ ? traced_->operation(index) : nullptr) {
+    for (const TraceView::BlockEvent& b : op->blocks_before) {
+      if (b.free)
+        host_.free(b.record.id, t);
+      else
+        host_.alloc(b.record, t);
+    }
+    ids = op->args;
+    needed = op->pages;
   } else {
+    for (uint64_t word : words) {
+      const auto* a = find(word);
+      if (!a || std::find(named_.begin(), named_.end(), &a->second) != named_.end()) continue;
+      named_.push_back(&a->second);
+      if (a->second.told) ids.push_back(a->second.id);
+      if (a->second.managed) needed.insert(needed.end(), a->second.chunks.begin(),
+                                           a->second.chunks.end());
+    }
     if (traced_) ++untraced_launches_;
-    for (const Allocation* a : named_)
-      if (a->managed) needed.insert(needed.end(), a->chunks.begin(), a->chunks.end());
   }
   host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
   // Errors name the launch where they are caught (module.cc).
@@ -171,9 +178,9 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
     totals_.faults += std::popcount(c.pages);
     for (unsigned bit = 0; heard && bit < kBigPagesPerBlock; ++bit)
       if (c.pages >> bit & 1)
-        if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize, kBigPageSize);
+        if (const Addr a = to_policy(c.chunk * kBlockSize + bit * kBigPageSize);
             a != AddressMap::kNoAddress)
-          p.absent.push_back(a / kBigPageSize * kBigPageSize);
+          p.absent.push_back(a);
   }
   admit(needed);
   pending_.push_back(std::move(p));
@@ -305,17 +312,16 @@ nlohmann::json ProgramRun::finish() {
 template <typename F>
 void ProgramRun::make_room(const std::vector<host::ChunkPages>& needed, const F& what) {
   for (uint64_t chunk : residency_.make_room(needed, what)) {
-    totals_.evicted_bytes += static_cast<int64_t>(evict_chunk(chunk, 0, kBlockSize));
+    totals_.evicted_bytes += static_cast<int64_t>(evict_range(chunk * kBlockSize, kBlockSize));
     ++totals_.evictions;
   }
 }
 
-// Sends the chunk's live managed pages in [lo, hi) (offsets) to the host.
-Bytes ProgramRun::evict_chunk(uint64_t chunk, Bytes lo, Bytes hi) {
+Bytes ProgramRun::evict_range(Addr start, Bytes bytes) {
   Bytes evicted = 0;
-  for_each_managed(chunk * kBlockSize + lo, hi - lo, [&](Addr a, Bytes n) {
+  for_each_piece(start, bytes, [&](Addr, Addr live, Bytes n) {
     after_launched();
-    device_.evict_to_host(a, n);
+    device_.evict_to_host(live, n);
     evicted += n;
   });
   evicted_since_launch_ = evicted_since_launch_ || evicted > 0;
@@ -340,14 +346,9 @@ Bytes ProgramRun::free_bytes(unsigned gpu) const {
 }
 
 ProcessorId ProgramRun::holder(Addr address) const {
-  if (map_) {
-    Addr live = AddressMap::kNoAddress;
-    map_->for_each_live(address, 1, [&](Addr l, Bytes) { live = l; });
-    if (live == AddressMap::kNoAddress) return kNoProcessor;
-    address = live;
-  }
-  const auto* a = find(address);
-  if (!a || !a->second.managed) return kNoProcessor;
+  bool held = false; // by a live managed allocation
+  for_each_piece(address, 1, [&](Addr, Addr, Bytes) { held = true; });
+  if (!held) return kNoProcessor;
   return residency_.holds(address / kBlockSize) ? gpu_processor(0) : kHost;
 }
 
@@ -355,7 +356,7 @@ std::vector<Addr> ProgramRun::oldest_blocks(unsigned gpu, size_t n) const {
   std::vector<Addr> out;
   if (gpu != 0) return out;
   for (uint64_t chunk : residency_.oldest(n))
-    if (const Addr a = to_policy(chunk * kBlockSize, kBlockSize); a != AddressMap::kNoAddress)
+    if (const Addr a = to_policy(chunk * kBlockSize); a != AddressMap::kNoAddress)
       out.push_back(a);
   return out;
 }
@@ -363,14 +364,19 @@ std::vector<Addr> ProgramRun::oldest_blocks(unsigned gpu, size_t n) const {
 // Chunk by chunk, so that a prefetch larger than the room left evicts the oldest chunks (its own
 // earliest ones last), as the driver does.
 void ProgramRun::prefetch(const policies::Range& range, Time) {
-  for_each_acted(range, [&](Addr a, Bytes n) {
-    for (const host::ChunkPages& c : chunks_of(a, n)) {
-      const Addr lo = std::max(a, c.chunk * kBlockSize);
-      const Addr hi = std::min(a + n, (c.chunk + 1) * kBlockSize);
+  for_each_piece(range.start, range.bytes, [&](Addr book, Addr live, Bytes n) {
+    for (const host::ChunkPages& c : chunks_of(book, n)) {
+      const Addr lo = std::max(book, c.chunk * kBlockSize);
+      const Addr hi = std::min(book + n, (c.chunk + 1) * kBlockSize);
+      // Pages the books hold move nothing: the call is left out, as the simulator counts it.
+      uint64_t moving = 0;
+      for (const host::ChunkPages& a : host::budget::absent({c}, residency_))
+        moving += std::popcount(a.pages);
+      if (moving == 0) continue;
       make_room({c}, [] { return std::string("a prefetch"); });
       admit({c});
-      device_.prefetch_to_gpu(lo, hi - lo);
-      totals_.prefetch_bytes += static_cast<int64_t>(hi - lo);
+      device_.prefetch_to_gpu(live + (lo - book), hi - lo);
+      totals_.prefetch_bytes += static_cast<int64_t>(moving * kBigPageSize);
     }
   });
 }
@@ -379,34 +385,30 @@ void ProgramRun::prefetch(const policies::Range& range, Time) {
 void ProgramRun::stage(const policies::Range&, unsigned, Time) {}
 
 void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
-  for_each_acted(range, [&](Addr a, Bytes n) {
-    for (const host::ChunkPages& c : chunks_of(a, n)) {
-      const Addr lo = std::max(a, c.chunk * kBlockSize), base = c.chunk * kBlockSize;
-      const Addr hi = std::min(a + n, base + kBlockSize);
-      const Bytes evicted = evict_chunk(c.chunk, lo - base, hi - base);
-      totals_.policy_evicted_bytes += static_cast<int64_t>(evicted);
-      totals_.evicted_bytes += static_cast<int64_t>(evicted);
-      // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
-      const uint64_t first = (lo + kBigPageSize - 1) / kBigPageSize, end = hi / kBigPageSize;
-      if (end > first) residency_.remove(first, end - first);
-    }
+  for_each_piece(range.start, range.bytes, [&](Addr book, Addr, Bytes n) {
+    const Bytes evicted = evict_range(book, n);
+    totals_.policy_evicted_bytes += static_cast<int64_t>(evicted);
+    totals_.evicted_bytes += static_cast<int64_t>(evicted);
+    // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
+    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize, end = (book + n) / kBigPageSize;
+    if (end > first) residency_.remove(first, end - first);
   });
 }
 
 void ProgramRun::discard(const policies::Range& range, Time) {
-  for_each_acted(range, [&](Addr a, Bytes n) {
+  for_each_piece(range.start, range.bytes, [&](Addr book, Addr live, Bytes n) {
     after_launched(); // the kernels launched before read the data yet
-    device_.discard(a, n);
+    device_.discard(live, n);
     evicted_since_launch_ = true; // and the next one may write it anew
     totals_.discarded_bytes += static_cast<int64_t>(n);
-    const uint64_t first = (a + kBigPageSize - 1) / kBigPageSize, end = (a + n) / kBigPageSize;
+    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize, end = (book + n) / kBigPageSize;
     if (end > first) residency_.remove(first, end - first);
   });
 }
 
 void ProgramRun::advise(const policies::Range& range, policies::Advice advice, Time) {
-  for_each_acted(range, [&](Addr a, Bytes n) {
-    device_.advise_remote(a, n, advice == policies::Advice::kAccessRemotely);
+  for_each_piece(range.start, range.bytes, [&](Addr, Addr live, Bytes n) {
+    device_.advise_remote(live, n, advice == policies::Advice::kAccessRemotely);
   });
 }
 

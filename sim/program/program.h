@@ -4,7 +4,7 @@
 // live replay: the same policy code, the same budget rules (sim/host/budget.h).
 //
 // The budget: with a trace of the same program, the books count the pages its operation of the
-// same number touched (trace_pages.h), as the replay's do; without one, what a kernel will touch
+// same number touched (trace_view.h), as the replay's do; without one, what a kernel will touch
 // is known only as the allocations its arguments name, and the books count those whole. Before a
 // launch, what it needs must fit, and the oldest resident chunks it does not need go back to the
 // host (the budget's rule, as in the replay), on the migration stream, which the launch's stream
@@ -21,7 +21,7 @@
 #include "sim/program/address_map.h"
 #include "sim/program/config.h"
 #include "sim/program/seam.h"
-#include "sim/program/trace_pages.h"
+#include "sim/program/trace_view.h"
 
 #include <chrono>
 #include <cstdint>
@@ -78,7 +78,8 @@ private:
     uint64_t id = 0, bytes = 0;
     bool managed = true;
     bool told = true; // the policy heard of it (not when it lies beyond the trace's)
-    std::vector<host::ChunkPages> chunks; // managed: its pages, by chunk
+    Addr book = 0;    // its address in the books
+    std::vector<host::ChunkPages> chunks; // managed: its pages in the books, by chunk
   };
   struct Pending {
     uint64_t kernel = 0;
@@ -91,18 +92,25 @@ private:
   };
 
   Time now() const { return clock_.now(); }
+  // The books count chunks of the trace's addresses when there is a trace (so that a budget of
+  // the trace's footprint holds what the trace's operations touch, however the run's segments
+  // lie on 2 MB), else the run's own. A run's allocation past the trace's is booked at its own
+  // address moved by kApart, where no trace address lies; the policy never hears of it.
+  static constexpr Addr kApart = Addr{1} << 60;
   // For each live managed allocation piece of [start, start + bytes): f(address, bytes).
   template <typename F> void for_each_managed(Addr start, Bytes bytes, F f) const;
-  // As for_each_managed, for a range in the policy's addresses (the trace's, with a trace).
-  template <typename F> void for_each_acted(const policies::Range& range, F f) const;
-  // The policy's address of the first byte of [live, live + span) the run holds.
-  Addr to_policy(Addr live, Bytes span) const;
+  // For each piece of the books' [start, start + bytes) that a live managed allocation holds:
+  // f(books address, live address, bytes).
+  template <typename F> void for_each_piece(Addr start, Bytes bytes, F f) const;
+  // A books address as the policy's: the same, or kNoAddress past the trace's allocations.
+  static Addr to_policy(Addr book) { return book < kApart ? book : AddressMap::kNoAddress; }
   // Evictions and discards wait for the kernels launched so far (the CPU runs ahead of them).
   void after_launched();
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
-  std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes) const;
+  static std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes);
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
-  Bytes evict_chunk(uint64_t chunk, Bytes lo, Bytes hi);
+  // Sends the live pages of the books' [start, start + bytes) to the host; the bytes sent.
+  Bytes evict_range(Addr start, Bytes bytes);
   void admit(const std::vector<host::ChunkPages>& pages);
   void open_step(Time at, const Totals& base);
   void close_step(Time at, const Totals& end);
@@ -112,7 +120,7 @@ private:
   const RunClock& clock_;
   host::Residency residency_;
   std::optional<AddressMap> map_;    // with a trace: the policy's addresses are the trace's
-  std::optional<TracePages> traced_; // with a trace: what each launch touches
+  std::optional<TraceView> traced_; // with a trace: what it says of each launch
   uint64_t untraced_launches_ = 0;   // launches past the trace's operations
   host::PolicyHost host_;
   std::map<Addr, Allocation> live_;

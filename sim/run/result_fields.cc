@@ -156,8 +156,9 @@ std::vector<ResultField> declare() {
        "bounds it; config.budget_bytes beside it)"},
       {"steps[].gpu_used_peak_bytes", "bytes", "program",
        "the most GPU memory in use at the program's synchronisations in the step, less what was "
-       "in use at its first allocation and its device memory: the managed pages resident, as "
-       "the GPU counts them"},
+       "in use at its first allocation and its device memory: the GPU memory the driver holds "
+       "for managed pages, which keeps a 2 MB chunk for its pages after they go to the host, so "
+       "it counts the pages ever resident, not those resident now"},
       {"program.*", "JSON", "program",
        "the program run: its command, exit status, the GPU, the injection library's counts"},
       {"kernels[].index", "count", "both", "per_kernel: the kernel's place in the run"},
