@@ -92,7 +92,7 @@ const Fields<CapacitySpec>& capacity_fields() {
 const Fields<RunConfig>& capacity_mode_fields() {
   static const Fields<RunConfig> fields = {
       choice(&RunConfig::capacity_mode, "mode",
-             {{"driver", Mode::kDriver}, {"budget", Mode::kBudget}},
+             {{"driver", Mode::kDriver}, {"budget", Mode::kBudget}, {"program", Mode::kProgram}},
              "who keeps residency within capacity (the run's own capacity only). \"driver\": the "
              "driver evicts when a fault finds the GPU full (predictions). \"budget\": as "
              "`faultline replay` enforces its budget, so that simulator and GPU run the same "
@@ -101,7 +101,11 @@ const Fields<RunConfig>& capacity_mode_fields() {
              "before a kernel's launch finish before it starts, and a fault-watching policy gets "
              "the pages each kernel finds off the GPU at its launch, at its end; needs "
              "`driver.eviction` \"fifo\"; a kernel needing more chunks than the budget is an "
-             "error"),
+             "error. \"program\": the same budget as `faultline run` keeps it inside the "
+             "program: the CPU does not wait for each kernel, a kernel waits for the migrations "
+             "issued before it only when the budget evicted for it, no launch of the replay's "
+             "is charged, and a prefetch of pages already on the GPU makes no call; needs what "
+             "\"budget\" needs"),
   };
   return fields;
 }
@@ -341,10 +345,11 @@ RunConfig parse_run_config(const json& doc, const std::string& file) {
   RunConfig c;
   c.resolved = json::object(); // the profiles' and topology's records, laid over r's below
   read_fields(r, c, run_fields());
-  if (c.capacity_mode == Mode::kBudget && c.driver.eviction != EvictionOrder::kFifo)
+  const bool budget = c.capacity_mode == Mode::kBudget || c.capacity_mode == Mode::kProgram;
+  if (budget && c.driver.eviction != EvictionOrder::kFifo)
     r.fail("driver", "capacity mode \"budget\" evicts in first-residency order, as the live "
                      "replay does: set \"eviction\": \"fifo\"");
-  if (c.capacity_mode == Mode::kBudget && c.driver.prefetch_queue == PrefetchTiming::kBehindFaults)
+  if (budget && c.driver.prefetch_queue == PrefetchTiming::kBehindFaults)
     r.fail("driver", "capacity mode \"budget\" runs prefetches in order on one stream, as the "
                      "live replay does: set \"prefetch_queue\": \"immediate\"");
   r.finish();

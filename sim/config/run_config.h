@@ -163,7 +163,10 @@ struct RunConfig {
   // the same experiment: before each kernel (and each prefetched 2 MB chunk) the oldest chunks
   // it does not need are evicted to the host, and migrations issued before a kernel's launch
   // finish before it starts.
-  enum class CapacityMode { kDriver, kBudget } capacity_mode = CapacityMode::kDriver;
+  // kProgram: the budget as `faultline run` keeps it inside the real program (sim/program): the
+  // same evictions, but the CPU runs ahead as the program does, and a kernel waits for the
+  // migration stream only when the budget evicted for it.
+  enum class CapacityMode { kDriver, kBudget, kProgram } capacity_mode = CapacityMode::kDriver;
   DriverConfig driver;
   std::string policy = "ondemand";
   nlohmann::json policy_params = nlohmann::json::object();

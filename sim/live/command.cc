@@ -33,10 +33,12 @@ void apply_run_config(const std::string& path, ReplayRequest& request) {
   request.budget_bytes = c.capacity.bytes;
   if (c.capacity.fraction > 0) request.budget_fraction = c.capacity.fraction;
   request.iterations = c.iterations;
-  if (c.capacity_mode == config::RunConfig::CapacityMode::kDriver)
-    std::cerr << "faultline replay: " << path << ": capacity.mode \"driver\" has no live "
-              << "counterpart; the replay keeps a residency budget (the simulator's \"budget\" "
-              << "mode)\n";
+  if (c.capacity_mode != config::RunConfig::CapacityMode::kBudget)
+    std::cerr << "faultline replay: " << path << ": capacity.mode \""
+              << (c.capacity_mode == config::RunConfig::CapacityMode::kDriver ? "driver"
+                                                                               : "program")
+              << "\" is not the replay's; the replay keeps a residency budget (the simulator's "
+              << "\"budget\" mode)\n";
 }
 
 std::unique_ptr<LiveDevice> open_device(int device) {

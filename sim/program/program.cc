@@ -218,6 +218,7 @@ void ProgramRun::step() {
   if (!step_open_ || totals_.kernels > step_base_.kernels) {
     boundary_ = last_call_;
     boundary_totals_ = totals_;
+    boundary_is_start_ = false;
   }
 }
 
@@ -253,7 +254,9 @@ void ProgramRun::open_step(Time at, const Totals& base) {
     device_bytes_at_start_ = device_bytes_; // in the GPU's count already
     gpu_used_known_ = true;
   }
-  step_ = next_step_++;
+  // What runs before the first mark is the set-up, step -1, as the capture numbers it.
+  step_ = boundary_is_start_ ? -1 : next_step_++;
+  boundary_is_start_ = false;
   if (step_ >= 0) host_.step_begin(static_cast<uint64_t>(step_), now());
 }
 

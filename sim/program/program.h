@@ -136,7 +136,8 @@ private:
   // capture counts them; the copies between the boundary and that kernel are the new step's, and
   // a copy with no kernel after it (a final loss.item()) stays in the step it follows.
   std::optional<Time> boundary_ = Time{0};
-  Totals boundary_totals_; // totals_ at the boundary
+  Totals boundary_totals_;        // totals_ at the boundary
+  bool boundary_is_start_ = true; // the boundary is the run's start, not a mark
   bool step_open_ = false, in_range_ = true;
   int64_t step_ = -1, next_step_ = 0;
   Time step_start_ = 0, last_call_ = 0, decision_start_ = 0, decision_ns_ = 0;

@@ -100,19 +100,26 @@ private:
 // As `faultline replay` keeps its budget: before each kernel (and each prefetched chunk) the
 // oldest chunks it does not need leave; migrations run in order on one stream and a kernel
 // starts once those issued before it are done; the policy hears a kernel's faults at its end.
+// In the program (`faultline run`, `program_`), the same books and evictions, but the program's
+// launch is no replay's: a kernel waits for the migration stream only when the budget evicted
+// for it (the launch's stream then waits for everything issued on it), and a prefetch of pages
+// the GPU holds makes no call.
 class BudgetEvicts : public CapacityKeeper {
 public:
-  explicit BudgetEvicts(JobMemory m) : m_(m), books_(m.memory, m.gpu) {}
+  BudgetEvicts(JobMemory m, bool program) : m_(m), books_(m.memory, m.gpu), program_(program) {}
 
   Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
     admit_ran(); // the previous part's pages
     const std::vector<host::ChunkPages> touched = chunks_of(k);
     Time t = std::max(now, done_);
+    bool evicted = false;
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     host::budget::make_room(touched, books_, what, [&](uint64_t victim) {
+      evicted = true;
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
-    done_ = t; // faults_ gathers over a kernel's parts; kernel_done() hands them over
+    if (program_ && !evicted) t = now; // nothing evicted: the stream was not made to wait
+    done_ = std::max(done_, t); // faults_ gathers over a kernel's parts; kernel_done() hands them over
     if (m_.host.observes_faults()) {
       for (const host::ChunkPages& c : touched)
         if (const uint32_t pages = c.pages & ~known_pages(c.chunk))
@@ -121,6 +128,7 @@ public:
               faults_.push_back((c.chunk * kBigPagesPerBlock + p) * kBigPageSize - m_.offset);
       ran_ = touched;
     }
+    if (program_) return t;
     return done_ + m_.profile.launch_ns; // the replay launches once the host is done
   }
 
@@ -162,10 +170,11 @@ public:
     const unsigned gpu = m_.gpu;
     const config::GpuProfile& profile = m_.profile;
     for_each_block(m_, range, [&](VaBlock& block, const PageMask& pages_in_range) {
-      const Time t = std::max(now, done_) + profile.prefetch_call_ns;
       undo_discard(block, pages_in_range);
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
+      if (program_ && pages.none()) return;
+      const Time t = std::max(now, done_) + profile.prefetch_call_ns;
       done_ = pages.none() ? t : copy_in(block, pages, t);
       // The replay's books take a prefetch's pages in, whether or not they were on the GPU.
       if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
@@ -244,6 +253,7 @@ private:
   JobMemory m_;
   ModelBooks books_;
   Time done_ = 0;             // when the migrations issued so far end
+  bool program_;               // as `faultline run` keeps the budget, not the replay
   bool evicted_last_ = false; // the stream's last migration was an eviction
   std::vector<Addr> faults_;  // the running kernel's absent pages, handed over at its end
   std::unordered_map<uint64_t, Known> known_; // the replay's books, by chunk
@@ -254,8 +264,8 @@ private:
 
 std::unique_ptr<CapacityKeeper> make_capacity_keeper(config::RunConfig::CapacityMode mode,
                                                      JobMemory parts) {
-  if (mode == config::RunConfig::CapacityMode::kBudget)
-    return std::make_unique<BudgetEvicts>(parts);
+  if (mode != config::RunConfig::CapacityMode::kDriver)
+    return std::make_unique<BudgetEvicts>(parts, mode == config::RunConfig::CapacityMode::kProgram);
   return std::make_unique<DriverEvicts>(parts);
 }
 

@@ -12,10 +12,10 @@ namespace {
 enum HostEvent : uint32_t { kStep, kNextPart, kGpuNext };
 
 // Whether the job's prefetches wait in the driver's queue behind faults: as the config says, or
-// as the policy's system runs them. The budget mode (the live replay's) never queues them.
+// as the policy's system runs them. The budget modes (the replay's, the run's) never queue them.
 bool queues_prefetches(const config::RunConfig& c, const host::PolicyHost& host) {
   using T = config::PrefetchTiming;
-  if (c.capacity_mode == config::RunConfig::CapacityMode::kBudget) return false;
+  if (c.capacity_mode != config::RunConfig::CapacityMode::kDriver) return false;
   return c.driver.prefetch_queue == T::kBehindFaults ||
          (c.driver.prefetch_queue == T::kPolicy && host.prefetches_behind_faults());
 }

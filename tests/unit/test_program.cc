@@ -141,7 +141,7 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   program::ProgramRun run(config("ondemand", 0), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
   clock.t = 100;
-  run.launch("fwd", {kBase}, 0); // step 0 opens at the start
+  run.launch("fwd", {kBase}, 0); // the set-up, step -1, opens at the start
   clock.t = 200;
   run.step();
   clock.t = 250;
@@ -166,8 +166,9 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
     INFO(key);
     CHECK(result_field_declared("steps[]." + key));
   }
-  CHECK(doc["steps"][0]["step"] == 0);
+  CHECK(doc["steps"][0]["step"] == -1); // as the capture numbers what runs before a mark
   CHECK(doc["steps"][0]["start_ns"] == 0);
+  CHECK(doc["steps"][1]["step"] == 0);
   CHECK(doc["steps"][0]["end_ns"] == 250);
   CHECK(doc["steps"][1]["start_ns"] == 250);
   CHECK(doc["steps"][1]["end_ns"] == 400);
