@@ -226,3 +226,44 @@ TEST_CASE("budget mode: a prefetch right after an eviction costs the profile's s
   // Ondemand prefetches nothing: the extra never applies.
   CHECK(run("ondemand", 100'000).end == run("ondemand", 0).end);
 }
+
+TEST_CASE("program mode: as faultline run keeps the budget, no replay launch and no wait but "
+          "for an eviction",
+          "[sim][budget]") {
+  Scratch s;
+  s.write("gpus/simgpu.json",
+          Scratch::gpu_profile({{"launch_ns", 10000}, {"prefetch_call_ns", 4000}}));
+  const auto trace = write_trace(s, 1, {kernel(0, 1000, {}), kernel(1000, 1000, {})});
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "program"}};
+  const Outcome o = simulate(cfg, trace, 1);
+  CHECK(o.stats.kernel_rows.at(0).start == 0); // the program's launch is in its own timeline
+  CHECK(o.stats.kernel_rows.at(1).start == 1000);
+
+  // pump prefetches the kernel's two blocks: the kernel starts at its launch, beside them.
+  const std::string path = s.file("p.fltrace");
+  {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
+    trace::KernelRecord k = kernel(0, 1000, {{0, 0}, {32, 0}});
+    k.args = {1};
+    w.write(k);
+    w.close();
+  }
+  nlohmann::json pump = Scratch::run_config(nlohmann::json::object(), "pump");
+  pump["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "program"}};
+  const Outcome p = simulate(pump, path, 4);
+  CHECK(p.stats.kernel_rows.at(0).start == 0);
+  pump["capacity"]["mode"] = "budget"; // the replay's kernel waits for both calls
+  CHECK(simulate(pump, path, 4).stats.kernel_rows.at(0).start >= 2 * 4000);
+
+  // Three one-block kernels on a 2-chunk budget: the third waits for its eviction, as the run's
+  // launch stream waits for the migration stream once the budget evicted for it.
+  const auto three = write_trace(s, 3,
+                                 {kernel(0, 1000, {{0, 0}}), kernel(1000, 1000, {{32, 0}}),
+                                  kernel(2000, 1000, {{64, 0}, {32, 0}})});
+  const Outcome e = simulate(cfg, three, 2);
+  CHECK(e.stats.evictions == 1);
+  CHECK(e.stats.kernel_rows.at(2).start >= e.stats.kernel_rows.at(1).end + 5000 + 1000 + 65536);
+  CHECK(e.stats.kernel_rows.at(1).start == e.stats.kernel_rows.at(0).end); // no wait before
+}
