@@ -4,11 +4,11 @@ against the simulator and the replay.
 
     experiments/live/fidelity.py program [CAMPAIGN] [--write-reports] [--faultline BIN]
 
-For each program, policy and budget: the program's time (the run's measured steps, every step
-after the first, which holds the set-up and the warm-up step; the median of the repeats), the
-replay's and the simulator's over the same steps of the captured trace (the simulator with the
-instance's own quick calibration), their errors against the program, and each policy's speedup
-over ondemand in the program. Also what `faultline run` costs the program: the program's own
+For each program, policy and budget: the program's time (the run's last 10 steps, the measured
+ones; the median of the repeats), the replay's and the simulator's over the same steps of the
+captured trace (the simulator in capacity mode "program", the budget as `faultline run` keeps it,
+with the instance's own quick calibration), their errors against the program, and each policy's
+speedup over ondemand in the program. Also what `faultline run` costs the program: the program's own
 step time under `faultline run --policy ondemand` with no budget against the program alone.
 Writes program.md, program.json and program.png into live/reports/CAMPAIGN/ (with
 --write-reports; else out/live/CAMPAIGN/)."""
@@ -29,11 +29,15 @@ POLICIES = ["ondemand", "schedule", "pump", "deepum", "oracle"]
 BUDGETS = ["1.0", "0.75", "0.5"]
 
 
-def measured_ns(doc):
-    """The time of a result's steps after the first (set-up and warm-up), in ns; None when the
-    result has fewer than two steps."""
-    rows = [s for s in doc.get("steps", []) if s.get("step", -1) >= 1]
-    return sum(s["time_ns"] for s in rows) if rows else None
+STEPS = 10  # the measured steps of every program (campaign.sh program's STEPS)
+
+
+def measured_ns(doc, steps=STEPS):
+    """The time of a result's last STEPS steps (numbered from 0: the set-up before the first step
+    mark is step -1 in the run and the trace alike, and a program whose first step is its warm-up
+    has one step more), in ns; None when the result has fewer."""
+    rows = [s for s in doc.get("steps", []) if s.get("step", -1) >= 0][-steps:]
+    return sum(s["time_ns"] for s in rows) if len(rows) == steps else None
 
 
 def program_seconds(log):
@@ -68,7 +72,7 @@ def budget_bytes(doc):
 
 
 def simulate(trace, policy, budget, profile, faultline):
-    config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "budget"},
+    config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "program"},
               "policy": {"name": policy}, **profile_keys(profile)}
     return measured_ns(sim.simulate(trace, config, faultline))
 
@@ -157,8 +161,8 @@ def pct(x):
 def markdown(doc, command):
     lines = [f"# The program as ground truth: {os.path.basename(doc['campaign'])}", "",
              f"Made by `{command}` from `{doc['campaign']}/` (its `machine.txt` names the GPU); "
-             f"simulated with the instance's quick calibration `{doc['profile']}`. Times are the "
-             "measured steps after the first (which holds the set-up and the warm-up step), the "
+             f"simulated in capacity mode \"program\" with the instance's quick calibration "
+             f"`{doc['profile']}`. Times are the last {STEPS} steps (the measured ones), the "
              "median of the repeats; errors are against the program under `faultline run`.", "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
