@@ -20,9 +20,9 @@ assert doc == committed, "the committed report is not what the campaign's data g
 
 for r in doc["rows"]:
     if r["sim_s"] is not None:
-        assert abs(r["sim_error"] - (r["sim_s"] / r["program_s"] - 1)) < 1e-3, r
+        assert abs(r["sim_error"] - (r["sim_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
     if r["replay_s"] is not None:
-        assert abs(r["replay_error"] - (r["replay_s"] / r["program_s"] - 1)) < 1e-3, r
+        assert abs(r["replay_error"] - (r["replay_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
     if r["policy"] == "ondemand":
         assert r["speedup_over_ondemand"] == 1.0, r
 for o in doc["overhead"]:
