@@ -12,6 +12,23 @@
 using namespace faultline;
 using namespace simtest;
 
+namespace {
+
+// One kernel touching one page of each of two unpopulated blocks, one allocation it names: pump
+// prefetches both blocks at its launch.
+std::string one_kernel_naming_two_blocks(const Scratch& s) {
+  const std::string path = s.file("p.fltrace");
+  trace::TraceWriter w(path, {{"source", "test"}});
+  w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
+  trace::KernelRecord k = kernel(0, 1000, {{0, 0}, {32, 0}});
+  k.args = {1};
+  w.write(k);
+  w.close();
+  return path;
+}
+
+} // namespace
+
 TEST_CASE("budget mode: the kernel's chunks fit before it starts, oldest others leave first",
           "[sim][budget]") {
   Scratch s;
@@ -90,15 +107,7 @@ TEST_CASE("budget mode: prefetches are one call per block on the migration strea
   s.write("gpus/simgpu.json",
           Scratch::gpu_profile({{"prefetch_call_ns", 4000}, {"prefetch_populate_ns", 100}}));
   // pump prefetches the kernel's argument (2 unpopulated blocks) at launch.
-  const std::string path = s.file("p.fltrace");
-  {
-    trace::TraceWriter w(path, {{"source", "test"}});
-    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
-    trace::KernelRecord k = kernel(0, 1000, {{0, 0}, {32, 0}});
-    k.args = {1};
-    w.write(k);
-    w.close();
-  }
+  const std::string path = one_kernel_naming_two_blocks(s);
   nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "pump");
   cfg["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "budget"}};
   const Outcome o = simulate(cfg, path, 4);
@@ -241,15 +250,7 @@ TEST_CASE("program mode: as faultline run keeps the budget, no replay launch and
   CHECK(o.stats.kernel_rows.at(1).start == 1000);
 
   // pump prefetches the kernel's two blocks: the kernel starts at its launch, beside them.
-  const std::string path = s.file("p.fltrace");
-  {
-    trace::TraceWriter w(path, {{"source", "test"}});
-    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 2 * kBlockSize, 0, 0});
-    trace::KernelRecord k = kernel(0, 1000, {{0, 0}, {32, 0}});
-    k.args = {1};
-    w.write(k);
-    w.close();
-  }
+  const std::string path = one_kernel_naming_two_blocks(s);
   nlohmann::json pump = Scratch::run_config(nlohmann::json::object(), "pump");
   pump["capacity"] = {{"fraction_of_footprint", 1.0}, {"mode", "program"}};
   const Outcome p = simulate(pump, path, 4);
