@@ -36,7 +36,7 @@ void apply_run_config(const std::string& path, ReplayRequest& request) {
   if (c.capacity_mode != config::RunConfig::CapacityMode::kBudget)
     std::cerr << "faultline replay: " << path << ": capacity.mode \""
               << (c.capacity_mode == config::RunConfig::CapacityMode::kDriver ? "driver"
-                                                                               : "program")
+                                                                              : "program")
               << "\" is not the replay's; the replay keeps a residency budget (the simulator's "
               << "\"budget\" mode)\n";
 }

@@ -10,8 +10,8 @@ AddressMap::AddressMap(const std::string& trace_path) {
   trace::Record r;
   while (reader.next(r))
     if (r.type == trace::RecordType::kAlloc && r.alloc.kind != trace::MemoryKind::kAllocatorBlock)
-      trace_.push_back({r.alloc.address, r.alloc.size,
-                        r.alloc.kind == trace::MemoryKind::kManaged, r.alloc.id});
+      trace_.push_back(
+          {r.alloc.address, r.alloc.size, r.alloc.kind == trace::MemoryKind::kManaged, r.alloc.id});
 }
 
 AddressMap::AddressMap(const Segments& segments) {

@@ -71,8 +71,7 @@ template <typename F> void ProgramRun::for_each_managed(Addr start, Bytes bytes,
 template <typename F> void ProgramRun::for_each_piece(Addr start, Bytes bytes, F f) const {
   if (!map_) return for_each_managed(start, bytes, [&](Addr a, Bytes n) { f(a, a, n); });
   if (start >= kApart)
-    return for_each_managed(start - kApart, bytes,
-                            [&](Addr a, Bytes n) { f(a + kApart, a, n); });
+    return for_each_managed(start - kApart, bytes, [&](Addr a, Bytes n) { f(a + kApart, a, n); });
   map_->for_each_live(start, bytes, [&](Addr live, Bytes n, Addr trace) {
     for_each_managed(live, n, [&](Addr a, Bytes m) { f(trace + (a - live), a, m); });
   });
@@ -93,11 +92,12 @@ void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
   if (bytes == 0) return;
   const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
   // With a trace, a segment has the trace's id, which the trace's blocks and launches name.
-  const uint64_t id = map_ && seen != AddressMap::kNoAddress && map_->last_id() ? map_->last_id()
-                                                                              : next_id_++;
+  const uint64_t id =
+      map_ && seen != AddressMap::kNoAddress && map_->last_id() ? map_->last_id() : next_id_++;
   const Addr book = seen != AddressMap::kNoAddress ? seen : address + kApart;
-  live_[address] = {id,   bytes, managed, seen != AddressMap::kNoAddress,
-                    book, managed ? chunks_of(book, bytes) : std::vector<host::ChunkPages>{}};
+  live_[address] = {id,      bytes,
+                    managed, seen != AddressMap::kNoAddress,
+                    book,    managed ? chunks_of(book, bytes) : std::vector<host::ChunkPages>{}};
   if (!managed) {
     device_bytes_ += bytes;
     residency_.reserve(static_cast<int64_t>((bytes + kBlockSize - 1) / kBlockSize));
@@ -164,8 +164,8 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
       if (!a || std::find(named_.begin(), named_.end(), &a->second) != named_.end()) continue;
       named_.push_back(&a->second);
       if (a->second.told) ids.push_back(a->second.id);
-      if (a->second.managed) needed.insert(needed.end(), a->second.chunks.begin(),
-                                           a->second.chunks.end());
+      if (a->second.managed)
+        needed.insert(needed.end(), a->second.chunks.begin(), a->second.chunks.end());
     }
     if (traced_) ++untraced_launches_;
   }
@@ -269,9 +269,8 @@ void ProgramRun::close_step(Time at, const Totals& end) {
   row.kernels = end.kernels - step_base_.kernels;
   row.faults = end.faults - step_base_.faults;
   row.faults_reported_to_policy = end.reported_faults - step_base_.reported_faults;
-  row.bytes_host_to_gpu =
-      (end.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
-      end.prefetch_bytes - step_base_.prefetch_bytes;
+  row.bytes_host_to_gpu = (end.faults - step_base_.faults) * static_cast<int64_t>(kBigPageSize) +
+                          end.prefetch_bytes - step_base_.prefetch_bytes;
   row.bytes_gpu_to_host = end.evicted_bytes - step_base_.evicted_bytes;
   row.evictions = end.evictions - step_base_.evictions;
   row.prefetch_issued_bytes = end.prefetch_bytes - step_base_.prefetch_bytes;
@@ -359,8 +358,7 @@ std::vector<Addr> ProgramRun::oldest_blocks(unsigned gpu, size_t n) const {
   std::vector<Addr> out;
   if (gpu != 0) return out;
   for (uint64_t chunk : residency_.oldest(n))
-    if (const Addr a = to_policy(chunk * kBlockSize); a != AddressMap::kNoAddress)
-      out.push_back(a);
+    if (const Addr a = to_policy(chunk * kBlockSize); a != AddressMap::kNoAddress) out.push_back(a);
   return out;
 }
 
@@ -393,7 +391,8 @@ void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
     totals_.policy_evicted_bytes += static_cast<int64_t>(evicted);
     totals_.evicted_bytes += static_cast<int64_t>(evicted);
     // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
-    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize, end = (book + n) / kBigPageSize;
+    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
+                   end = (book + n) / kBigPageSize;
     if (end > first) residency_.remove(first, end - first);
   });
 }
@@ -404,7 +403,8 @@ void ProgramRun::discard(const policies::Range& range, Time) {
     device_.discard(live, n);
     evicted_since_launch_ = true; // and the next one may write it anew
     totals_.discarded_bytes += static_cast<int64_t>(n);
-    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize, end = (book + n) / kBigPageSize;
+    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
+                   end = (book + n) / kBigPageSize;
     if (end > first) residency_.remove(first, end - first);
   });
 }

@@ -119,9 +119,9 @@ private:
   Device& device_;
   const RunClock& clock_;
   host::Residency residency_;
-  std::optional<AddressMap> map_;    // with a trace: the policy's addresses are the trace's
+  std::optional<AddressMap> map_;   // with a trace: the policy's addresses are the trace's
   std::optional<TraceView> traced_; // with a trace: what it says of each launch
-  uint64_t untraced_launches_ = 0;   // launches past the trace's operations
+  uint64_t untraced_launches_ = 0;  // launches past the trace's operations
   host::PolicyHost host_;
   std::map<Addr, Allocation> live_;
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;

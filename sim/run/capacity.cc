@@ -119,7 +119,8 @@ public:
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
     if (program_ && !evicted) t = now; // nothing evicted: the stream was not made to wait
-    done_ = std::max(done_, t); // faults_ gathers over a kernel's parts; kernel_done() hands them over
+    done_ =
+        std::max(done_, t); // faults_ gathers over a kernel's parts; kernel_done() hands them over
     if (m_.host.observes_faults()) {
       for (const host::ChunkPages& c : touched)
         if (const uint32_t pages = c.pages & ~known_pages(c.chunk))
@@ -253,7 +254,7 @@ private:
   JobMemory m_;
   ModelBooks books_;
   Time done_ = 0;             // when the migrations issued so far end
-  bool program_;               // as `faultline run` keeps the budget, not the replay
+  bool program_;              // as `faultline run` keeps the budget, not the replay
   bool evicted_last_ = false; // the stream's last migration was an eviction
   std::vector<Addr> faults_;  // the running kernel's absent pages, handed over at its end
   std::unordered_map<uint64_t, Known> known_; // the replay's books, by chunk

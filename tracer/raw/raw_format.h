@@ -74,7 +74,9 @@ inline const char* copy_name(bool memset, uint32_t kind) {
   }
 }
 // Whether an operation's name is one copy_name gives: no kernel's name begins with '['.
-inline bool is_copy_name(const char* name) { return name[0] == '['; }
+inline bool is_copy_name(const char* name) {
+  return name[0] == '[';
+}
 enum class AllocKind : uint32_t { kManaged = 0, kDevice = 1 };
 enum class SyncOp : uint32_t { kDevice = 0, kStream = 1, kEvent = 2 };
 
