@@ -2,7 +2,8 @@
 // launches, allocations and frees of a shipped trace (the shipped ResNet-50, three steps) fed to a
 // ProgramRun over a device that does nothing, each launch's end reported at once. Launches per
 // second and ns per launch, per policy, with no budget and at half the footprint; "traced" with
-// the trace given, so that the budget counts each operation's pages. The run's start (the policy
+// the trace given, so that the budget counts each operation's pages and the policy hears the
+// trace's allocator blocks, as in a run with --trace. The run's start (the policy
 // made, the trace read) is left out; so are the CUPTI callback and the CUDA calls the injection
 // library makes around each call.
 #include "sim/program/program.h"
@@ -61,8 +62,12 @@ BENCHMARK_CAPTURE(BM_ProgramLaunch, ondemand_50, "ondemand", 0.5)->Unit(benchmar
 BENCHMARK_CAPTURE(BM_ProgramLaunch, ondemand_50_traced, "ondemand", 0.5, true)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ProgramLaunch, pump_50, "pump", 0.5)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProgramLaunch, pump_50_traced, "pump", 0.5, true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ProgramLaunch, deepum_50, "deepum", 0.5)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_100, "schedule", 1.0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_50, "schedule", 0.5)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_50_traced, "schedule", 0.5, true)
+    ->Unit(benchmark::kMillisecond);
 
 } // namespace
