@@ -14,7 +14,9 @@
 # after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
 #   PROGRAM.plain[.rR].log      the program alone (REPEATS, default 2): its own step times
-#   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all)
+#   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all); with
+#                               CAPTURES=DIR, DIR/PROGRAM.fltrace and its capture log are taken
+#                               instead (an earlier campaign's, to spare the device time)
 #   PROGRAM-POLICY-BUDGET[.rR].json   `faultline run --trace PROGRAM.fltrace` for POLICIES
 #                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
 #                               1.0 0.5 0.75) x REPEATS; failures leave the message in .err
@@ -54,6 +56,9 @@ sub_program() (
       log="$out/$p.plain$([ "$r" = 1 ] || echo ".r$r").log"
       [ -f "$log" ] || late || "${c[@]}" >"$log" 2>&1 || echo "$p plain failed: $(tail -1 "$log")"
     done
+    if [ ! -f "$out/$p.fltrace" ] && [ -n "${CAPTURES:-}" ] && [ -f "$CAPTURES/$p.fltrace" ]; then
+      cp "$CAPTURES/$p.fltrace" "$CAPTURES/$p.capture.log" "$out/"
+    fi
     if [ ! -f "$out/$p.fltrace" ] && ! late; then
       "$bin/faultline" capture ${torch[$p]} --meta workload="$p" --meta measured_steps="$steps" \
         --out "$out/$p.fltrace" -- "${c[@]}" >"$out/$p.capture.log" 2>&1 ||
