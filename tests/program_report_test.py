@@ -34,3 +34,15 @@ assert doc["simulator"]["max_abs_time_error"] == round(max(errors), 4)
 assert len(doc["without_result"]) == len(program.refusals(folder))
 assert all(u["message"] for u in doc["unsimulated"])
 print(f"program report: {len(doc['rows'])} runs, {len(doc['without_result'])} without a result")
+
+# results/holdout.json: the newest hold-out campaign's summary, the program as ground truth, is
+# what the committed program report gives for the hold-out programs alone.
+from lab.live import results  # noqa: E402
+
+with open(os.path.join(repo, "experiments", "live", "results", "holdout.json")) as f:
+    held = json.load(f)
+assert held == results.newest_holdout(), "results/holdout.json is not what the reports give"
+assert held["ground_truth"] == "program" and held["campaign"] == results.NEWEST_HOLDOUT
+assert set(held["programs"]) <= set(results.holdout_programs()), held["programs"]
+assert "resnet50" not in held["programs"]  # a shipped program is no hold-out
+print(f"holdout.json: {held['runs']} runs of {', '.join(held['programs'])}")

@@ -1,5 +1,7 @@
 """The live fidelity results per GPU model, from the campaigns' reports (reports/CAMPAIGN/, which
-`fidelity.py report --write-reports` makes): experiments/live/results/GPU/ holds
+`fidelity.py report --write-reports` makes). experiments/live/results/holdout.json is the newest
+hold-out campaign's summary (NEWEST_HOLDOUT: the simulator against the program itself where the
+campaign ran the programs under `faultline run`, else against the replay); results/GPU/ holds
 
   summary.json          the shipped traces' fidelity at the newest campaign, with its instance's
                         own calibration (keys of fidelity.py's summary: median_abs_time_error,
@@ -123,6 +125,53 @@ def own_calibration(campaign):
                         "calibration", f"{name}.json")
     with open(path) as f:
         return "per_machine" if "fault_path_from" in json.load(f)["measurements"] else "full"
+
+
+# The newest hold-out campaign, summarised in results/holdout.json: a `campaign.sh program`
+# campaign (the program itself as the ground truth) or a replay campaign (the replay as it).
+NEWEST_HOLDOUT = "h100-99674113-program"
+
+
+def holdout_programs():
+    """The hold-out programs, as holdout/README.md's table lists them."""
+    names = []
+    with open(os.path.join(LIVE, "holdout", "README.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 2 and cells[0].isdigit() and cells[1].startswith("`"):
+                names.append(cells[1].strip("`"))
+    return names
+
+
+def newest_holdout(campaign=NEWEST_HOLDOUT):
+    """{campaign, programs, runs, ground_truth, median_abs_time_error, max_abs_time_error,
+    signed_median_by_policy} of CAMPAIGN's hold-out programs: the simulator against the program
+    where the campaign ran the programs (its program.json), else against the replay."""
+    from lab.live import program  # the program study's report and its summary
+
+    held = set(holdout_programs())
+    path = os.path.join(LIVE, "reports", campaign, "program.json")
+    if os.path.exists(path):
+        rows = [r for r in read_json(path, "results")["rows"] if r["program"] in held]
+        s = program.summary_of(rows, "sim_error", per_program=False)
+        truth = "program"
+    else:
+        _, all_rows = report(campaign)
+        if not all_rows:
+            raise SystemExit(f"results: no report of the hold-out campaign {campaign}: run "
+                             f"experiments/live/fidelity.py report {campaign} --write-reports")
+        rows = [{"program": r["trace"], "policy": r["policy"], "sim_error": float(r["time_error"])}
+                for r in all_rows if r["trace"] in held]
+        s = program.summary_of(rows, "sim_error", per_program=False)
+        truth = "replay"
+    if not rows:
+        raise SystemExit(f"results: {campaign} ran none of the hold-out programs "
+                         f"({', '.join(sorted(held))})")
+    return {"campaign": campaign, "programs": sorted({r["program"] for r in rows}),
+            "runs": s["runs"], "ground_truth": truth,
+            "median_abs_time_error": s["median_abs_time_error"],
+            "max_abs_time_error": s["max_abs_time_error"],
+            "signed_median_by_policy": s["signed_median_by_policy"]}
 
 
 def report(campaign, profile=None):
@@ -335,6 +384,8 @@ def main(argv=None, prog=None):
     root = os.path.join(LIVE, "results") if args.write else os.path.join(REPO, "out",
                                                                           "live", "results")
     causes = misses.load_causes(repo=REPO)
+    os.makedirs(root, exist_ok=True)
+    write_json(os.path.join(root, "holdout.json"), newest_holdout())
     for gpu, c in CAMPAIGNS.items():
         shipped = fidelity(c["shipped"], c.get("bytes"))
         holdout = fidelity(c["holdout"], c.get("holdout_bytes")) if c["holdout"] else None
