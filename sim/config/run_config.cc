@@ -312,6 +312,14 @@ const Fields<RunConfig>& run_fields() {
             "simulated time without progress before the run is aborted")
           .unit("ns")
           .at_least(1),
+      field(&C::policy_launch_ns, "policy_launch_ns",
+            "the CPU time the policy's decisions take at each launch, paid by the program's CPU "
+            "before its next call, as when the policy runs inside the program (traces with the "
+            "program's timeline); `faultline run` measures it as results.policy_decision_ns over "
+            "results.kernels")
+          .unit("ns")
+          .optional("none: the decisions cost the CPU nothing")
+          .at_least(0),
   };
   return fields;
 }

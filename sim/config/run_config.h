@@ -175,6 +175,9 @@ struct RunConfig {
   // last step again until that many have run (trace::StepRepeater). 0: the trace's own steps.
   uint64_t iterations = 0;
   Time watchdog_ns = 60'000'000'000; // simulated time without any progress
+  // The CPU time the policy's decisions take at each launch, which the program's CPU pays before
+  // its next call when the policy runs inside it (`faultline run` measures it).
+  Time policy_launch_ns = 0;
   uint32_t progress_every = 0;       // kernels between progress lines; 0 = off
   nlohmann::json resolved;           // every value as read, defaults filled in
 };

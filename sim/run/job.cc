@@ -249,7 +249,7 @@ Time Job::apply(trace::Record& record, Time now) {
       host_.launch(issued_, record.kernel.name, record.kernel.args, now);
       gpu_queue_.push_back({false, std::move(record.kernel), {}, issued_++, now});
       if (!gpu_running_) start_queued(now);
-      return now;
+      return now + config_.policy_launch_ns; // the policy decided on the program's CPU
     }
     host_.launch(kernel_index_, record.kernel.name, record.kernel.args, now);
     launch(record.kernel, now, now);

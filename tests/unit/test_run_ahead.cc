@@ -247,3 +247,24 @@ TEST_CASE("a synthetic issue-time trace at full capacity runs its steps at the p
     CHECK(rows[i].end - rows[i].start == rows[i].program_ns);
   }
 }
+
+TEST_CASE("the policy's decisions at each launch delay the program's CPU by policy_launch_ns",
+          "[sim][run-ahead]") {
+  Scratch s;
+  // The CPU issues a kernel every 10 ns, each 100 ns long: CPU-bound once each launch costs the
+  // CPU 1 us of the policy's decisions, as when the policy runs inside the program.
+  std::vector<trace::Record> records;
+  for (int i = 0; i < 4; ++i) records.push_back(kernel_record(10 * i, 100));
+  const std::string trace = write_timed(s, records);
+  nlohmann::json cfg = Scratch::run_config();
+  cfg["policy"] = {{"name", "ondemand"}};
+  CHECK(simulate(cfg, trace, 4).end == 400); // back to back
+  cfg["policy_launch_ns"] = 1000;
+  const Outcome o = simulate(cfg, trace, 4);
+  REQUIRE(o.stats.kernel_rows.size() == 4);
+  for (size_t i = 1; i < 4; ++i)
+    CHECK(o.stats.kernel_rows[i].launched == o.stats.kernel_rows[i - 1].launched + 1000 + 10);
+  CHECK(o.end == 3 * 1010 + 1000); // the CPU decides after the last launch too
+  cfg["policy_launch_ns"] = -1;
+  CHECK_THROWS_WITH(simulate(cfg, trace, 4), Catch::Contains("policy_launch_ns"));
+}

@@ -7,8 +7,9 @@ against the simulator and the replay.
 For each program, policy and budget: the program's time (the run's last 10 steps, the measured
 ones; the median of the repeats), the replay's and the simulator's over the same steps of the
 captured trace (the simulator in capacity mode "program", the budget as `faultline run` keeps it,
-with the instance's own quick calibration), their errors against the program, and each policy's
-speedup over ondemand in the program. Also what `faultline run` costs the program: the program's own
+with the instance's own quick calibration, and the CPU time the policy's decisions took at each
+launch in the program as `policy_launch_ns`), their errors against the program, and each
+policy's speedup over ondemand in the program. Also what `faultline run` costs the program: the program's own
 step time under `faultline run --policy ondemand` with no budget against the program alone.
 Writes program.md, program.json and program.png into live/reports/CAMPAIGN/ (with
 --write-reports; else out/live/CAMPAIGN/)."""
@@ -74,9 +75,18 @@ def budget_bytes(doc):
     return cfg["budget_bytes"]  # a result of h100-91f89b91-program
 
 
-def simulate(trace, policy, budget, profile, faultline):
+def decision_ns(docs):
+    """The CPU time the policy's decisions took at each launch in the program (the median over
+    the repeats of results.policy_decision_ns over results.kernels), whole ns."""
+    return round(median([d["results"].get("policy_decision_ns", 0) / d["results"]["kernels"]
+                         for d in docs]))
+
+
+def simulate(trace, policy, budget, profile, faultline, launch_ns=0):
     config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "program"},
               "policy": {"name": policy}, **profile_keys(profile)}
+    if launch_ns:
+        config["policy_launch_ns"] = launch_ns
     return measured_ns(sim.simulate(trace, config, faultline))
 
 
@@ -132,8 +142,9 @@ def report(folder, faultline):
                 t_prog = median(times)
                 rep = [t for t in (measured_ns(d) for d in replays.get((p, pol, b), [])) if t]
                 t_rep = median(rep) if rep else None
+                launch_ns = decision_ns(docs)
                 try:
-                    t_sim = simulate(trace, pol, b, profile, faultline)
+                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns)
                 except sim.SimulationError as e:
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})
@@ -144,6 +155,7 @@ def report(folder, faultline):
                        "speedup_over_ondemand": round(base / t_prog, 3) if base else None,
                        "replay_s": round(t_rep / 1e9, 4) if t_rep else None,
                        "sim_s": round(t_sim / 1e9, 4) if t_sim else None,
+                       "policy_launch_ns": launch_ns,
                        "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
                                                   for d in docs for s in d["steps"]),
                        "budget_bytes": budget_bytes(docs[0])}
@@ -165,8 +177,11 @@ def markdown(doc, command):
     lines = [f"# The program as ground truth: {os.path.basename(doc['campaign'])}", "",
              f"Made by `{command}` from `{doc['campaign']}/` (its `machine.txt` names the GPU); "
              f"simulated in capacity mode \"program\" with the instance's quick calibration "
-             f"`{doc['profile']}`. Times are the last {STEPS} steps (the measured ones), the "
-             "median of the repeats; errors are against the program under `faultline run`.", "",
+             f"`{doc['profile']}`, each run charging the program's CPU what the policy's "
+             "decisions took at each launch in the program (`policy_launch_ns`, the run's "
+             "`policy_decision_ns` over its launches). Times are the last "
+             f"{STEPS} steps (the measured ones), the median of the repeats; errors are against "
+             "the program under `faultline run`.", "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
              "with no budget (the median of the repeats):", ""]
@@ -189,10 +204,11 @@ def markdown(doc, command):
     lines += ["", "## Every run", ""]
     lines += tables.markdown_table(
         ["program", "policy", "budget", "program (s)", "spread", "speedup over ondemand",
-         "replay (s)", "replay error", "sim (s)", "sim error"],
+         "replay (s)", "replay error", "decisions a launch (us)", "sim (s)", "sim error"],
         [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_s"], pct(r["spread"]),
-          r["speedup_over_ondemand"], r["replay_s"], pct(r["replay_error"]), r["sim_s"],
-          pct(r["sim_error"])] for r in doc["rows"]])
+          r["speedup_over_ondemand"], r["replay_s"], pct(r["replay_error"]),
+          round(r["policy_launch_ns"] / 1e3, 1), r["sim_s"], pct(r["sim_error"])]
+         for r in doc["rows"]])
     if doc["without_result"] or doc["unsimulated"]:
         lines += ["", "## Runs without a result", ""]
         lines += [f"- `{r['run']}`: {r['message']}" for r in doc["without_result"]]
