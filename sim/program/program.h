@@ -4,13 +4,15 @@
 // live replay: the same policy code, the same budget rules (sim/host/budget.h).
 //
 // The budget: with a trace of the same program, the books count the pages its operation of the
-// same number touched (trace_view.h), as the replay's do; without one, what a kernel will touch
+// same number touched (trace_view.h), as the replay's do, in the trace's addresses (the policy
+// hears the trace's operation too); without one, what a kernel will touch
 // is known only as the allocations its arguments name, and the books count those whole. Before a
 // launch, what it needs must fit, and the oldest resident chunks it does not need go back to the
 // host (the budget's rule, as in the replay), on the migration stream, which the launch's stream
-// then waits for. Pages a kernel touches beyond that fault on demand, unseen by the books; the
-// GPU's own count at the program's synchronisations (steps[].gpu_used_peak_bytes) shows what was
-// resident. A kernel whose needs alone exceed the budget stops the program with an error.
+// then waits for. Pages a kernel touches beyond that fault on demand, unseen by the books. (The
+// GPU's own count at the program's synchronisations, steps[].gpu_used_peak_bytes, is not the
+// residency: the driver keeps a block's chunk after its pages leave.) A kernel whose needs alone
+// exceed the budget stops the program with an error.
 //
 // Contract: one call at a time (the injection library holds its lock); Error or
 // SimulationError from a call names the policy and the launch, and the run cannot go on.
