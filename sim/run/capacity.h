@@ -2,7 +2,8 @@
 // capacity mode. The driver evicts (kDriver: a fault that finds the GPU full evicts, and the
 // policy hears each fault batch as it is serviced), or the budget evicts (kBudget: the live
 // replay's rules, sim/host/budget.h, run on the memory model, so that `faultline sim` and
-// `faultline replay` run the same experiment).
+// `faultline replay` run the same experiment; kProgram: the same books as `faultline run` keeps
+// them inside the program, without the replay's wait for each kernel).
 #pragma once
 
 #include "sim/config/run_config.h"

@@ -57,8 +57,8 @@ TEST_CASE("budget mode: a device allocation into a full budget evicts the oldest
           "[sim][budget]") {
   Scratch s;
   // Two kernels fill a 2-chunk budget; cuDNN-like device memory of one chunk then arrives (it is
-  // never evicted): the oldest managed chunk leaves for it, and the third kernel's block evicts
-  // the other. Before, the allocation stopped the run ("does not fit").
+  // never evicted): the oldest managed chunk leaves for it, as the replay's next kernel would
+  // make room, and the third kernel's block evicts the other.
   const std::string path = s.file("device.fltrace");
   {
     trace::TraceWriter w(path, {{"source", "test"}});

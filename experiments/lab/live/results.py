@@ -40,7 +40,7 @@ import statistics
 
 from lab.campaigns import read_json
 from lab.live import fidelity as fidelity_module
-from lab.live import misses, rank_spread, speeds
+from lab.live import misses, program, rank_spread, speeds
 from lab.live.results_readme import POLICIES, pct, readme
 from lab.paths import REPO
 from lab.tables import write_json
@@ -147,8 +147,6 @@ def newest_holdout(campaign=NEWEST_HOLDOUT):
     """{campaign, programs, runs, ground_truth, median_abs_time_error, max_abs_time_error,
     signed_median_by_policy} of CAMPAIGN's hold-out programs: the simulator against the program
     where the campaign ran the programs (its program.json), else against the replay."""
-    from lab.live import program  # the program study's report and its summary
-
     held = set(holdout_programs())
     path = os.path.join(LIVE, "reports", campaign, "program.json")
     if os.path.exists(path):
