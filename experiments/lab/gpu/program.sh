@@ -19,7 +19,8 @@
 #                               instead (an earlier campaign's, to spare the device time)
 #   PROGRAM-POLICY-BUDGET[.rR].json   `faultline run --trace PROGRAM.fltrace` for POLICIES
 #                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
-#                               1.0 0.5 0.75) x REPEATS; failures leave the message in .err
+#                               1.0 0.5 0.75) x REPEATS, each stopped after RUN_TIMEOUT seconds
+#                               (default 300); failures leave the message in .err
 #   replay/PROGRAM-POLICY-BUDGET[.rR].json   `faultline replay` of the capture, the same grid
 #                               but REPLAY_REPEATS (default 1) and REPLAY_BUDGETS (default BUDGETS)
 # `experiments/program/report.py` turns the folder into the study's report.
@@ -76,7 +77,7 @@ sub_program() (
           [ -f "$name.json" ] || [ -f "$out/$p-$pol-$b.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
           late && continue
           read -r -a c <<<"${cmd[$p]}"
-          if timeout 300 "$bin/faultline" run --policy "$pol" --budget "$b" --trace "$out/$p.fltrace" \
+          if timeout "${RUN_TIMEOUT:-300}" "$bin/faultline" run --policy "$pol" --budget "$b" --trace "$out/$p.fltrace" \
             ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
             echo "$p $pol $b$suffix: $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
           else
