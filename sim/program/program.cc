@@ -156,6 +156,7 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
       else
         host_.alloc(b.record, t);
     }
+    for (const TraceView::HostTouch& h : op->host_before) host_touched(h.address, h.bytes);
     ids = op->args;
     needed = op->pages;
   } else {
@@ -328,6 +329,19 @@ Bytes ProgramRun::evict_range(Addr start, Bytes bytes) {
   });
   evicted_since_launch_ = evicted_since_launch_ || evicted > 0;
   return evicted;
+}
+
+// The host touched the range (trace addresses) since the last launch: the driver moved its
+// GPU-resident pages back on the CPU's faults. Whole 64 KB pages leave the books, as in evict(),
+// and their bytes count as moved to the host.
+void ProgramRun::host_touched(Addr start, Bytes bytes) {
+  const uint64_t first = (start + kBigPageSize - 1) / kBigPageSize,
+                 end = (start + bytes) / kBigPageSize;
+  uint64_t moved = 0;
+  for (uint64_t p = first; p < end; ++p) moved += residency_.resident(p);
+  if (moved == 0) return;
+  residency_.remove(first, end - first);
+  totals_.evicted_bytes += static_cast<int64_t>(moved * kBigPageSize);
 }
 
 void ProgramRun::after_launched() {

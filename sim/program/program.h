@@ -108,6 +108,7 @@ private:
   static Addr to_policy(Addr book) { return book < kApart ? book : AddressMap::kNoAddress; }
   // Evictions and discards wait for the kernels launched so far (the CPU runs ahead of them).
   void after_launched();
+  void host_touched(Addr start, Bytes bytes);
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
   static std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes);
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);

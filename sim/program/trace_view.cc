@@ -13,6 +13,7 @@ TraceView::TraceView(const std::string& trace_path) {
   std::vector<uint64_t> pages;
   std::unordered_set<uint64_t> blocks; // live allocator blocks' ids
   std::vector<BlockEvent> pending;
+  std::vector<HostTouch> touches;
   while (reader.next(r)) {
     if (r.type == trace::RecordType::kAlloc && r.alloc.kind == trace::MemoryKind::kAllocatorBlock) {
       blocks.insert(r.alloc.id);
@@ -22,13 +23,17 @@ TraceView::TraceView(const std::string& trace_path) {
       freed.id = r.free.id;
       freed.time = r.free.time;
       pending.push_back({true, freed});
+    } else if (r.type == trace::RecordType::kHostAccess) {
+      touches.push_back({r.host.address, r.host.size});
     } else if (r.type == trace::RecordType::kKernel) {
       pages.clear();
       for (const trace::Access& a : r.kernel.accesses) pages.push_back(a.big_page);
       std::sort(pages.begin(), pages.end());
       pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
-      operations_.push_back({host::group_by_chunk(pages), r.kernel.args, std::move(pending)});
+      operations_.push_back(
+          {host::group_by_chunk(pages), r.kernel.args, std::move(pending), std::move(touches)});
       pending.clear();
+      touches.clear();
     }
   }
 }

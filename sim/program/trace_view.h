@@ -5,7 +5,9 @@
 // allocations it names (a launch naming one tensor of a large allocator segment needs that
 // tensor's pages, not the segment); and the policy hears the launch as it hears it in `sim` and
 // `replay`, with the blocks that PyTorch's allocator hands out inside its segments, which the
-// program's own calls never show.
+// program's own calls never show. The host's touches of managed memory since the operation
+// before are there too: the driver moves the pages the host touches back to it, so the books
+// let them go, as the simulator's GPU does.
 // The whole trace is read once at the start (a few MB for a ResNet-50 of ten steps), so that a
 // launch costs a lookup and no decoding.
 #pragma once
@@ -26,10 +28,15 @@ public:
     bool free = false;
     trace::AllocRecord record;
   };
+  struct HostTouch {
+    Addr address = 0; // trace address
+    Bytes bytes = 0;
+  };
   struct Operation {
     std::vector<host::ChunkPages> pages;
     std::vector<uint64_t> args;
     std::vector<BlockEvent> blocks_before;
+    std::vector<HostTouch> host_before;
   };
 
   // TraceError for a trace that does not read.

@@ -507,3 +507,50 @@ TEST_CASE("program run: with a trace, the policy hears the trace's allocator blo
   run.kernels_done(2);
   CHECK(run.finish()["results"]["prefetch"]["issued_bytes"] == 2 * kMiB);
 }
+
+TEST_CASE("program run: with a trace, the pages the host touched leave the books") {
+  fltest::TempDir dir;
+  const std::string path = dir.file("host.fltrace");
+  constexpr Addr kTraceBase = 0x10000000;
+  const auto write = [&](bool host_touch) {
+    trace::TraceWriter w(path, {{"source", "test"}});
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kTraceBase, 4 * kMiB, 0, 0});
+    trace::KernelRecord k;
+    k.name = "k";
+    k.start = 2;
+    k.args = {1};
+    const uint64_t first = kTraceBase / kBigPageSize;
+    k.accesses = {{first, 0, AccessType::kRead}, {first + 1, 0, AccessType::kRead}};
+    w.write(k);
+    // The host writes the first 64 KB page and 4 KB of the second: the first leaves the books,
+    // the second, mostly still on the GPU, stays (the safe side of the budget).
+    if (host_touch)
+      w.write(trace::HostAccessRecord{3, kTraceBase, kBigPageSize + 4096, AccessType::kWrite});
+    k.start = 4;
+    w.write(k);
+    w.close();
+  };
+  const auto run_it = [&] {
+    FakeDevice device;
+    ManualClock clock;
+    program::RunConfig c = config("ondemand", 8 * kMiB);
+    c.trace = path;
+    program::ProgramRun run(c, device, device.total, clock);
+    run.alloc(kBase, 4 * kMiB, true);
+    run.launch("k", {kBase}, 0);
+    run.kernels_done(1);
+    run.launch("k", {kBase}, 0);
+    run.kernels_done(2);
+    return run.finish()["results"];
+  };
+  write(false);
+  const nlohmann::json apart = run_it();
+  CHECK(apart["faults"] == 2);
+  CHECK(apart["bytes_gpu_to_host"] == 0);
+  write(true);
+  const nlohmann::json touched = run_it();
+  CHECK(touched["faults"] == 3); // the second launch faults the page the host took back
+  CHECK(touched["bytes_gpu_to_host"] == kBigPageSize);
+  CHECK(touched["bytes_host_to_gpu"] == 3 * kBigPageSize);
+  CHECK(touched["evictions"] == 0); // the host's faults are no budget eviction
+}
