@@ -7,6 +7,7 @@
 #include "sim/program/seam.h"
 #include "sim/run/results.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -52,9 +53,11 @@ public:
   bool range(bool on) override {
     return guard("a profiler range", [&] { run_->range(on); });
   }
-  bool finish() override {
+  bool finish(uint64_t library_ns) override {
     return guard("the program's exit", [&] {
       nlohmann::json doc = run_->finish();
+      doc["results"]["run_library_ns"] = library_ns;
+      doc["results"]["run_hooks_ns"] = hooks_ns_;
       std::ofstream out(out_);
       out << doc.dump(1) << "\n";
       if (!out) throw Error(out_ + ": cannot write the run's measurements");
@@ -63,17 +66,24 @@ public:
   const char* error() override { return error_.c_str(); }
 
 private:
+  // Runs a hook, adding its CPU time to hooks_ns_.
   template <typename F> bool guard(const char* during, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    bool ok = true;
     try {
       f();
-      return true;
     } catch (const std::exception& e) {
       error_ = "policy \"" + policy_ + "\", at " + during + ": " + e.what();
-      return false;
+      ok = false;
     }
+    hooks_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count());
+    return ok;
   }
 
   std::string out_, policy_, error_;
+  uint64_t hooks_ns_ = 0; // CPU time in the hooks, the policy's decisions included
   RunClock clock_;
   std::unique_ptr<ProgramRun> run_;
 };

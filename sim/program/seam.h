@@ -59,8 +59,10 @@ public:
   virtual bool step() = 0;
   // cudaProfilerStart (true) or Stop (false).
   virtual bool range(bool on) = 0;
-  // The program is exiting: the result is written where the run's config says.
-  virtual bool finish() = 0;
+  // The program is exiting: the result is written where the run's config says. `library_ns`: the
+  // CPU time the injection library spent in its callbacks inside the program's CUDA calls, these
+  // hooks included (what `faultline run` adds to the program's CPU, less CUPTI's own dispatch).
+  virtual bool finish(uint64_t library_ns) = 0;
   virtual const char* error() = 0;
 };
 

@@ -149,6 +149,13 @@ std::vector<ResultField> declare() {
       {"steps[].program_ns", "ns", "both",
        "the program's own time for the step as captured (the trace's program_step_ns; "
        "repetitions: its last step's); absent where the trace has none"},
+      {"results.run_library_ns", "ns", "program",
+       "CPU time the injection library spent in its callbacks inside the program's CUDA calls, "
+       "run_hooks_ns included (not CUPTI's own dispatch): what faultline run adds to the "
+       "program's CPU"},
+      {"results.run_hooks_ns", "ns", "program",
+       "CPU time the policy host took in the library's hooks: the books, the budget and the "
+       "policy's decisions (policy_decision_ns)"},
       {"results.gpu_used_peak_bytes", "bytes", "program",
        "as steps[].gpu_used_peak_bytes, over the run"},
       {"steps[].peak_resident_bytes", "bytes", "program",

@@ -429,9 +429,15 @@ TEST_CASE("program module: loaded through its seam, it measures and names its er
   CHECK_FALSE(hooks->launch("too_big", big, 1, 0));
   CHECK_THAT(std::string(hooks->error()),
              Catch::Contains("policy \"pump\", at kernel #1 (too_big)"));
-  CHECK(hooks->finish());
+  CHECK(hooks->finish(123456789));
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(out));
   CHECK(doc["results"]["kernels"] == 2);
+  // What the run cost the program's CPU: the library's figure as handed over, and the hooks'
+  // own time, which the library's includes.
+  CHECK(doc["results"]["run_library_ns"] == 123456789);
+  CHECK(doc["results"]["run_hooks_ns"].get<uint64_t>() > 0);
+  CHECK(doc["results"]["run_hooks_ns"].get<uint64_t>() >=
+        doc["results"]["policy_decision_ns"].get<uint64_t>());
   CHECK(doc["config"]["policy"] == "pump");
   delete hooks;
   std::filesystem::remove_all(dir);

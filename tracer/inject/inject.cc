@@ -116,6 +116,10 @@ void CUPTIAPI dispatch(void* userdata, CUpti_CallbackDomain domain, CUpti_Callba
   // contexts before ours runs.
   if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
     return (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (state().options.mode == Mode::kRun) {
+    LibraryTime timed;
+    return on_callback(userdata, domain, id, data);
+  }
   on_callback(userdata, domain, id, data);
 }
 
@@ -205,8 +209,8 @@ void at_exit() {
 } // namespace
 
 void fatal(const std::string& message) {
-  std::fprintf(stderr, "faultline %s: %s\n",
-               state().options.mode == Mode::kRun ? "run" : "capture", message.c_str());
+  std::fprintf(stderr, "faultline %s: %s\n", state().options.mode == Mode::kRun ? "run" : "capture",
+               message.c_str());
   state().sink.error(message);
   state().sink.finish();
   _exit(70);

@@ -7,8 +7,10 @@
 #include "sim/program/seam.h"
 #include "tracer/inject/state.h"
 
-#include <cuda.h>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cuda.h>
 #include <deque>
 #include <dlfcn.h>
 #include <string>
@@ -96,6 +98,14 @@ program::Hooks* g_hooks = nullptr;
 std::deque<CUevent> g_running, g_spare;
 std::unordered_map<CUstream, CUevent> g_last; // each stream's latest launch not yet seen done
 uint64_t g_done = 0;
+std::atomic<uint64_t> g_library_ns{0}; // LibraryTime's sum, over every thread
+thread_local int t_library_depth = 0;
+
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 } // namespace
 
@@ -154,6 +164,7 @@ void poll() {
 } // namespace
 
 void run_alloc(uint64_t address, uint64_t size, bool managed) {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -161,6 +172,7 @@ void run_alloc(uint64_t address, uint64_t size, bool managed) {
 }
 
 void run_free(uint64_t address) {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -168,6 +180,7 @@ void run_free(uint64_t address) {
 }
 
 void run_launch(const char* name, const std::vector<uint64_t>& words, CUstream stream) {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -175,6 +188,7 @@ void run_launch(const char* name, const std::vector<uint64_t>& words, CUstream s
 }
 
 void run_launched(CUstream stream) {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -193,6 +207,7 @@ void run_launched(CUstream stream) {
 }
 
 void run_synced() {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -200,6 +215,7 @@ void run_synced() {
 }
 
 void run_step() {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -207,6 +223,7 @@ void run_step() {
 }
 
 void run_range(bool on) {
+  LibraryTime timed;
   ToolScope scope;
   std::lock_guard<std::mutex> lock(state().mutex);
   poll();
@@ -222,7 +239,15 @@ void run_finish() {
   g_device.finishing = true;
   cuCtxSynchronize(); // every kernel's end reaches the policy, the migrations are done
   poll();
-  check(hooks().finish());
+  check(hooks().finish(g_library_ns.load()));
+}
+
+LibraryTime::LibraryTime() {
+  if (t_library_depth++ == 0) start = steady_ns();
+}
+
+LibraryTime::~LibraryTime() {
+  if (--t_library_depth == 0) g_library_ns += steady_ns() - start;
 }
 
 } // namespace faultline::inject

@@ -157,6 +157,13 @@ const std::string& function_name(CUfunction f);
 void run_synced();
 void run_step();
 void run_range(bool on); // cudaProfilerStart or Stop
-void run_finish(); // at exit: the measurements written
+void run_finish();       // at exit: the measurements written
+// Run mode: a scope of the library's own work inside a program's call, whose CPU time goes to
+// results.run_library_ns. Nested scopes count once.
+struct LibraryTime {
+  LibraryTime();
+  ~LibraryTime();
+  uint64_t start = 0;
+};
 
 } // namespace faultline::inject

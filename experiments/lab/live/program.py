@@ -125,9 +125,16 @@ def report(folder, faultline):
                  sorted(glob.glob(os.path.join(folder, p + "-ondemand-1.0*.log")))]
         under = [s for s in under if s]
         if plain and under:
-            overhead.append({"program": p, "plain_seconds": median(plain),
-                             "run_seconds": median(under),
-                             "cost": round(median(under) / median(plain) - 1, 4)})
+            # The library's own CPU time a launch (results.run_library_ns, from binaries that
+            # measure it): what the run adds to a CPU-bound step, less CUPTI's dispatch.
+            library = [d["results"]["run_library_ns"] / d["results"]["kernels"]
+                       for d in program_runs.get((p, "ondemand", "1.0"), [])
+                       if "run_library_ns" in d["results"] and d["results"]["kernels"]]
+            overhead.append({"program": p, "plain_seconds": round(median(plain), 4),
+                             "run_seconds": round(median(under), 4),
+                             "cost": round(median(under) / median(plain) - 1, 4),
+                             "library_us_a_launch": round(median(library) / 1e3, 2)
+                             if library else None})
         trace = os.path.join(folder, p + ".fltrace")
         for b in BUDGETS:
             base = [measured_ns(d) for d in program_runs.get((p, "ondemand", b), [])]
@@ -184,10 +191,12 @@ def markdown(doc, command):
              "the program under `faultline run`.", "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
-             "with no budget (the median of the repeats):", ""]
+             "with no budget (the median of the repeats), and the injection library's own CPU "
+             "time at each launch where the binary measured it (`results.run_library_ns`):", ""]
     lines += tables.markdown_table(
-        ["program", "alone (s)", "under faultline run (s)", "cost"],
-        [[o["program"], o["plain_seconds"], o["run_seconds"], pct(o["cost"])]
+        ["program", "alone (s)", "under faultline run (s)", "cost", "library a launch (us)"],
+        [[o["program"], o["plain_seconds"], o["run_seconds"], pct(o["cost"]),
+          "" if o.get("library_us_a_launch") is None else o["library_us_a_launch"]]
          for o in doc["overhead"]])
     for who in ("simulator", "replay"):
         s = doc[who]
