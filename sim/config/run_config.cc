@@ -104,8 +104,9 @@ const Fields<RunConfig>& capacity_mode_fields() {
              "error. \"program\": the same budget as `faultline run` keeps it inside the "
              "program: the CPU does not wait for each kernel, a kernel waits for the migrations "
              "issued before it only when the budget evicted for it, no launch of the replay's "
-             "is charged, and a prefetch of pages already on the GPU makes no call; needs what "
-             "\"budget\" needs"),
+             "is charged, a prefetch of pages already on the GPU makes no call, and the policy "
+             "hears each launch when the GPU reaches it (the run's books at a launch hold what "
+             "the GPU holds then); needs what \"budget\" needs"),
   };
   return fields;
 }

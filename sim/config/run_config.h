@@ -164,8 +164,9 @@ struct RunConfig {
   // it does not need are evicted to the host, and migrations issued before a kernel's launch
   // finish before it starts.
   // kProgram: the budget as `faultline run` keeps it inside the real program (sim/program): the
-  // same evictions, but the CPU runs ahead as the program does, and a kernel waits for the
-  // migration stream only when the budget evicted for it.
+  // same evictions, but the CPU runs ahead as the program does, a kernel waits for the
+  // migration stream only when the budget evicted for it, and the policy hears each launch in
+  // the GPU's turn (Job::policy_at_gpu_turn_).
   enum class CapacityMode { kDriver, kBudget, kProgram } capacity_mode = CapacityMode::kDriver;
   DriverConfig driver;
   std::string policy = "ondemand";

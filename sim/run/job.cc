@@ -50,6 +50,7 @@ Job::Job(Machine m, JobSetup setup)
           {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_, prefetch_queue_.get()})) {
   run_ahead_ = reader_->timeline() == trace::Timeline::kIssue;
   serial_kernels_ = config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
+  policy_at_gpu_turn_ = config_.capacity_mode == config::RunConfig::CapacityMode::kProgram;
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -149,6 +150,7 @@ void Job::start_queued(Time now) {
       continue;
     }
     close_rows_before(q.index, now);
+    if (policy_at_gpu_turn_) host_.launch(q.index, q.kernel.name, q.kernel.args, now);
     gpu_running_ = true;
     kernel_index_ = q.index;
     launch(q.kernel, now, q.issued);
@@ -245,8 +247,9 @@ Time Job::apply(trace::Record& record, Time now) {
     return on_host_access(record.host, now);
   case trace::RecordType::kKernel:
     if (run_ahead_) {
-      // The policy hears the launch as the CPU issues it; the GPU runs it in its turn.
-      host_.launch(issued_, record.kernel.name, record.kernel.args, now);
+      // The policy hears the launch as the CPU issues it (or in the GPU's turn, where
+      // policy_at_gpu_turn_); the GPU runs it in its turn.
+      if (!policy_at_gpu_turn_) host_.launch(issued_, record.kernel.name, record.kernel.args, now);
       gpu_queue_.push_back({false, std::move(record.kernel), {}, issued_++, now});
       if (!gpu_running_) start_queued(now);
       return now + config_.policy_launch_ns; // the policy decided on the program's CPU

@@ -158,7 +158,12 @@ private:
   Time delay_ = 0; // serial traces: simulated minus recorded time, carried from kernel to kernel
   // Issue-time traces: the CPU ran ahead (false: serial playing).
   bool run_ahead_ = false;
-  bool serial_kernels_ = false;     // the CPU waits for each kernel (capacity mode "budget")
+  bool serial_kernels_ = false; // the CPU waits for each kernel (capacity mode "budget")
+  // The policy hears a launch when the GPU reaches it, not when the CPU issues it (capacity mode
+  // "program"): `faultline run`'s books take in each launch's pages and the evictions made for
+  // it at the launch, so at launch N they hold what the GPU holds once it reaches kernel N; the
+  // GPU's state then is what the policy decides on, and its migrations start from there.
+  bool policy_at_gpu_turn_ = false;
   Time cpu_free_ = 0;               // simulated time the CPU finished its last record
   Time cpu_mark_ = 0;               // recorded time it finished it (a sync's end after its wait)
   bool cpu_waiting_ = false;        // the CPU waits for the GPU's queue to drain

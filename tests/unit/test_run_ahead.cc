@@ -268,3 +268,21 @@ TEST_CASE("the policy's decisions at each launch delay the program's CPU by poli
   cfg["policy_launch_ns"] = -1;
   CHECK_THROWS_WITH(simulate(cfg, trace, 4), Catch::Contains("policy_launch_ns"));
 }
+
+TEST_CASE("capacity mode program: the policy hears a launch in the GPU's turn, the CPU still "
+          "runs ahead",
+          "[sim][run-ahead]") {
+  Scratch s;
+  std::vector<trace::Record> records;
+  for (int i = 0; i < 3; ++i) records.push_back(kernel_record(10 * i, 1000));
+  const Outcome o = run(write_timed(s, records), "test-launch-log", "program");
+  REQUIRE(g_heard.size() == 6);
+  // launch 0 at 0, then launch 1 when kernel 0 ends (1000), as `faultline run`'s books hold at
+  // launch 1 what the GPU holds once it reaches it; the kernels still run back to back.
+  for (int i = 0; i < 3; ++i) {
+    CHECK(g_heard[2 * i].launch);
+    CHECK(g_heard[2 * i].now == 1000 * i);
+    CHECK_FALSE(g_heard[2 * i + 1].launch);
+  }
+  CHECK(o.end == 3000);
+}
