@@ -312,10 +312,14 @@ nlohmann::json ProgramRun::finish() {
 
 // ---- what executes the policy's actions ---------------------------------------------------
 
+// A victim's bytes are the big pages the books held of it: what moves to the host.
 template <typename F>
 void ProgramRun::make_room(const std::vector<host::ChunkPages>& needed, const F& what) {
-  for (uint64_t chunk : residency_.make_room(needed, what)) {
-    totals_.evicted_bytes += static_cast<int64_t>(evict_range(chunk * kBlockSize, kBlockSize));
+  std::vector<uint32_t> pages;
+  const std::vector<uint64_t> victims = residency_.make_room(needed, what, &pages);
+  for (size_t i = 0; i < victims.size(); ++i) {
+    evict_range(victims[i] * kBlockSize, kBlockSize);
+    totals_.evicted_bytes += static_cast<int64_t>(std::popcount(pages[i]) * kBigPageSize);
     ++totals_.evictions;
   }
 }
@@ -399,14 +403,19 @@ void ProgramRun::prefetch(const policies::Range& range, Time) {
 // One GPU: the policy host refuses a neighbour target before it gets here.
 void ProgramRun::stage(const policies::Range&, unsigned, Time) {}
 
+// The bytes counted are the whole big pages the books held in the range, which leave them (the
+// simulator counts what moves); the call covers the range whatever the books say.
 void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
   for_each_piece(range.start, range.bytes, [&](Addr book, Addr, Bytes n) {
-    const Bytes evicted = evict_range(book, n);
-    totals_.policy_evicted_bytes += static_cast<int64_t>(evicted);
-    totals_.evicted_bytes += static_cast<int64_t>(evicted);
+    evict_range(book, n);
     // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
     const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
                    end = (book + n) / kBigPageSize;
+    uint64_t held = 0;
+    for (uint64_t p = first; p < end; ++p) held += residency_.resident(p);
+    const auto moved = static_cast<int64_t>(held * kBigPageSize);
+    totals_.policy_evicted_bytes += moved;
+    totals_.evicted_bytes += moved;
     if (end > first) residency_.remove(first, end - first);
   });
 }

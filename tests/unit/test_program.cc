@@ -1,6 +1,7 @@
 // The policy host inside a program (sim/program): the program's calls in, the policy's actions and
 // the budget's evictions out, on a fake device; the module's seam as the injection library loads
 // it; the run's config read strictly.
+#include "policies/registry.h"
 #include "replay_support.h"
 #include "sim/core/error.h"
 #include "sim/program/address_map.h"
@@ -66,7 +67,22 @@ public:
   Time now() const override { return t; }
 };
 
-program::RunConfig config(const std::string& policy, uint64_t budget) {
+// At its second launch, evicts 1 MiB + 100 bytes from the start of what the first named.
+class EvictSome : public policies::IPolicy {
+public:
+  EvictSome(const nlohmann::json&, const std::string&) {}
+  void on_kernel_launch(const policies::LaunchEvent& e, policies::Actions& out) override {
+    if (e.kernel == 0 && !e.args.empty()) start_ = e.args[0].start;
+    if (e.kernel == 1)
+      out.push_back({policies::ActionKind::kEvict, {start_, kMiB + 100}, kHost, {}});
+  }
+
+private:
+  Addr start_ = 0;
+};
+FAULTLINE_REGISTER_POLICY(EvictSome, "test-evict-some");
+
+program::RunConfig run_config(const std::string& policy, uint64_t budget) {
   program::RunConfig c;
   c.policy = policy;
   c.budget_bytes = budget;
@@ -79,7 +95,7 @@ program::RunConfig config(const std::string& policy, uint64_t budget) {
 TEST_CASE("program run: a launch's named allocations fit the budget, the oldest go first") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("ondemand", 8 * kMiB), device, device.total, clock);
+  program::ProgramRun run(run_config("ondemand", 8 * kMiB), device, device.total, clock);
   run.alloc(kBase, 4 * kMiB, true);            // A: chunks 0-1
   run.alloc(kBase + 4 * kMiB, 4 * kMiB, true); // B: chunks 2-3
   run.alloc(kBase + 8 * kMiB, 4 * kMiB, true); // C: chunks 4-5
@@ -106,7 +122,7 @@ TEST_CASE("program run: a launch's named allocations fit the budget, the oldest 
 TEST_CASE("program run: a kernel naming more than the budget stops with its name") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("ondemand", 4 * kMiB), device, device.total, clock);
+  program::ProgramRun run(run_config("ondemand", 4 * kMiB), device, device.total, clock);
   run.alloc(kBase, 6 * kMiB, true);
   CHECK_THROWS_WITH(run.launch("big_gemm", {kBase}, 0),
                     Catch::Contains("the launch needs 3 chunks of 2 MB at once"));
@@ -115,7 +131,7 @@ TEST_CASE("program run: a kernel naming more than the budget stops with its name
 TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("pump", 4 * kMiB), device, device.total, clock);
+  program::ProgramRun run(run_config("pump", 4 * kMiB), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
   run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
   run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
@@ -138,7 +154,7 @@ TEST_CASE("program run: pump's prefetches run on the migration stream within the
 TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("ondemand", 0), device, device.total, clock);
+  program::ProgramRun run(run_config("ondemand", 0), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
   clock.t = 100;
   run.launch("fwd", {kBase}, 0); // the set-up, step -1, opens at the start
@@ -182,7 +198,7 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
 TEST_CASE("program run: a copy never begins a step; before a kernel it is the new step's") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("ondemand", 0), device, device.total, clock);
+  program::ProgramRun run(run_config("ondemand", 0), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
   clock.t = 100;
   run.launch("fwd", {kBase}, 0);
@@ -210,7 +226,7 @@ TEST_CASE("program run: a copy never begins a step; before a kernel it is the ne
 TEST_CASE("program run: with the profiler range, the set-up is step -1 and each start a step") {
   FakeDevice device;
   ManualClock clock;
-  program::RunConfig c = config("ondemand", 0);
+  program::RunConfig c = run_config("ondemand", 0);
   c.range = "profiler";
   program::ProgramRun run(c, device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
@@ -244,7 +260,7 @@ TEST_CASE("program run: with the profiler range, the set-up is step -1 and each 
 TEST_CASE("program run: frees leave the books, device memory takes budget") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(config("ondemand", 6 * kMiB), device, device.total, clock);
+  program::ProgramRun run(run_config("ondemand", 6 * kMiB), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, false); // device memory: one chunk of the budget
   run.alloc(kBase + 2 * kMiB, 4 * kMiB, true);
   run.launch("k", {kBase + 2 * kMiB, kBase}, 0);
@@ -261,7 +277,7 @@ TEST_CASE("program run: the budget holds under random launches, frees and polici
     FakeDevice device;
     ManualClock clock;
     const uint64_t budget = 16 * kMiB;
-    program::ProgramRun run(config(policy, budget), device, device.total, clock);
+    program::ProgramRun run(run_config(policy, budget), device, device.total, clock);
     uint64_t seed = 12345;
     auto next = [&seed] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
     std::vector<uint64_t> live;
@@ -318,7 +334,7 @@ TEST_CASE("program run: with a trace, the budget counts the pages each operation
   for (const char* policy : {"ondemand", "oracle", "schedule", "pump", "deepum"}) {
     FakeDevice device;
     ManualClock clock;
-    program::RunConfig c = config(policy, footprint / 2);
+    program::RunConfig c = run_config(policy, footprint / 2);
     c.trace = trace;
     program::ProgramRun run(c, device, device.total, clock);
     // The run's addresses are not the trace's: 1 TiB above, as another process would have them.
@@ -343,7 +359,7 @@ TEST_CASE("program run: a trace of another program is refused at the allocation 
   const std::string trace = fltest::dnn_trace(dir, 7);
   FakeDevice device;
   ManualClock clock;
-  program::RunConfig c = config("ondemand", 0);
+  program::RunConfig c = run_config("ondemand", 0);
   c.trace = trace;
   program::ProgramRun run(c, device, device.total, clock);
   CHECK_THROWS_WITH(run.alloc(kBase, 12345, true),
@@ -456,7 +472,7 @@ TEST_CASE("program run: with a trace, the books are the trace's, however the run
       for (uint64_t shift : {1ull << 40, (1ull << 40) + 64 * 1024}) {
         FakeDevice device;
         ManualClock clock;
-        program::RunConfig c = config(policy, static_cast<uint64_t>(fraction * footprint));
+        program::RunConfig c = run_config(policy, static_cast<uint64_t>(fraction * footprint));
         c.trace = trace;
         program::ProgramRun run(c, device, device.total, clock);
         program::feed(program::trace_calls(trace, shift), run);
@@ -495,7 +511,7 @@ TEST_CASE("program run: with a trace, the policy hears the trace's allocator blo
   }
   FakeDevice device;
   ManualClock clock;
-  program::RunConfig c = config("pump", 0);
+  program::RunConfig c = run_config("pump", 0);
   c.trace = path;
   program::ProgramRun run(c, device, device.total, clock);
   run.alloc(kBase + 64 * 1024, 4 * kMiB, true); // the segment, 64 KB off 2 MB in the run
@@ -539,7 +555,7 @@ TEST_CASE("program run: with a trace, the pages the host touched leave the books
   const auto run_it = [&] {
     FakeDevice device;
     ManualClock clock;
-    program::RunConfig c = config("ondemand", 8 * kMiB);
+    program::RunConfig c = run_config("ondemand", 8 * kMiB);
     c.trace = path;
     program::ProgramRun run(c, device, device.total, clock);
     run.alloc(kBase, 4 * kMiB, true);
@@ -559,4 +575,23 @@ TEST_CASE("program run: with a trace, the pages the host touched leave the books
   CHECK(touched["bytes_gpu_to_host"] == kBigPageSize);
   CHECK(touched["bytes_host_to_gpu"] == 3 * kBigPageSize);
   CHECK(touched["evictions"] == 0); // the host's faults are no budget eviction
+}
+
+TEST_CASE("program run: evictions count the pages the books held, not the range") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(run_config("test-evict-some", 8 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 4 * kMiB, true);
+  run.launch("k0", {kBase}, 0); // the allocation, all 64 pages, into the books
+  run.kernels_done(1);
+  device.take();
+  // The policy evicts 1 MiB and 100 bytes before k1: the call covers the range, the books let go
+  // of the 16 whole pages in it (the 17th is only touched) and count them.
+  run.launch("k1", {kBase + 3 * kMiB}, 0);
+  CHECK(device.take() == std::vector<std::string>{"after", "evict 0M 1M", "order 0"});
+  run.kernels_done(2);
+  const nlohmann::json r = run.finish()["results"];
+  CHECK(r["policy_evicted_bytes"] == 16 * kBigPageSize);
+  CHECK(r["bytes_gpu_to_host"] == 16 * kBigPageSize);
+  CHECK(r["faults"] == 64 + 16); // k1 names the allocation again: the 16 pages come back
 }
