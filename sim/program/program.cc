@@ -324,28 +324,31 @@ void ProgramRun::make_room(const std::vector<host::ChunkPages>& needed, const F&
   }
 }
 
-Bytes ProgramRun::evict_range(Addr start, Bytes bytes) {
-  Bytes evicted = 0;
-  for_each_piece(start, bytes, [&](Addr, Addr live, Bytes n) {
-    after_launched();
-    device_.evict_to_host(live, n);
-    evicted += n;
-  });
-  evicted_since_launch_ = evicted_since_launch_ || evicted > 0;
-  return evicted;
+void ProgramRun::evict_range(Addr start, Bytes bytes) {
+  for_each_piece(start, bytes, [&](Addr, Addr live, Bytes n) { evict_piece(live, n); });
+}
+
+void ProgramRun::evict_piece(Addr live, Bytes bytes) {
+  after_launched();
+  device_.evict_to_host(live, bytes);
+  evicted_since_launch_ = true;
+}
+
+// Whole big pages leave the books; one the range covers only in part stays counted (the
+// budget's safe side). Returns how many of them the books held: what moves to the host.
+uint64_t ProgramRun::leave_books(Addr book, Bytes bytes) {
+  const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
+                 end = (book + bytes) / kBigPageSize;
+  uint64_t held = 0;
+  for (uint64_t p = first; p < end; ++p) held += residency_.resident(p);
+  if (held > 0) residency_.remove(first, end - first);
+  return held;
 }
 
 // The host touched the range (trace addresses) since the last launch: the driver moved its
-// GPU-resident pages back on the CPU's faults. Whole 64 KB pages leave the books, as in evict(),
-// and their bytes count as moved to the host.
+// GPU-resident pages back on the CPU's faults, which count as moved to the host.
 void ProgramRun::host_touched(Addr start, Bytes bytes) {
-  const uint64_t first = (start + kBigPageSize - 1) / kBigPageSize,
-                 end = (start + bytes) / kBigPageSize;
-  uint64_t moved = 0;
-  for (uint64_t p = first; p < end; ++p) moved += residency_.resident(p);
-  if (moved == 0) return;
-  residency_.remove(first, end - first);
-  totals_.evicted_bytes += static_cast<int64_t>(moved * kBigPageSize);
+  totals_.evicted_bytes += static_cast<int64_t>(leave_books(start, bytes) * kBigPageSize);
 }
 
 void ProgramRun::after_launched() {
@@ -403,20 +406,14 @@ void ProgramRun::prefetch(const policies::Range& range, Time) {
 // One GPU: the policy host refuses a neighbour target before it gets here.
 void ProgramRun::stage(const policies::Range&, unsigned, Time) {}
 
-// The bytes counted are the whole big pages the books held in the range, which leave them (the
-// simulator counts what moves); the call covers the range whatever the books say.
+// The call covers the range whatever the books say; the bytes counted are the pages the books
+// held of it (the simulator counts what moves).
 void ProgramRun::evict(const policies::Range& range, ProcessorId, Time) {
-  for_each_piece(range.start, range.bytes, [&](Addr book, Addr, Bytes n) {
-    evict_range(book, n);
-    // Whole big pages leave the books; a partly evicted one stays counted (the safe side).
-    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
-                   end = (book + n) / kBigPageSize;
-    uint64_t held = 0;
-    for (uint64_t p = first; p < end; ++p) held += residency_.resident(p);
-    const auto moved = static_cast<int64_t>(held * kBigPageSize);
+  for_each_piece(range.start, range.bytes, [&](Addr book, Addr live, Bytes n) {
+    evict_piece(live, n);
+    const auto moved = static_cast<int64_t>(leave_books(book, n) * kBigPageSize);
     totals_.policy_evicted_bytes += moved;
     totals_.evicted_bytes += moved;
-    if (end > first) residency_.remove(first, end - first);
   });
 }
 
@@ -426,9 +423,7 @@ void ProgramRun::discard(const policies::Range& range, Time) {
     device_.discard(live, n);
     evicted_since_launch_ = true; // and the next one may write it anew
     totals_.discarded_bytes += static_cast<int64_t>(n);
-    const uint64_t first = (book + kBigPageSize - 1) / kBigPageSize,
-                   end = (book + n) / kBigPageSize;
-    if (end > first) residency_.remove(first, end - first);
+    leave_books(book, n);
   });
 }
 

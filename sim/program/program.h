@@ -112,8 +112,11 @@ private:
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
   static std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes);
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
-  // Sends the live pages of the books' [start, start + bytes) to the host; the bytes sent.
-  Bytes evict_range(Addr start, Bytes bytes);
+  // Sends the live pages of the books' [start, start + bytes) to the host, after the kernels
+  // launched so far; evict_piece() one live piece of it.
+  void evict_range(Addr start, Bytes bytes);
+  void evict_piece(Addr live, Bytes bytes);
+  uint64_t leave_books(Addr book, Bytes bytes);
   void admit(const std::vector<host::ChunkPages>& pages);
   void open_step(Time at, const Totals& base);
   void close_step(Time at, const Totals& end);

@@ -119,8 +119,8 @@ public:
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
     if (program_ && !evicted) t = now; // nothing evicted: the stream was not made to wait
-    done_ =
-        std::max(done_, t); // faults_ gathers over a kernel's parts; kernel_done() hands them over
+    done_ = std::max(done_, t);
+    // faults_ gathers over a kernel's parts; kernel_done() hands them over.
     if (m_.host.observes_faults()) {
       for (const host::ChunkPages& c : touched)
         if (const uint32_t pages = c.pages & ~known_pages(c.chunk))

@@ -9,8 +9,9 @@ ones; the median of the repeats), the replay's and the simulator's over the same
 captured trace (the simulator in capacity mode "program", the budget as `faultline run` keeps it,
 with the instance's own quick calibration, and the CPU time the policy's decisions took at each
 launch in the program as `policy_launch_ns`), their errors against the program, and each
-policy's speedup over ondemand in the program. Also what `faultline run` costs the program: the program's own
-step time under `faultline run --policy ondemand` with no budget against the program alone.
+policy's speedup over ondemand in the program. Also what `faultline run` costs the program: the
+program's own step time under `faultline run --policy ondemand` with no budget against the
+program alone.
 Writes program.md, program.json and program.png into live/reports/CAMPAIGN/ (with
 --write-reports; else out/live/CAMPAIGN/)."""
 import argparse

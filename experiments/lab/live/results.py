@@ -151,7 +151,6 @@ def newest_holdout(campaign=NEWEST_HOLDOUT):
     path = os.path.join(LIVE, "reports", campaign, "program.json")
     if os.path.exists(path):
         rows = [r for r in read_json(path, "results")["rows"] if r["program"] in held]
-        s = program.summary_of(rows, "sim_error", per_program=False)
         truth = "program"
     else:
         _, all_rows = report(campaign)
@@ -160,11 +159,11 @@ def newest_holdout(campaign=NEWEST_HOLDOUT):
                              f"experiments/live/fidelity.py report {campaign} --write-reports")
         rows = [{"program": r["trace"], "policy": r["policy"], "sim_error": float(r["time_error"])}
                 for r in all_rows if r["trace"] in held]
-        s = program.summary_of(rows, "sim_error", per_program=False)
         truth = "replay"
     if not rows:
         raise SystemExit(f"results: {campaign} ran none of the hold-out programs "
                          f"({', '.join(sorted(held))})")
+    s = program.summary_of(rows, "sim_error", per_program=False)
     return {"campaign": campaign, "programs": sorted({r["program"] for r in rows}),
             "runs": s["runs"], "ground_truth": truth,
             "median_abs_time_error": s["median_abs_time_error"],
