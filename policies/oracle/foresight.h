@@ -46,6 +46,9 @@ public:
   // to come (the point itself when the block is in use there), else the first touching kernel
   // after it. kNever if none is known.
   virtual When next_use(uint64_t block, When now) const = 0;
+  // Changes whenever an answer of blocks() or host_before() for a kernel may have changed (a
+  // foresight that never changes keeps 0): a planner may keep what it planned while it holds.
+  virtual uint64_t version() const { return 0; }
 };
 
 } // namespace faultline::policies::oracle

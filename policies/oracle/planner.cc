@@ -55,6 +55,7 @@ void Planner::alloc(const AllocEvent& e) {
   if (e.managed && !e.block) {
     live_[e.range.start] = e.range.start + e.range.bytes;
     forget_live_pages(e.range);
+    uncover(); // pages a plan left for this allocation can come now
   }
 }
 
@@ -68,6 +69,7 @@ void Planner::free(const FreeEvent& e) {
   for (uint64_t b = e.range.start / kBlockSize; // the backend drops a freed segment's pages
        b < (e.range.start + e.range.bytes + kBlockSize - 1) / kBlockSize; ++b)
     resident_.erase(b);
+  uncover();
 }
 
 // Faulted pages are on the GPU now. While the kernel runs, the batch also tells how far it got:
@@ -126,10 +128,13 @@ Planner::Held& Planner::hold(uint64_t block) {
 // Make the GPU hold the window from `now` on: evict for what is missing, then prefetch it in
 // order of need.
 void Planner::plan(When now, Actions& out) {
+  if (extend_plan(now, out)) return;
   planned_ = now;
   const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
-  bool overflows = false;
-  std::vector<BlockUse>& wanted = window(now, room, overflows);
+  bool overflows = false, host_free = true;
+  uint64_t walked = 0;
+  std::vector<BlockUse>& wanted = window(now, room, overflows, walked, host_free);
+  uncover();
   if (overflows && running_ && !overflowing_kernels_) return; // the driver's, as it comes
   // The kernel will fault beyond the window: leave room for it.
   reserve_ = overflows && running_ ? std::min(room / 4, std::max(kMinReserve, faulted_blocks_)) : 0;
@@ -149,12 +154,64 @@ void Planner::plan(When now, Actions& out) {
     const PageBits pages = w.pages & live_pages(w.block);
     if (!pages) continue;
     auto it = resident_.find(w.block);
-    if (it == resident_.end() && resident_.size() >= target) break;
+    if (it == resident_.end() && resident_.size() >= target) return;
     PageBits& have = hold(w.block).pages;
     const PageBits span = spanned(pages & ~have) & live_pages(w.block);
     push_runs(ActionKind::kPrefetch, w.block, span, gpu_, out);
     have |= span;
   }
+  if (walked == 0) return; // the window did not fit
+  uint64_t unheld = 0;
+  for (const BlockUse& w : wanted) unheld += !resident_.count(w.block);
+  covered_ = {true, host_free, now.kernel, walked, future_->version(), unheld};
+}
+
+// The plan from `now` when the window up to covered_.to is held: the kernels past it are added,
+// as a whole plan would add them (in order of need, the same pages), if room for them is sure
+// without an eviction. False: a whole plan is needed.
+bool Planner::extend_plan(When now, Actions& out) {
+  if (!extend_ || !covered_.valid || !covered_.host_free ||
+      covered_.version != future_->version() || now.kernel < covered_.from ||
+      now.kernel > covered_.to)
+    return false;
+  const uint64_t end = std::min(future_->kernels(), now.kernel + lookahead_);
+  for (uint64_t k = std::max(covered_.to, now.kernel + 1); k < end; ++k)
+    if (!future_->host_before(k).empty()) return false;
+  std::vector<BlockUse>& added = scratch_.added;
+  std::unordered_map<uint64_t, size_t>& slot = scratch_.slot;
+  added.clear();
+  slot.clear();
+  uint64_t incoming = 0;
+  for (uint64_t k = covered_.to; k < end; ++k)
+    for (const BlockUse& use : future_->blocks(k)) {
+      if ((k == now.kernel && use.last < now.access) || !use.pages) continue;
+      auto [it, fresh] = slot.try_emplace(use.block, added.size());
+      if (!fresh) {
+        added[it->second].pages |= use.pages;
+        continue;
+      }
+      added.push_back(use);
+      incoming += !resident_.count(use.block);
+    }
+  const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
+  if (resident_.size() + covered_.unheld + incoming > room) return false;
+  planned_ = now;
+  reserve_ = 0;
+  for (const BlockUse& w : added) {
+    const PageBits pages = w.pages & live_pages(w.block);
+    if (!pages) {
+      covered_.unheld += !resident_.count(w.block);
+      continue;
+    }
+    PageBits& have = hold(w.block).pages;
+    const PageBits span = spanned(pages & ~have) & live_pages(w.block);
+    push_runs(ActionKind::kPrefetch, w.block, span, gpu_, out);
+    have |= span;
+  }
+  covered_.from = now.kernel;
+  covered_.to = std::max(covered_.to, end);
+  ++plans_extended_;
+  return true;
 }
 
 // The blocks the accesses from `now` on need, in order of need with the pages wanted in each, up
@@ -162,16 +219,24 @@ void Planner::plan(When now, Actions& out) {
 // kernels' wants: they would be taken back before their use.
 // `overflows`: the window ends inside now's kernel.
 // (Into scratch_, whose containers keep their memory from one plan to the next.)
-std::vector<BlockUse>& Planner::window(When now, uint64_t room, bool& overflows) const {
+// `walked`: the kernel the window ended before, if it holds all their blocks (else 0);
+// `host_free`: no host touch among its kernels.
+std::vector<BlockUse>& Planner::window(When now, uint64_t room, bool& overflows, uint64_t& walked,
+                                       bool& host_free) const {
   std::vector<BlockUse>& out = scratch_.wanted;
   std::unordered_map<uint64_t, size_t>& slot = scratch_.slot;
   std::unordered_map<uint64_t, PageBits>& host = scratch_.host; // host's pages on the way
   out.clear();
   slot.clear();
   host.clear();
-  for (uint64_t k = now.kernel; k < future_->kernels() && k < now.kernel + lookahead_; ++k) {
+  walked = 0;
+  uint64_t k = now.kernel;
+  for (; k < future_->kernels() && k < now.kernel + lookahead_; ++k) {
     if (k > now.kernel)
-      for (const BlockUse& h : future_->host_before(k)) host[h.block] |= h.pages;
+      for (const BlockUse& h : future_->host_before(k)) {
+        host[h.block] |= h.pages;
+        host_free = false;
+      }
     for (const BlockUse& use : future_->blocks(k)) {
       if (k == now.kernel && use.last < now.access) continue; // done with it
       auto h = host.find(use.block);
@@ -190,6 +255,7 @@ std::vector<BlockUse>& Planner::window(When now, uint64_t room, bool& overflows)
       out.push_back({use.block, pages, use.first, use.last});
     }
   }
+  walked = k;
   return out;
 }
 
@@ -221,6 +287,7 @@ PageBits Planner::live_pages_uncached(uint64_t block) const {
 }
 
 void Planner::forget(Resident::iterator it, PageBits pages) {
+  uncover();
   it->second.pages &= ~pages;
   if (!it->second.pages) resident_.erase(it);
 }
@@ -238,6 +305,7 @@ void Planner::evict_for(size_t incoming, uint64_t room, const std::unordered_set
   const size_t need = std::min(victims.size(), resident_.size() + incoming - room);
   std::partial_sort(victims.begin(), victims.begin() + static_cast<std::ptrdiff_t>(need),
                     victims.end(), std::greater<>());
+  uncover();
   for (size_t i = 0; i < need; ++i) {
     const uint64_t b = std::get<2>(victims[i]);
     evict(b, out);
@@ -295,6 +363,7 @@ void Planner::sync_with_memory() {
   if (used == resident_.size() + device_blocks_) return;
   std::set<uint64_t> held;
   for (Addr a : memory_->oldest_blocks(gpu_index_, capacity_blocks_)) held.insert(a / kBlockSize);
+  uncover();
   for (auto it = resident_.begin(); it != resident_.end();)
     it = held.count(it->first) ? std::next(it) : resident_.erase(it);
   for (uint64_t b : held) hold(b);

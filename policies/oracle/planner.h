@@ -41,6 +41,12 @@ public:
   // Whether to plan while the running kernel needs more blocks than fit (else it is left to the
   // driver, as a foresight that does not know the order of a kernel's accesses may choose).
   void plan_overflowing_kernels(bool plan) { overflowing_kernels_ = plan; }
+  // Whether a plan may extend the last one by the kernels that entered the window instead of
+  // walking the whole window again (on by default; off, every plan walks it: the reference the
+  // tests hold the shortcut to).
+  void extend_plans(bool on) { extend_ = on; }
+  // How many plans extended the one before.
+  uint64_t plans_extended() const { return plans_extended_; }
 
 private:
   // A block the planner believes on the GPU: the pages it put there (or saw fault), and when the
@@ -55,7 +61,10 @@ private:
 
   Held& hold(uint64_t block);
   void plan(When now, Actions& out);
-  std::vector<BlockUse>& window(When now, uint64_t room, bool& overflows) const;
+  bool extend_plan(When now, Actions& out);
+  void uncover() { covered_.valid = false; }
+  std::vector<BlockUse>& window(When now, uint64_t room, bool& overflows, uint64_t& walked,
+                                bool& host_free) const;
   PageBits live_pages(uint64_t block) const;
   void forget_live_pages(const Range& r);
   PageBits live_pages_uncached(uint64_t block) const;
@@ -85,13 +94,24 @@ private:
   std::vector<std::pair<uint64_t, uint32_t>> first_touch_;
   // reserve_: free blocks the last plan left for faults
   uint64_t arrivals_ = 0, reserve_ = 0;
+  // What the last plans hold: while every block the window from `from` to `to` (kernels) wants
+  // is on the GPU with the pages it wants (but `unheld` blocks at most, whose allocations do not
+  // exist yet), no page left since, the foresight's version unchanged and no host touch among
+  // those kernels, the next plan only adds the kernels that entered the window. A plan that
+  // fits entirely walks only those (at 100% a launch's plan is one kernel's blocks, not 256).
+  struct Covered {
+    bool valid = false, host_free = false;
+    uint64_t from = 0, to = 0, version = 0, unheld = 0;
+  } covered_;
+  bool extend_ = true;
+  uint64_t plans_extended_ = 0;
   Resident resident_;          // blocks the planner believes on the GPU, and their pages
   std::map<Addr, Addr> live_;  // live managed allocations: start -> end
   std::map<Addr, Addr> freed_; // freed allocator blocks: start -> end (with discard_freed)
   mutable std::unordered_map<uint64_t, PageBits> live_pages_; // live_pages() of blocks asked
   // A plan's working sets, kept between plans for their memory.
   mutable struct {
-    std::vector<BlockUse> wanted;
+    std::vector<BlockUse> wanted, added;
     std::unordered_map<uint64_t, size_t> slot;
     std::unordered_map<uint64_t, PageBits> host;
     std::unordered_set<uint64_t> keep;

@@ -26,6 +26,7 @@ void LearnedSteps::step_begin(bool follow) {
     index_learned();
   }
   recording_.clear();
+  ++version_;
   step_followed_ = false;
   in_step_ = true;
   deviated_ = false;
@@ -36,20 +37,24 @@ void LearnedSteps::step_begin(bool follow) {
 
 void LearnedSteps::launch(uint64_t kernel, const std::string& name,
                           const std::vector<Range>& args) {
+  // Whether the kernels ahead read as they did before this launch: it follows the launch before
+  // at the next learned position, and its arguments are the learned ones.
+  const bool continues = following_ && kernel == anchor_kernel_ + 1;
+  const size_t was_expected = expected_;
   following_ = false;
   launched_ = kernel;
-  if (!in_step_) return;
+  if (!in_step_) return ++version_, void();
   Kernel& seen = recording_.emplace_back();
   seen.name = name;
   seen.args = args;
   rebuild(seen);
-  if (learned_.empty() || deviated_ || paused_) return;
+  if (learned_.empty() || deviated_ || paused_) return ++version_, void();
   const size_t end = std::min<size_t>(learned_.size(), expected_ + resync_);
   size_t p = expected_;
   while (p < end && learned_[p].name != name) ++p;
   if (p == end) {
     deviated_ = true;
-    return;
+    return ++version_, void();
   }
   following_ = step_followed_ = true;
   anchor_kernel_ = kernel;
@@ -66,6 +71,9 @@ void LearnedSteps::launch(uint64_t kernel, const std::string& name,
     k.args = args;
     rebuild(k);
     index(p, true);
+    ++version_;
+  } else if (!continues || p != was_expected) {
+    ++version_;
   }
 }
 
@@ -73,6 +81,7 @@ void LearnedSteps::launch(uint64_t kernel, const std::string& name,
 // (the batches of a step that prefetches are not those of the step recorded).
 void LearnedSteps::faulted(const std::vector<Addr>& big_pages) {
   if (!in_step_ || recording_.empty()) return;
+  if (following_ && !big_pages.empty()) ++version_; // the learned kernel's blocks grow
   Kernel& seen = recording_.back();
   const uint32_t batch = seen.batches++;
   seen.driver_faults += big_pages.size();
@@ -115,12 +124,20 @@ void LearnedSteps::rebuild(Kernel& k) {
   k.blocks.clear();
   k.slot.clear();
   for (const auto& [block, use] : k.faulted) add(k, use);
+  // A block at a time: an argument may span thousands of big pages.
   for (const Range& r : k.args) {
-    for (Addr a = r.start / kBigPageSize * kBigPageSize; a < r.start + r.bytes; a += kBigPageSize) {
-      const uint64_t block = a / kBlockSize;
+    const uint64_t first = r.start / kBigPageSize,
+                   end = (r.start + r.bytes + kBigPageSize - 1) / kBigPageSize;
+    for (uint64_t page = first; page < end;) {
+      const uint64_t block = page / kPagesPerBlock;
+      const uint64_t upto = std::min(end, (block + 1) * kPagesPerBlock);
+      const auto lo = static_cast<unsigned>(page % kPagesPerBlock),
+                 n = static_cast<unsigned>(upto - page);
+      const PageBits pages = n == kPagesPerBlock ? ~PageBits{0} : ((PageBits{1} << n) - 1) << lo;
       auto f = k.faulted.find(block);
       const BlockUse span = f == k.faulted.end() ? BlockUse{0, 0, 0, UINT32_MAX} : f->second;
-      add(k, {block, PageBits{1} << (a / kBigPageSize % kPagesPerBlock), span.first, span.last});
+      add(k, {block, pages, span.first, span.last});
+      page = upto;
     }
   }
   std::sort(k.blocks.begin(), k.blocks.end(), [](const BlockUse& a, const BlockUse& b) {

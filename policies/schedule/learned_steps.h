@@ -51,6 +51,7 @@ public:
   const std::vector<oracle::BlockUse>& blocks(uint64_t kernel) const override;
   const std::vector<oracle::BlockUse>& host_before(uint64_t) const override { return none_; }
   oracle::When next_use(uint64_t block, oracle::When now) const override;
+  uint64_t version() const override { return version_; }
 
 private:
   static constexpr uint64_t kNoEnd = ~uint64_t{0}; // an online policy cannot see the run's end
@@ -89,6 +90,9 @@ private:
   size_t expected_ = 0; // the learned position the next launch should be at
   uint64_t anchor_kernel_ = 0, anchor_position_ = 0; // the last launch that matched, and where
   std::vector<oracle::BlockUse> none_;
+  // Bumped whenever blocks() may answer otherwise for some kernel: all but a launch that follows
+  // the one before it at the next learned position, with its learned arguments.
+  uint64_t version_ = 0;
 };
 
 } // namespace faultline::policies::schedule

@@ -69,5 +69,9 @@ BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_100, "schedule", 1.0)->Unit(benchma
 BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_50, "schedule", 0.5)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ProgramLaunch, schedule_50_traced, "schedule", 0.5, true)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProgramLaunch, oracle_100_traced, "oracle", 1.0, true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ProgramLaunch, oracle_50_traced, "oracle", 0.5, true)
+    ->Unit(benchmark::kMillisecond);
 
 } // namespace
