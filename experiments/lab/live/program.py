@@ -231,15 +231,16 @@ def figure(doc, path):
     plt = tables.pyplot()
     programs = doc["programs"]
     fig, axes = plt.subplots(1, len(programs), figsize=(4.5 * len(programs), 3.6), squeeze=False)
+    low = min(r["budget"] for r in doc["rows"])  # the tightest budget the campaign ran
     for ax, p in zip(axes[0], programs):
-        rows = [r for r in doc["rows"] if r["program"] == p and r["budget"] == 0.5]
+        rows = [r for r in doc["rows"] if r["program"] == p and r["budget"] == low]
         xs = range(len(rows))
         ax.bar([x - 0.27 for x in xs], [r["program_s"] for r in rows], 0.27, label="program")
         ax.bar(list(xs), [r["replay_s"] or 0 for r in rows], 0.27, label="replay")
         ax.bar([x + 0.27 for x in xs], [r["sim_s"] or 0 for r in rows], 0.27, label="simulator")
         ax.set_xticks(list(xs))
         ax.set_xticklabels([r["policy"] for r in rows], rotation=30, fontsize=8)
-        ax.set_title(f"{p}, 50% budget", fontsize=9)
+        ax.set_title(f"{p}, {low:.0%} budget", fontsize=9)
     axes[0][0].set_ylabel("measured steps (s)")
     tables.finish_figure(fig, path, ax=axes[0][-1], legend=7)
 
