@@ -48,6 +48,10 @@ ProgramRun::ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, con
   start.trace_path = config_.trace;
   start.iterations = config_.iterations;
   host_.start(start);
+  // Once, before the program's first call returns (the oracle reads its trace here): not a
+  // decision at a launch, which is what policy_decision_ns over the launches prices.
+  start_ns_ = decision_ns_;
+  decision_ns_ = 0;
 }
 
 const std::pair<const uint64_t, ProgramRun::Allocation>* ProgramRun::find(Addr address) const {
@@ -306,6 +310,7 @@ nlohmann::json ProgramRun::finish() {
   if (traced_) out["config"]["launches_past_trace"] = untraced_launches_;
   out["results"] = totals_json(t);
   if (gpu_used_known_) out["results"]["gpu_used_peak_bytes"] = gpu_peak_;
+  out["results"]["policy_start_ns"] = start_ns_;
   out["steps"] = steps_;
   return out;
 }

@@ -146,7 +146,7 @@ private:
   bool boundary_is_start_ = true; // the boundary is the run's start, not a mark
   bool step_open_ = false, in_range_ = true;
   int64_t step_ = -1, next_step_ = 0;
-  Time step_start_ = 0, last_call_ = 0, decision_start_ = 0, decision_ns_ = 0;
+  Time step_start_ = 0, last_call_ = 0, decision_start_ = 0, decision_ns_ = 0, start_ns_ = 0;
   uint64_t step_peak_chunks_ = 0, gpu_used_at_start_ = 0, step_gpu_peak_ = 0, gpu_peak_ = 0;
   bool gpu_used_known_ = false;
   nlohmann::json steps_ = nlohmann::json::array();

@@ -153,6 +153,9 @@ std::vector<ResultField> declare() {
        "CPU time the injection library spent in its callbacks inside the program's CUDA calls, "
        "run_hooks_ns included (not CUPTI's own dispatch): what faultline run adds to the "
        "program's CPU"},
+      {"results.policy_start_ns", "ns", "program",
+       "CPU time the policy took to start (the oracle reads its trace then), once, before the "
+       "program's first CUDA call returns; not part of policy_decision_ns"},
       {"results.run_hooks_ns", "ns", "program",
        "CPU time the policy host took in the library's hooks: the books, the budget and the "
        "policy's decisions (policy_decision_ns)"},

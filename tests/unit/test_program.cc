@@ -119,6 +119,24 @@ TEST_CASE("program run: a launch's named allocations fit the budget, the oldest 
   CHECK(doc["config"]["budget_chunks"] == 4);
 }
 
+TEST_CASE("program run: the policy's start is counted apart from its decisions at launches") {
+  // Each reading of this clock is 1 us later: every policy call takes 1 us.
+  class TickingClock : public program::RunClock {
+  public:
+    mutable Time t = 0;
+    Time now() const override { return t += 1000; }
+  } clock;
+  FakeDevice device;
+  program::ProgramRun run(run_config("ondemand", 0), device, device.total, clock);
+  run.alloc(kBase, 4 * kMiB, true);
+  run.launch("k0", {kBase}, 0);
+  run.kernels_done(1);
+  const nlohmann::json doc = run.finish();
+  CHECK(doc["results"]["policy_start_ns"] == 1000);
+  // The allocation, the launch and the kernel's end: a decision each, the start not among them.
+  CHECK(doc["results"]["policy_decision_ns"] == 3000);
+}
+
 TEST_CASE("program run: a kernel naming more than the budget stops with its name") {
   FakeDevice device;
   ManualClock clock;
