@@ -1,4 +1,4 @@
-"""experiments/live/fidelity.py program: the committed program campaign's report is what its data
+"""experiments/live/fidelity.py program: the committed program campaigns' reports are what their data
 give (every run's program time, speedup over ondemand, the simulator's and the replay's errors
 against it, the cost of `faultline run`, the runs without a result), and its arithmetic holds."""
 import json
@@ -10,30 +10,30 @@ repo = os.path.dirname(here)
 sys.path.insert(0, os.path.join(repo, "experiments"))
 from lab.live import program  # noqa: E402
 
-campaign = "h200-cb9b8025-program"
-folder = os.path.join(repo, "experiments", "live", "data", campaign)
-doc = program.report(folder, sys.argv[1] if len(sys.argv) > 1 else program.FAULTLINE)
-with open(os.path.join(repo, "experiments", "live", "reports", campaign, "program.json")) as f:
-    committed = json.load(f)
-committed.pop("command")
-assert doc == committed, "the committed report is not what the campaign's data give"
+for campaign in ("h200-cb9b8025-program", "h100-aa1dd289-program"):
+    folder = os.path.join(repo, "experiments", "live", "data", campaign)
+    doc = program.report(folder, sys.argv[1] if len(sys.argv) > 1 else program.FAULTLINE)
+    with open(os.path.join(repo, "experiments", "live", "reports", campaign, "program.json")) as f:
+        committed = json.load(f)
+    committed.pop("command")
+    assert doc == committed, "the committed report is not what the campaign's data give"
 
-for r in doc["rows"]:
-    if r["sim_s"] is not None:
-        assert abs(r["sim_error"] - (r["sim_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
-    if r["replay_s"] is not None:
-        assert abs(r["replay_error"] - (r["replay_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
-    if r["policy"] == "ondemand":
-        assert r["speedup_over_ondemand"] == 1.0, r
-for o in doc["overhead"]:
-    assert abs(o["cost"] - (o["run_seconds"] / o["plain_seconds"] - 1)) < 1e-3, o
-errors = [abs(r["sim_error"]) for r in doc["rows"] if r["sim_error"] is not None]
-assert doc["simulator"]["runs"] == len(errors)
-assert doc["simulator"]["max_abs_time_error"] == round(max(errors), 4)
-# Nothing is silently left out: every run without a result, and every run the simulator refused.
-assert len(doc["without_result"]) == len(program.refusals(folder))
-assert all(u["message"] for u in doc["unsimulated"])
-print(f"program report: {len(doc['rows'])} runs, {len(doc['without_result'])} without a result")
+    for r in doc["rows"]:
+        if r["sim_s"] is not None:
+            assert abs(r["sim_error"] - (r["sim_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
+        if r["replay_s"] is not None:
+            assert abs(r["replay_error"] - (r["replay_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
+        if r["policy"] == "ondemand":
+            assert r["speedup_over_ondemand"] == 1.0, r
+    for o in doc["overhead"]:
+        assert abs(o["cost"] - (o["run_seconds"] / o["plain_seconds"] - 1)) < 1e-3, o
+    errors = [abs(r["sim_error"]) for r in doc["rows"] if r["sim_error"] is not None]
+    assert doc["simulator"]["runs"] == len(errors)
+    assert doc["simulator"]["max_abs_time_error"] == round(max(errors), 4)
+    # Nothing is silently left out: every run without a result, and every run the simulator refused.
+    assert len(doc["without_result"]) == len(program.refusals(folder))
+    assert all(u["message"] for u in doc["unsimulated"])
+    print(f"program report: {len(doc['rows'])} runs, {len(doc['without_result'])} without a result")
 
 # results/holdout.json: the newest hold-out campaign's summary, the program as ground truth, is
 # what the committed program report gives for the hold-out programs alone.

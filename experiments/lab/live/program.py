@@ -187,13 +187,17 @@ def markdown(doc, command):
              f"simulated in capacity mode \"program\" with the instance's quick calibration "
              f"`{doc['profile']}`, each run charging the program's CPU what the policy's "
              "decisions took at each launch in the program (`policy_launch_ns`, the run's "
-             "`policy_decision_ns` over its launches). Times are the last "
+             "`policy_decision_ns` over its launches; results without `policy_start_ns` count "
+             "the policy's start in it too, the oracle's reading of its trace). Times are the "
+             "last "
              f"{STEPS} steps (the measured ones), the median of the repeats; errors are against "
              "the program under `faultline run`.", "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
              "with no budget (the median of the repeats), and the injection library's own CPU "
-             "time at each launch where the binary measured it (`results.run_library_ns`):", ""]
+             "time over the whole run, set-up included (a kernel's first launch reads its "
+             "parameters), over its launches, where the binary measured it "
+             "(`results.run_library_ns`):", ""]
     lines += tables.markdown_table(
         ["program", "alone (s)", "under faultline run (s)", "cost", "library a launch (us)"],
         [[o["program"], o["plain_seconds"], o["run_seconds"], pct(o["cost"]),
