@@ -130,7 +130,7 @@ Planner::Held& Planner::hold(uint64_t block) {
 void Planner::plan(When now, Actions& out) {
   if (extend_plan(now, out)) return;
   planned_ = now;
-  const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
+  const uint64_t room = room_blocks();
   bool overflows = false, host_free = true;
   uint64_t walked = 0;
   std::vector<BlockUse>& wanted = window(now, room, overflows, walked, host_free);
@@ -153,12 +153,8 @@ void Planner::plan(When now, Actions& out) {
     // backend ignores a range outside live managed memory).
     const PageBits pages = w.pages & live_pages(w.block);
     if (!pages) continue;
-    auto it = resident_.find(w.block);
-    if (it == resident_.end() && resident_.size() >= target) return;
-    PageBits& have = hold(w.block).pages;
-    const PageBits span = spanned(pages & ~have) & live_pages(w.block);
-    push_runs(ActionKind::kPrefetch, w.block, span, gpu_, out);
-    have |= span;
+    if (!resident_.count(w.block) && resident_.size() >= target) return;
+    bring(w.block, pages, out);
   }
   if (walked == 0) return; // the window did not fit
   uint64_t unheld = 0;
@@ -193,25 +189,34 @@ bool Planner::extend_plan(When now, Actions& out) {
       added.push_back(use);
       incoming += !resident_.count(use.block);
     }
-  const uint64_t room = capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
+  const uint64_t room = room_blocks();
   if (resident_.size() + covered_.unheld + incoming > room) return false;
   planned_ = now;
   reserve_ = 0;
   for (const BlockUse& w : added) {
     const PageBits pages = w.pages & live_pages(w.block);
-    if (!pages) {
+    if (pages)
+      bring(w.block, pages, out);
+    else
       covered_.unheld += !resident_.count(w.block);
-      continue;
-    }
-    PageBits& have = hold(w.block).pages;
-    const PageBits span = spanned(pages & ~have) & live_pages(w.block);
-    push_runs(ActionKind::kPrefetch, w.block, span, gpu_, out);
-    have |= span;
   }
   covered_.from = now.kernel;
   covered_.to = std::max(covered_.to, end);
   ++plans_extended_;
   return true;
+}
+
+// Blocks the GPU has for managed data: its capacity less the device allocations'.
+uint64_t Planner::room_blocks() const {
+  return capacity_blocks_ > device_blocks_ ? capacity_blocks_ - device_blocks_ : 0;
+}
+
+// Prefetches the block's live `pages` it does not hold yet, a span per copy, and holds them.
+void Planner::bring(uint64_t block, PageBits pages, Actions& out) {
+  PageBits& have = hold(block).pages;
+  const PageBits span = spanned(pages & ~have) & live_pages(block);
+  push_runs(ActionKind::kPrefetch, block, span, gpu_, out);
+  have |= span;
 }
 
 // The blocks the accesses from `now` on need, in order of need with the pages wanted in each, up

@@ -62,6 +62,8 @@ private:
   Held& hold(uint64_t block);
   void plan(When now, Actions& out);
   bool extend_plan(When now, Actions& out);
+  uint64_t room_blocks() const;
+  void bring(uint64_t block, PageBits pages, Actions& out);
   void uncover() { covered_.valid = false; }
   std::vector<BlockUse>& window(When now, uint64_t room, bool& overflows, uint64_t& walked,
                                 bool& host_free) const;
