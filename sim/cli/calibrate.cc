@@ -24,10 +24,13 @@ void add_calibrate(CLI::App& app) {
       "committed measurements again without a GPU, with their name and base unless given.\n"
       "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
-      "four points, reported against PROFILE's fault path, which is kept (a full calibration of\n"
-      "the same GPU model); PROFILE is also the base. With --refit, --from derives such a\n"
-      "calibration from a full one's measurements (the same benchmarks, fewer points), or\n"
-      "refits a per-machine one with PROFILE's fault path instead of the one it kept.\n"
+      "fourteen points of each kind (first touch and from the host; 1 to 1024 blocks, 1 to 32\n"
+      "pages a block, two in rounds over the blocks), fitted from PROFILE's values (a full\n"
+      "calibration of the same GPU model); PROFILE is also the base, whose memory size and peer\n"
+      "link stand. --keep-fault-path keeps PROFILE's fault path instead of fitting one. With\n"
+      "--refit, --from derives such a calibration from a full one's measurements (the same\n"
+      "benchmarks, fewer points), or refits a per-machine one from PROFILE's fault path instead\n"
+      "of the one it recorded.\n"
       "--pool FULL.json (with --refit, repeatable) adds other instances' fault benchmarks to the\n"
       "fit, so a shipped fault path is not one instance's. --combine M.json (with --refit,\n"
       "repeatable) fits the median of one instance's calibrations made at several moments (a\n"
@@ -52,8 +55,11 @@ void add_calibrate(CLI::App& app) {
   sub->add_flag("--quick", c->settings.quick, "fewer and smaller points, for tests and smoke runs");
   CLI::Option* from =
       sub->add_option("--from", c->settings.from,
-                      "per-machine calibration: keep this profile's fault path (see above)")
+                      "per-machine calibration over this profile (see above)")
           ->type_name("PROFILE");
+  sub->add_flag("--keep-fault-path", c->settings.keep_fault_path,
+                "with --from: keep the profile's fault path rather than fit this machine's")
+      ->needs(from);
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");
   CLI::Option* refit =

@@ -33,13 +33,16 @@ const char* kExplanation =
     "program's output passes through and its exit status is faultline's. Steps begin at the\n"
     "start and at each step mark a kernel follows; with --range profiler what runs before the\n"
     "first cudaProfilerStart is the set-up (step -1) and each cudaProfilerStart begins a step,\n"
-    "so that the rows line up with a trace captured with --range profiler.";
+    "so that the rows line up with a trace captured with --range profiler. --per-kernel adds a\n"
+    "row per operation (\"kernels\": its GPU time, CUPTI's fault groups and migrated bytes\n"
+    "during it), to set beside the simulator's per_kernel rows of the same trace; CUPTI's\n"
+    "records cost the run a little, so time the policies without it.";
 
 struct Options {
   std::string policy = "ondemand", params, trace, out, keep, inject, range = "all";
   std::optional<Budget> budget;
   uint64_t footprint = 0, iterations = 0, margin = 2ull << 30;
-  bool torch = false, managed = false;
+  bool torch = false, managed = false, per_kernel = false;
   std::vector<std::string> command;
 };
 
@@ -67,6 +70,7 @@ program::RunRequest request_of(const Options& o) {
   r.inject = o.inject;
   r.out = o.out;
   r.keep = o.keep;
+  r.per_kernel = o.per_kernel;
   r.command = o.command;
   r.command_line = command_line();
   return r;
@@ -93,6 +97,9 @@ void add_run(CLI::App& app) {
   sub->add_flag("--torch", o->torch, "a PyTorch program (its allocator on managed memory)");
   sub->add_flag("--managed", o->managed, "make the program's cudaMalloc allocate managed memory");
   add_bytes(*sub, "--margin", o->margin, "GPU memory the program's memory must leave free (2G)");
+  sub->add_flag("--per-kernel", o->per_kernel,
+                "each operation's GPU time, faults and migrations (CUPTI's records; they cost the "
+                "run a little)");
   sub->add_option("--keep", o->keep, "keep the run's config, raw stream and measurements in DIR")
       ->type_name("DIR");
   sub->add_option("--inject", o->inject, "the injection library (default: next to this binary)")

@@ -33,7 +33,10 @@ public:
   json run() {
     const Grid g = grid(settings_);
     json out;
-    if (!settings_.from.empty()) out["fault_path_from"] = fault_path_of(settings_.from);
+    if (!settings_.from.empty()) {
+      out["fault_path_from"] = fault_path_of(settings_.from);
+      if (!settings_.keep_fault_path) out["fault_path_fitted"] = true;
+    }
     check_memory(g);
     out["device"] = d_.name();
     out["repeats"] = settings_.repeats;

@@ -21,13 +21,18 @@ struct CalibrationSettings {
   uint32_t repeats = 5;      // each point is the median of this many runs
   uint64_t margin = 2ull << 30;
   bool quick = false; // fewer and smaller points, for tests and smoke runs
-  // A per-machine calibration (`--from`): only the measurements that differ between instances of
-  // one GPU model, and this profile's fault path kept. Empty: the full calibration.
+  // A per-machine calibration (`--from`): what can be measured in under a minute, the fault path
+  // at fourteen points of each kind and fitted from this profile's values, the memory size and
+  // the peer link kept from it. Empty: the full calibration.
   std::string from;
+  // With `from`: keep its fault path rather than fit one (the per-machine calibration before the
+  // fault path was measured quickly; a refit of one made so reproduces it).
+  bool keep_fault_path = false;
 };
 
 // Contract: with `from` set, resolves that profile before measuring anything (an unknown one
-// throws Error) and records its fault path in the measurements' "fault_path_from". Allocates at
+// throws Error) and records its fault path in the measurements' "fault_path_from", with
+// "fault_path_fitted": true unless keep_fault_path (the fit starts there). Allocates at
 // most the largest benchmark's managed memory at a time and refuses (Error) before allocating
 // anything if that would come within the margin of the GPU's free memory. Times are host wall-clock
 // nanoseconds, medians over `repeats`.
@@ -35,12 +40,15 @@ nlohmann::json measure(LiveDevice& device, const CalibrationSettings& settings);
 
 // Contract: what a per-machine calibration from `from` would have measured, taken from a full
 // calibration's measurements (the same benchmarks, a subset of their points), with
-// "derived_from_full_calibration" set; `calibrate --refit FULL --from PROFILE`. Given a
-// per-machine calibration's measurements, the same with `from`'s fault path kept instead of the
-// one it kept (moved to "fault_path_replaced"): a shipped fault path refitted since is carried
-// to every instance calibrated with the earlier one. Throws Error naming the JSON path where a
-// point is missing, or for measurements that are neither.
-nlohmann::json per_machine_measurements(const nlohmann::json& full, const std::string& from);
+// "derived_from_full_calibration" set and "fault_path_fitted" unless `keep_fault_path`;
+// `calibrate --refit FULL --from PROFILE`. Given a per-machine calibration's measurements, the
+// same with `from`'s fault path instead of the one it recorded (moved to
+// "fault_path_replaced"), kept or the fit's start as the document says ("fault_path_fitted"),
+// kept always with `keep_fault_path`: a shipped fault path refitted since is carried to every
+// instance calibrated with the earlier one. Throws Error naming the JSON path where a point is
+// missing, or for measurements that are neither.
+nlohmann::json per_machine_measurements(const nlohmann::json& full, const std::string& from,
+                                        bool keep_fault_path = false);
 
 // Contract: a full calibration's measurements with the fault benchmarks of other full
 // calibrations of the same GPU model joined to its own ($.faults, each joined point tagged with

@@ -15,11 +15,12 @@ namespace faultline::live {
 
 using nlohmann::json;
 
-json per_machine_measurements(const json& full, const std::string& from) {
+json per_machine_measurements(const json& full, const std::string& from, bool keep_fault_path) {
   if (full.is_object() && full.contains("fault_path_from")) { // per machine already
     json out = full;
     out["fault_path_from"] = fault_path_of(from);
     out["fault_path_replaced"] = full["fault_path_from"];
+    if (keep_fault_path) out.erase("fault_path_fitted");
     return out;
   }
   if (!full.is_object() || !full.contains("faults") || !full["faults"].is_array())
@@ -30,25 +31,36 @@ json per_machine_measurements(const json& full, const std::string& from) {
   const Grid g = grid(settings);
   json out = full;
   out["fault_path_from"] = fault_path_of(from);
+  if (!keep_fault_path) out["fault_path_fitted"] = true;
   out["derived_from_full_calibration"] = true;
   out.erase("peer");
   out.erase("peer_uvm");
   out["faults"] = json::array();
+  // Full calibrations before the strided benchmarks have none: their per-machine calibration
+  // goes without, and says so.
+  const bool strided = std::any_of(full["faults"].begin(), full["faults"].end(), [](const json& f) {
+    return f.is_object() && f.value("order", json("block")) == "strided";
+  });
+  if (!strided) out["fault_points_not_measured"] = "strided (the full calibration has none)";
   for (const char* kind : {"populate", "migrate"})
-    for (const auto& point : g.fault_points) { // no structured binding: clang 14's lambdas
-      const uint64_t blocks = point.first, k = point.second;
-      const auto it =
-          std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
-            return f.is_object() && f.value("kind", json()) == kind &&
-                   f.value("blocks", json()) == blocks && f.value("pages_per_block", json()) == k &&
-                   f.value("order", json("block")) == "block";
-          });
-      if (it == full["faults"].end())
-        throw Error("calibration measurements: $.faults: no " + std::string(kind) + " point of " +
-                    std::to_string(blocks) + " blocks x " + std::to_string(k) +
-                    " pages, which a per-machine calibration measures");
-      out["faults"].push_back(*it);
-    }
+    for (const char* order : {"block", "strided"})
+      for (const auto& point : order == std::string("block") ? g.fault_points
+                               : strided                     ? g.strided_points
+                                                             : Grid{}.strided_points) {
+        const uint64_t blocks = point.first, k = point.second; // clang 14: no structured binding
+        const auto it =
+            std::find_if(full["faults"].begin(), full["faults"].end(), [&](const json& f) {
+              return f.is_object() && f.value("kind", json()) == kind &&
+                     f.value("blocks", json()) == blocks &&
+                     f.value("pages_per_block", json()) == k &&
+                     f.value("order", json("block")) == order;
+            });
+        if (it == full["faults"].end())
+          throw Error("calibration measurements: $.faults: no " + std::string(kind) + " " +
+                      order + " point of " + std::to_string(blocks) + " blocks x " +
+                      std::to_string(k) + " pages, which a per-machine calibration measures");
+        out["faults"].push_back(*it);
+      }
   for (const char* direction : {"host_to_gpu", "gpu_to_host"}) {
     if (!full.contains(direction) || !full[direction].is_array() || full[direction].empty())
       throw Error(std::string("calibration measurements: $.") + direction +

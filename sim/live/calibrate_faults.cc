@@ -152,9 +152,23 @@ double FaultFit::error(const std::vector<double>& x) {
 }
 
 std::vector<double> FaultFit::fit_all() {
-  std::vector<double> x, lower, upper;
-  for (const Range& r : kRanges)
-    x.push_back(r.start), lower.push_back(r.lower), upper.push_back(r.upper);
+  std::vector<double> x;
+  for (const Range& r : kRanges) x.push_back(r.start);
+  return fit(x, 1500);
+}
+
+std::vector<double> FaultFit::fit_from(std::vector<double> start, unsigned evaluations) {
+  if (start.size() != kFaultParamCount)
+    throw Error("calibrate: a fault path's start needs " + std::to_string(kFaultParamCount) +
+                " values");
+  for (size_t i = 0; i < kFaultParamCount; ++i)
+    start[i] = std::clamp(start[i], kRanges[i].lower, kRanges[i].upper);
+  return fit(start, evaluations);
+}
+
+std::vector<double> FaultFit::fit(std::vector<double> x, unsigned evaluations) {
+  std::vector<double> lower, upper;
+  for (const Range& r : kRanges) lower.push_back(r.lower), upper.push_back(r.upper);
   nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
   opt.set_lower_bounds(lower);
   opt.set_upper_bounds(upper);
@@ -163,7 +177,7 @@ std::vector<double> FaultFit::fit_all() {
                            void* self) { return static_cast<FaultFit*>(self)->error(p); },
                         this);
   opt.set_xtol_abs(10.0); // nanoseconds
-  opt.set_maxeval(1500);
+  opt.set_maxeval(static_cast<int>(evaluations));
   double best = 0;
   try {
     opt.optimize(x, best);

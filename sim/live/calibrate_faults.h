@@ -54,6 +54,9 @@ public:
   // Every value fitted, from fixed starting values (never the base profile's, so a refit
   // reproduces a committed profile).
   std::vector<double> fit_all();
+  // Every value fitted from `start` (a per-machine calibration's: the profile it starts from,
+  // recorded in its measurements), in at most `evaluations` simulations of the benchmarks.
+  std::vector<double> fit_from(std::vector<double> start, unsigned evaluations);
   // Every benchmark measured against simulated with `x`, and the median and max |error|.
   nlohmann::json report(const std::vector<double>& x);
 
@@ -66,6 +69,7 @@ private:
     std::string trace;
   };
   Time simulate(const Bench& b, const std::vector<double>& x);
+  std::vector<double> fit(std::vector<double> x, unsigned evaluations);
   double error(const std::vector<double>& x);
 
   config::RunConfig config_;

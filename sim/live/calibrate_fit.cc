@@ -250,8 +250,13 @@ void eviction_run_cost(const Measurements& m, const config::RunConfig& config, c
   }
 }
 
-// The fault path's values (kFaultParams' order): all fitted, or for a per-machine calibration
-// (measurements with "fault_path_from") the earlier profile's, kept. `report` receives the
+// A per-machine fit starts near the answer (the GPU model's profile), so fewer simulations than
+// a full fit's settle it; they bound the calibration's time (under a minute in all).
+constexpr unsigned kPerMachineEvaluations = 600;
+
+// The fault path's values (kFaultParams' order): all fitted; for a per-machine calibration
+// (measurements with "fault_path_from") fitted from that profile's values where
+// "fault_path_fitted", else that profile's, kept. `report` receives the
 // benchmarks against them, `source` how the values were found.
 std::vector<double> fault_path(const Measurements& m, const config::RunConfig& config, json& report,
                                std::string& source) {
@@ -277,11 +282,29 @@ std::vector<double> fault_path(const Measurements& m, const config::RunConfig& c
   std::vector<double> x;
   for (const char* name : kFaultParams)
     x.push_back(static_cast<double>(m.ns(from, name, "$.fault_path_from")));
+  const std::string profile = from["profile"].get<std::string>();
+  const json fitted = m.has("fault_path_fitted") ? m.at("fault_path_fitted") : json(false);
+  if (!fitted.is_boolean())
+    throw Error("calibration measurements: $.fault_path_fitted: expected true or false");
+  if (fitted.get<bool>()) {
+    const json kept = fit.report(x);
+    x = fit.fit_from(x, kPerMachineEvaluations);
+    report = fit.report(x);
+    report["fault_path_from"] = profile;
+    report["fault_path_fitted"] = true;
+    report["kept"] = {{"median_abs_error", kept["median_abs_error"]},
+                      {"max_abs_error", kept["max_abs_error"]}};
+    source = "fault costs, fault_parallelism and the host link's per-copy overhead: Subplex fit "
+             "of the simulated one-kernel fault benchmarks to this machine's (a per-machine "
+             "calibration), from profile " +
+             profile + "'s values";
+    return x;
+  }
   report = fit.report(x);
-  report["fault_path_from"] = from["profile"];
+  report["fault_path_from"] = profile;
   source = "fault costs, fault_parallelism and the host link's per-copy overhead: kept from "
            "profile " +
-           from["profile"].get<std::string>() +
+           profile +
            " (a per-machine calibration); its simulated one-kernel fault benchmarks against this "
            "machine's";
   return x;

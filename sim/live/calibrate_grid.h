@@ -32,11 +32,19 @@ inline Grid grid(const CalibrationSettings& settings) {
   if (settings.quick)
     return {
         cross({1, 4}, {1, 32}), {{4, 32}}, {64 << 10, 2 << 20, 8 << 20}, {2 << 20}, 4, 2, 4, 4, 4};
-  // Per machine: the fault path at four points (one page; 16 blocks of 4 pages; 256 whole
-  // blocks; one page in each of 1024 blocks), one large transfer each way; the rest as below.
+  // Per machine: the fault path at fourteen points of each kind, the shapes real kernels make
+  // (one page to whole blocks, few blocks to 1024 spread out, in rounds over many blocks), a
+  // subset of the full grid's; one large transfer each way; the rest as below.
   if (!settings.from.empty())
-    return {
-        {{1, 1}, {16, 4}, {256, 32}, {1024, 1}}, {}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
+    return {cross({1, 16, 256, 1024}, {1, 4, 32}),
+            {{256, 32}, {1024, 4}},
+            {2 << 20, 1 << 30},
+            {},
+            128,
+            64,
+            64,
+            64,
+            4096};
   // Strided: a traced kernel's threads spread over its whole range touch the pages of many blocks
   // in turn (radix sort's histogram: 513 blocks, a page of each every 512 touches), which the
   // simulator's fault batches see as one or two faults a block.

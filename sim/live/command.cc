@@ -102,7 +102,8 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     }
     doc["measurements"] = c.settings.from.empty()
                               ? measurements
-                              : per_machine_measurements(measurements, c.settings.from);
+                              : per_machine_measurements(measurements, c.settings.from,
+                                                         c.settings.keep_fault_path);
     // After combining and deriving, so that the price given is the one fitted.
     if (c.eviction_ns > 0) doc["measurements"]["eviction"]["priced_at_ns"] = c.eviction_ns;
     doc["measured_by"] = old["measured_by"];
@@ -121,6 +122,17 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     write_json(dir / "links" / (c.settings.name + "-peer.json"), fitted.peer_link);
   std::cout << "fault benchmarks: median |error| " << fitted.report["median_abs_error"] << ", max "
             << fitted.report["max_abs_error"] << "\n";
+  const nlohmann::json& m = doc["measurements"];
+  if (m.contains("fault_path_from")) {
+    const std::string from = fitted.report.value("fault_path_from", std::string("?"));
+    if (fitted.report.contains("kept"))
+      std::cout << "  (with " << from << "'s fault path kept: median |error| "
+                << fitted.report["kept"]["median_abs_error"] << ", max "
+                << fitted.report["kept"]["max_abs_error"] << ")\n";
+    std::cout << "kept from " << c.settings.base << ", not measured by a per-machine calibration: "
+              << (fitted.report.contains("kept") ? "" : "the fault path, ")
+              << "the memory size, the peer link\n";
+  }
 }
 
 nlohmann::json replay_on_gpu(const ReplayRequest& request, int device) {

@@ -6,6 +6,7 @@
 #include "sim/run/results.h"
 #include "sim/trace/inspect.h"
 #include "tracer/capture/capture.h"
+#include "sim/program/kernel_rows.h"
 #include "tracer/convert/raw_reader.h"
 
 #include <chrono>
@@ -77,7 +78,8 @@ int run_child(const RunRequest& r, const std::string& lib, const std::string& mo
     setenv("FAULTLINE_INJECT_LIB", lib.c_str(), 1); // the PyTorch hook marks steps through it
     setenv("FAULTLINE_PROGRAM_LIB", module.c_str(), 1);
     setenv("FAULTLINE_RUN_CONFIG", (s.dir + "/config.json").c_str(), 1);
-    setenv("FAULTLINE_UM_COUNTERS", "0", 1);
+    setenv("FAULTLINE_UM_COUNTERS", r.per_kernel ? "1" : "0", 1);
+    setenv("FAULTLINE_RUN_PER_KERNEL", r.per_kernel ? "1" : "0", 1);
     setenv("FAULTLINE_HOST_TOUCHES", "0", 1);
     unsetenv("FAULTLINE_PROBE"); // a capture's probe would leave the callbacks out
     if (r.managed || r.torch) {
@@ -219,6 +221,8 @@ int run_program(const RunRequest& r) {
   }
   doc["results"] = measured.at("results");
   doc["steps"] = measured.at("steps");
+  doc["config"]["per_kernel"] = r.per_kernel;
+  if (r.per_kernel) doc["kernels"] = kernel_rows(capture::read_raw(scratch.dir + "/run.raw"));
   if (r.out.empty()) {
     std::cout << doc.dump(2) << "\n";
   } else {

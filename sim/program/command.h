@@ -30,6 +30,10 @@ struct RunRequest {
   std::string inject; // the injection library (empty: beside the binary)
   std::string out;    // the result (empty: stdout)
   std::string keep;   // keep the run's files (config, raw stream, measurements) here
+  // Each operation's GPU time, faults and migrations from CUPTI's records (kernel_rows.h), in
+  // the result's "kernels"; the records cost the run a little, so its times are not the plain
+  // run's.
+  bool per_kernel = false;
   std::vector<std::string> command;
   std::string command_line; // `faultline run ...` as given, recorded in the result
 };

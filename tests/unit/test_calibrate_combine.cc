@@ -9,6 +9,7 @@
 #include "source_dir.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -98,14 +99,27 @@ TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
 TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile's fault path",
           "[calibrate]") {
   // The measurements: the warm-up, the direct benchmarks, one large transfer each way, the fault
-  // path at four points of each kind, and the profile whose fault path is kept, recorded.
+  // path at fourteen points of each kind (two strided), and the profile the fault path's fit
+  // starts from, recorded.
   fltest::FakeDevice device;
   live::CalibrationSettings per_machine = settings();
   per_machine.quick = false;
   per_machine.from = "h100";
   per_machine.margin = 0;
   const json m = live::measure(device, per_machine);
-  CHECK(m["faults"].size() == 8);
+  CHECK(m["faults"].size() == 28);
+  CHECK(std::count_if(m["faults"].begin(), m["faults"].end(), [](const json& f) {
+          return f.value("order", "block") == "strided";
+        }) == 4);
+  CHECK(m["fault_path_fitted"] == true);
+  {
+    fltest::FakeDevice kept_device;
+    live::CalibrationSettings keep = per_machine;
+    keep.keep_fault_path = true;
+    const json k = live::measure(kept_device, keep);
+    CHECK_FALSE(k.contains("fault_path_fitted"));
+    CHECK(k["fault_path_from"] == m["fault_path_from"]);
+  }
   CHECK(m["host_to_gpu"].size() == 2);
   CHECK_FALSE(m.contains("peer")); // the base's peer link stays
   for (const char* key : {"warm_up", "eviction", "swap", "eviction_runs", "prefetch_blocks",
@@ -134,6 +148,22 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   CHECK(p.gpu["memory_bytes"] == live::fit(measurements(), refit).gpu["memory_bytes"]);
   CHECK(p.gpu["sources"].dump().find("kept from profile h100") != std::string::npos);
   CHECK(live::fit(measured, refit).gpu == p.gpu); // deterministic
+
+  // Fitted (what `calibrate --from` does now): the fit starts from the profile's values and ends
+  // nearer this machine's benchmarks than the kept values are; the report says both.
+  json fitted_m = measured;
+  fitted_m["fault_path_fitted"] = true;
+  const live::FittedProfile f = live::fit(fitted_m, refit);
+  CHECK(f.report["fault_path_fitted"] == true);
+  CHECK(f.report["fault_path_from"] == "h100");
+  CHECK(f.report["kept"]["median_abs_error"] == p.report["median_abs_error"]);
+  CHECK(f.report["median_abs_error"].get<double>() < p.report["median_abs_error"].get<double>());
+  CHECK(f.gpu["per_fault_ns"] != from["per_fault_ns"]);
+  CHECK(f.gpu["sources"].dump().find("from profile h100's values") != std::string::npos);
+  CHECK(f.gpu["prefetch_call_ns"] == p.gpu["prefetch_call_ns"]); // the rest as kept
+  CHECK(live::fit(fitted_m, refit).gpu == f.gpu); // deterministic
+  fitted_m["fault_path_fitted"] = "yes";
+  CHECK_THROWS_WITH(live::fit(fitted_m, refit), Catch::Contains("$.fault_path_fitted"));
 
   // The replays pay a mix of an eviction's two levels: the per-machine fit prices the benchmark
   // and the copies back at the mean of the benchmark and its samples, down where the benchmark met
@@ -183,7 +213,9 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
   const json derived = live::per_machine_measurements(measured, "h200");
   CHECK(derived["derived_from_full_calibration"] == true);
   CHECK(derived["fault_path_from"]["profile"] == "h200");
-  CHECK(derived["faults"].size() == 8);
+  CHECK(derived["fault_path_fitted"] == true);
+  CHECK_FALSE(live::per_machine_measurements(measured, "h200", true).contains("fault_path_fitted"));
+  CHECK(derived["faults"].size() == 28);
   CHECK(derived["host_to_gpu"] == json::array({measured["host_to_gpu"].back()}));
   CHECK(derived["eviction"] == measured["eviction"]);
   CHECK_FALSE(derived.contains("peer"));
@@ -196,7 +228,19 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
     CHECK(derived["faults"][i]["kind"] == direct["faults"][i]["kind"]);
     CHECK(derived["faults"][i]["blocks"] == direct["faults"][i]["blocks"]);
     CHECK(derived["faults"][i]["pages_per_block"] == direct["faults"][i]["pages_per_block"]);
+    CHECK(derived["faults"][i].value("order", "block") ==
+          direct["faults"][i].value("order", "block"));
   }
+  // A full calibration from before the strided benchmarks: its per-machine one goes without, and
+  // says so.
+  json unstrided = measured;
+  json block_only = json::array();
+  for (const json& point : unstrided["faults"])
+    if (point.value("order", "block") == "block") block_only.push_back(point);
+  unstrided["faults"] = block_only;
+  const json older = live::per_machine_measurements(unstrided, "h200");
+  CHECK(older["faults"].size() == 24);
+  CHECK(older["fault_points_not_measured"].get<std::string>().find("strided") == 0);
   // A strided point is never taken for the block-order point of the same size.
   json reordered = measured;
   for (size_t i = 0; i < reordered["faults"].size(); ++i)
@@ -206,7 +250,7 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
       reordered["faults"].erase(reordered["faults"].begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
   const json from_reordered = live::per_machine_measurements(reordered, "h200");
-  for (const json& f : from_reordered["faults"]) CHECK_FALSE(f.contains("order"));
+  CHECK(from_reordered["faults"] == derived["faults"]);
   // A per-machine calibration's own measurements: the fault path kept is swapped, nothing else.
   json swapped = live::per_machine_measurements(direct, "h100");
   CHECK(swapped["fault_path_from"]["profile"] == "h100");
@@ -214,6 +258,8 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
   swapped.erase("fault_path_replaced");
   swapped["fault_path_from"] = direct["fault_path_from"];
   CHECK(swapped == direct);
+  // --keep-fault-path on a refit: the document's fault path is kept, not fitted.
+  CHECK_FALSE(live::per_machine_measurements(direct, "h100", true).contains("fault_path_fitted"));
   // Bad input: neither kind of calibration, an unknown profile, a full one missing a point.
   CHECK_THROWS_WITH(live::per_machine_measurements(json{{"device", "x"}}, "h200"),
                     Catch::Contains("expected a calibration's"));
@@ -221,7 +267,7 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
   json gap = measured;
   gap["faults"].erase(0);
   CHECK_THROWS_WITH(live::per_machine_measurements(gap, "h200"),
-                    Catch::Contains("$.faults: no populate point of 1 blocks x 1 pages"));
+                    Catch::Contains("$.faults: no populate block point of 1 blocks x 1 pages"));
   gap["faults"][0]["blocks"] = "sixteen"; // a malformed point is not the one looked for
   CHECK_THROWS_WITH(live::per_machine_measurements(gap, "h200"), Catch::Contains("$.faults"));
 }

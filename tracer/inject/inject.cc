@@ -100,7 +100,7 @@ void on_first_context() {
   std::call_once(once, [] {
     const Options& o = state().options;
     if (o.um_counters && !o.probing("callbacks") && o.mode != Mode::kProgram &&
-        o.mode != Mode::kRun) {
+        (o.mode != Mode::kRun || o.run_per_kernel)) {
       configure_um_counters();
       enable_kind(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER, false);
     }
@@ -188,6 +188,14 @@ void enable_activities() {
     CUPTI_CHECK(cuptiActivityFlushPeriod(state().options.mode == Mode::kAccess ? 1 : 100));
 }
 
+void enable_run_activities() {
+  CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET})
+    enable_kind(kind, true);
+  CUPTI_CHECK(cuptiActivityFlushPeriod(100));
+}
+
 void at_exit() {
   if (state().options.mode == Mode::kSanitize) {
     at_api_boundary();
@@ -241,8 +249,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
            {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
         CUPTI_CHECK(cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, id));
     } else {
-      // Run mode keeps the program's timeline: callbacks only, no activity records.
+      // Run mode keeps the program's timeline: callbacks only, no activity records, unless
+      // asked for each operation's GPU time (--per-kernel: kernels, copies and the
+      // unified-memory counters, which cost the run a little).
       if (!s.options.probing("callbacks") && s.options.mode != Mode::kRun) enable_activities();
+      if (s.options.mode == Mode::kRun && s.options.run_per_kernel) enable_run_activities();
       enable_callbacks();
     }
   }

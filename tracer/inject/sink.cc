@@ -108,6 +108,7 @@ Options read_options() {
     _exit(70);
   }
   o.host_touches = env("FAULTLINE_HOST_TOUCHES", "1") == "1";
+  o.run_per_kernel = env("FAULTLINE_RUN_PER_KERNEL", "0") == "1";
   o.um_counters = env("FAULTLINE_UM_COUNTERS", "1") == "1";
   o.patch_path = env("FAULTLINE_PATCH", "");
   o.probe = env("FAULTLINE_PROBE", "");

@@ -7,8 +7,11 @@
 # On the GPU machine, after `campaign.sh stage`. PROGRAM: resnet50 (a shipped DNN, batch 32), dlrm
 # (a recommender with 1 GB of embedding tables, this study's hold-out, never tuned on), tiles (a
 # CUDA program whose data the host initialises and feeds, tile by tile, each kernel one tile: the
-# hold-out CUDA program) and stencil (host_stencil: every kernel names all its data, so a budget
-# below the footprint is refused); default all four. Each runs
+# hold-out CUDA program), stencil (host_stencil: every kernel names all its data, so a budget
+# below the footprint is refused), and the fault-path study's hold-out programs, never tuned on:
+# diffusion (a denoising-diffusion U-Net), recsys (a two-tower recommender, 4 GB of embedding
+# tables with sparse gradients) and longctx (a decoder over 16k-token sequences); default the
+# first four. Each runs
 # STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
 # exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing
 # after that long):
@@ -17,12 +20,16 @@
 #   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all); with
 #                               CAPTURES=DIR, DIR/PROGRAM.fltrace and its capture log are taken
 #                               instead (an earlier campaign's, to spare the device time)
+#   PROGRAM-POLICY-BUDGET.kernels.json   `faultline run --per-kernel` (each operation's GPU time
+#                               and faults, CUPTI's records) for PER_KERNEL_POLICIES (default none)
+#                               x PER_KERNEL_BUDGETS (default 0.75), once, before the grid
 #   PROGRAM-POLICY-BUDGET[.rR].json   `faultline run --trace PROGRAM.fltrace` for POLICIES
 #                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
 #                               1.0 0.5 0.75) x REPEATS, each stopped after RUN_TIMEOUT seconds
 #                               (default 300); failures leave the message in .err
 #   replay/PROGRAM-POLICY-BUDGET[.rR].json   `faultline replay` of the capture, the same grid
-#                               but REPLAY_REPEATS (default 1) and REPLAY_BUDGETS (default BUDGETS)
+#                               but REPLAY_REPEATS (default 1) and REPLAY_BUDGETS (default BUDGETS);
+#                               none with REPLAYS=0
 # `experiments/program/report.py` turns the folder into the study's report.
 sub_program() (
   set -u +e -o pipefail
@@ -38,17 +45,23 @@ sub_program() (
   declare -A cmd torch
   cmd[resnet50]="python3 $experiments/workloads.py train resnet50 --batch 32 --warmup 1 --steps $steps"
   cmd[dlrm]="python3 $experiments/workloads.py train dlrm --warmup 1 --steps $steps"
+  cmd[diffusion]="python3 $experiments/workloads.py train diffusion --warmup 1 --steps $steps"
+  cmd[recsys]="python3 $experiments/workloads.py train recsys --warmup 1 --steps $steps"
+  cmd[longctx]="python3 $experiments/workloads.py train longctx --warmup 1 --steps $steps"
   cmd[stencil]="$bin/host_stencil --mib 2048 --steps $((steps + 1)) --sweeps 6"
   cmd[tiles]="$bin/tiles --mib 2048 --tiles 16 --steps $((steps + 1))"
-  torch[resnet50]=--torch; torch[dlrm]=--torch; torch[stencil]=; torch[tiles]=
+  torch[resnet50]=--torch; torch[dlrm]=--torch; torch[diffusion]=--torch; torch[recsys]=--torch
+  torch[longctx]=--torch; torch[stencil]=; torch[tiles]=
 
   if [ ! -f "$out/machine.txt" ]; then
     machine_txt >"$out/machine.txt"
     uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | sed 's/^GPU-//' | cut -c1-8)
     model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($2)}')
     echo "$model-$uuid" >"$out/profile.txt"
+    began=$SECONDS
     "$bin/faultline" calibrate --name "$model-$uuid" --from "$model" --out-dir "$out/profile" \
       >"$out/calibrate.log" 2>&1 || echo "calibrate failed: $(tail -1 "$out/calibrate.log")"
+    echo "calibrate: $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
   fi
 
   for p in $programs; do
@@ -65,6 +78,26 @@ sub_program() (
         --out "$out/$p.fltrace" -- "${c[@]}" >"$out/$p.capture.log" 2>&1 ||
         echo "$p capture failed: $(tail -1 "$out/$p.capture.log")"
     fi
+  done
+
+  # Each operation's GPU time and faults, for the per-kernel comparison with the simulator.
+  for b in ${PER_KERNEL_BUDGETS:-0.75}; do
+    for pol in ${PER_KERNEL_POLICIES:-}; do
+      for p in $programs; do
+        name="$out/$p-$pol-$b.kernels"
+        [ -f "$name.json" ] || [ -f "$name.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
+        late && continue
+        read -r -a c <<<"${cmd[$p]}"
+        if timeout "${RUN_TIMEOUT:-300}" "$bin/faultline" run --per-kernel --policy "$pol" --budget "$b" \
+          --trace "$out/$p.fltrace" ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
+          echo "$p $pol $b per kernel: $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
+        else
+          tail -3 "$name.log" >"$name.err"
+          rm -f "$name.json"
+          echo "$p $pol $b per kernel failed: $(tail -1 "$name.err")"
+        fi
+      done
+    done
   done
 
   # The grid, budgets 100% and 50% first (the headline), every program before the next policy.
@@ -91,7 +124,7 @@ sub_program() (
   done
 
   for p in $programs; do
-    [ -f "$out/$p.fltrace" ] || continue
+    [ -f "$out/$p.fltrace" ] && [ "${REPLAYS:-1}" != 0 ] || continue
     late && break
     REPEATS=${REPLAY_REPEATS:-1} TRACES=$p TRACE_DIR=$out POLICIES="${POLICIES:-ondemand schedule pump deepum oracle}" \
       BUDGETS="${REPLAY_BUDGETS:-${BUDGETS:-1.0 0.5 0.75}}" STOP_AFTER=$(( ${STOP_AFTER:-100000} - SECONDS )) \

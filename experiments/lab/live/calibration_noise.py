@@ -47,7 +47,8 @@ def cv(values):
 def refit_alone(faultline, calibration, gpu, out_dir):
     """The costs of one calibration refitted with GPU's shipped fault path."""
     name = os.path.basename(calibration)[:-len(".json")]
-    path = fidelity.refit(faultline, ["--refit", calibration, "--from", gpu], name, out_dir,
+    path = fidelity.refit(faultline, ["--refit", calibration, "--from", gpu,
+                                      "--keep-fault-path"], name, out_dir,
                           "calibration_noise")
     profile = read_json(path, "calibration_noise")
     return cost_swap.costs(profile, read_json(

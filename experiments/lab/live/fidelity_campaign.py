@@ -54,8 +54,10 @@ def one_gpu(campaign, write_reports):
                            "--faultline", FAULTLINE], "fidelity")
         return
     derived = os.path.join(out, "per-machine-profile")
-    subprocess.run([FAULTLINE, "calibrate", "--refit", calibration, "--from", shipped, "--name",
-                    name + "-per-machine", "--out-dir", os.path.join(derived, "calibrated")],
+    # The shipped fault path kept, as the per-machine calibrations of those campaigns' time did.
+    subprocess.run([FAULTLINE, "calibrate", "--refit", calibration, "--from", shipped,
+                    "--keep-fault-path", "--name", name + "-per-machine", "--out-dir",
+                    os.path.join(derived, "calibrated")],
                    check=True, stdout=subprocess.DEVNULL)
     fidelity.main([data, derived, "--gpu", os.path.realpath(
         os.path.join(derived, "calibrated", "gpus", name + "-per-machine.json")),

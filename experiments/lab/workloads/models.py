@@ -354,3 +354,149 @@ def dlrm(batch, tables=8, rows=500_000, dim=64, dense=13, lookups=4):
     labels = torch.rand(batch, device="cuda", generator=g).round()
     return training_step(model, optimizer, lambda: nn.functional.binary_cross_entropy_with_logits(
         model(features, ids), labels))
+
+
+def diffusion(batch, size=64, width=128, mults=(1, 2, 2, 4), attention_at=16, steps=1000):
+    """A denoising-diffusion U-Net (DDPM's noise predictor: residual blocks with group norm and
+    the timestep's embedding added, self-attention at attention_at x attention_at, skip
+    connections from every level) learning to predict the noise added to `batch` random
+    images at random timesteps. A hold-out program of the fault-path study: never tuned on."""
+    nn = torch.nn
+    chans = [width * m for m in mults]
+    embed_width = 4 * width
+
+    class Res(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.norm1, self.norm2 = nn.GroupNorm(32, cin), nn.GroupNorm(32, cout)
+            self.conv1, self.conv2 = nn.Conv2d(cin, cout, 3, padding=1), nn.Conv2d(cout, cout, 3,
+                                                                                   padding=1)
+            self.time = nn.Linear(embed_width, cout)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+        def forward(self, x, t):
+            h = self.conv1(nn.functional.silu(self.norm1(x)))
+            h = h + self.time(t)[:, :, None, None]
+            return self.skip(x) + self.conv2(nn.functional.silu(self.norm2(h)))
+
+    class Attention(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.norm, self.qkv, self.out = nn.GroupNorm(32, c), nn.Conv2d(c, 3 * c, 1), \
+                nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            q, k, v = self.qkv(self.norm(x)).reshape(b, 3, 4, c // 4, h * w).transpose(-1, -2) \
+                .unbind(1)
+            a = nn.functional.scaled_dot_product_attention(q, k, v)
+            return x + self.out(a.transpose(-1, -2).reshape(b, c, h, w))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.time = nn.Sequential(nn.Linear(width, embed_width), nn.SiLU(),
+                                      nn.Linear(embed_width, embed_width))
+            self.stem = nn.Conv2d(3, width, 3, padding=1)
+            self.down, self.up = nn.ModuleList(), nn.ModuleList()
+            c, res, skips = width, size, [width]
+            for i, cout in enumerate(chans):
+                for _ in range(2):
+                    self.down.append(nn.ModuleList([Res(c, cout), Attention(cout)
+                                                    if res == attention_at else nn.Identity()]))
+                    c = cout
+                    skips.append(c)
+                if i < len(chans) - 1:
+                    self.down.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
+                    res //= 2
+                    skips.append(c)
+            self.middle = nn.ModuleList([Res(c, c), Attention(c), Res(c, c)])
+            for i, cout in reversed(list(enumerate(chans))):
+                for _ in range(3):
+                    self.up.append(nn.ModuleList([Res(c + skips.pop(), cout), Attention(cout)
+                                                  if res == attention_at else nn.Identity()]))
+                    c = cout
+                if i > 0:
+                    self.up.append(nn.Sequential(nn.Upsample(scale_factor=2),
+                                                 nn.Conv2d(c, c, 3, padding=1)))
+                    res *= 2
+            self.head = nn.Sequential(nn.GroupNorm(32, c), nn.SiLU(), nn.Conv2d(c, 3, 3, padding=1))
+
+        def forward(self, x, t):
+            half = width // 2
+            angle = t[:, None].float() * torch.exp(
+                -torch.arange(half, device=x.device) * (9.21 / half))[None]
+            t = self.time(torch.cat([angle.sin(), angle.cos()], dim=1))
+            x = self.stem(x)
+            skips = [x]
+            for layer in self.down:
+                if isinstance(layer, nn.ModuleList):
+                    x = layer[1](layer[0](x, t))
+                else:
+                    x = layer(x)
+                skips.append(x)
+            x = self.middle[2](self.middle[1](self.middle[0](x, t)), t)
+            for layer in self.up:
+                if isinstance(layer, nn.ModuleList):
+                    x = layer[1](layer[0](torch.cat([x, skips.pop()], dim=1), t))
+                else:
+                    x = layer(x)
+            return self.head(x)
+
+    model = UNet().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    images = torch.randn(batch, 3, size, size, device="cuda", generator=g)
+    alpha_bar = torch.cumprod(1 - torch.linspace(1e-4, 0.02, steps, device="cuda"), dim=0)
+
+    def loss():
+        t = torch.randint(0, steps, (batch,), device="cuda", generator=g)
+        noise = torch.randn(images.shape, device="cuda", generator=g)
+        a = alpha_bar[t][:, None, None, None]
+        return nn.functional.mse_loss(model(a.sqrt() * images + (1 - a).sqrt() * noise, t), noise)
+
+    return training_step(model, optimizer, loss, bf16=True)
+
+
+def recsys(batch, tables=4, rows=2_000_000, dim=128, lookups=16):
+    """A two-tower retrieval recommender with large embedding tables (`tables` x `rows` x `dim`,
+    4 GB of weights at the defaults) trained with sparse gradients and plain SGD, so that each
+    step reads and updates only the rows its ids name: scattered pages across the whole
+    footprint, unlike dlrm's dense Adagrad. Each tower sums bags of `lookups` Zipf-like ids
+    from half the tables, then an MLP; in-batch softmax over the towers' dot products. A
+    hold-out program of the fault-path study: never tuned on."""
+    nn = torch.nn
+    half = tables // 2
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bags = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)
+                                      for _ in range(half))
+            self.mlp = nn.Sequential(nn.Linear(half * dim, 1024), nn.ReLU(), nn.Linear(1024, 256))
+
+        def forward(self, ids):
+            return nn.functional.normalize(
+                self.mlp(torch.cat([bag(ids[i]) for i, bag in enumerate(self.bags)], dim=1)), dim=1)
+
+    users, items = Tower(), Tower()
+    model = nn.ModuleList([users, items]).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    labels = torch.arange(batch, device="cuda")
+
+    def loss():
+        ids = (rows * torch.rand(2, half, batch, lookups, device="cuda", generator=g) ** 3).long()
+        logits = users(ids[0]) @ items(ids[1]).T * 20
+        return nn.functional.cross_entropy(logits, labels)
+
+    return training_step(model, optimizer, loss)
+
+
+def longctx(batch, seq=16384, width=1024, layers=4, heads=16, hidden=2816, vocab=8192):
+    """A Llama-style decoder over long sequences (`seq` tokens, flash attention through
+    scaled_dot_product_attention): few large activations and attention kernels that run for
+    milliseconds, unlike the shipped traces' short kernels. A hold-out program of the
+    fault-path study: never tuned on."""
+    return llama(batch, seq=seq, width=width, layers=layers, heads=heads, hidden=hidden,
+                 vocab=vocab)

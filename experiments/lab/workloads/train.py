@@ -6,8 +6,10 @@ NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), 
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
 synthetic graph), pagerank, llama (a Llama-style decoder), unet (a U-Net segmenting images), vit
 (a Vision Transformer) and lstm (an LSTM language model), hold-out programs never used to tune
-the model, dlrm (a recommender with 1 GB of embedding tables, the hold-out of `faultline run`), or
-mlp (a tiny smoke test); the programs are in lab/workloads/models.py. The warm-up
+the model, dlrm (a recommender with 1 GB of embedding tables, the hold-out of `faultline run`),
+the fault-path study's hold-out programs diffusion (a denoising-diffusion U-Net), recsys (a
+two-tower recommender with 4 GB of embedding tables and sparse gradients) and longctx (a decoder
+over 16k-token sequences), or mlp (a tiny smoke test); the programs are in lab/workloads/models.py. The warm-up
 steps run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
 stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
 step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
@@ -27,7 +29,8 @@ SUMMARY = (
 # NAME: its default batch. The program is models.NAME, '-' written '_'.
 WORKLOADS = {"gpt2-medium": 8, "gpt2-small": 8, "bert-large": 16, "resnet50": 64, "pagerank": 16,
              "mlp": 256, "t5-base": 8, "moe": 16, "graphsage": 10, "llama": 4, "unet": 8,
-             "vit": 32, "lstm": 64, "dlrm": 2048}
+             "vit": 32, "lstm": 64, "dlrm": 2048, "diffusion": 32, "recsys": 4096,
+             "longctx": 1}
 
 
 def main(argv=None, prog=None):
