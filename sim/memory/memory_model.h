@@ -35,6 +35,10 @@ struct VaBlock {
   // victim cache written back in the background): that GPU may drop them without a copy.
   PageMask host_backup;
   Time backup_ready_at = 0;
+  // Big pages (bit i: the i-th 64 KB) a kernel of the trace touched since the host last did: on
+  // the GPU in the captured program itself, which had memory enough, so the host's touch of one
+  // took a CPU fault there, whose time the trace's CPU gaps already hold.
+  uint32_t captured_on_gpu = 0;
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)
   Time first_resident[kMaxGpus] = {};

@@ -101,17 +101,25 @@ void Job::handle(uint32_t kind, Time now) {
       }
       have_pending_ = true;
       pending_step_ = reader_->step();
+      if (run_ahead_) host_credit_ += in_trace_order(pending_);
     }
-    const Time due = run_ahead_ ? cpu_free_ + std::max<Time>(0, pending_.time() - cpu_mark_)
-                                : std::max(now, pending_.time() + delay_);
+    // The captured program's CPU faults on a host access lie in the trace's CPU gaps, before
+    // it (its recorded time is the next operation's) or before the records of the same time
+    // ahead of it: the run plays its own in their place, taking them out of the gaps from the
+    // record's on (host_credit_).
+    const Time gap = std::max<Time>(0, pending_.time() - cpu_mark_);
+    const Time credit = run_ahead_ ? std::min(gap, host_credit_) : 0;
+    const Time due = run_ahead_ ? cpu_free_ + gap - credit : std::max(now, pending_.time() + delay_);
     if (due > now) return engine_.schedule(due, Priority::kHost, this, kStep);
     if (run_ahead_ && gpu_busy() && waits_for_gpu(pending_)) {
       cpu_waiting_ = true; // the CPU has reached it; gpu_idle() plays it
       cpu_free_ = due;
       cpu_mark_ = pending_.time();
+      host_credit_ -= credit;
       return;
     }
     have_pending_ = false;
+    host_credit_ -= credit;
     if (!step_open_ || new_pass_ || pending_step_ != cpu_step_) begin_step(pending_step_, now);
     new_pass_ = false;
     now = apply(pending_, now);
@@ -180,6 +188,7 @@ void Job::restart(Time now) {
   for (uint64_t id : ids) on_free({id, 0}, now);
   reader_ = std::make_unique<trace::StepRepeater>(setup_.trace_path, setup_.iterations);
   pass_start_ = now;
+  host_credit_ = 0;
   issued_ = 0;
   ++passes_;
   kernel_index_ = 0;
@@ -317,6 +326,32 @@ Time Job::on_host_access(const trace::HostAccessRecord& r, Time now) {
   });
   stats_.host_ns += end - now;
   return end;
+}
+
+Time Job::in_trace_order(const trace::Record& r) {
+  if (r.type == trace::RecordType::kKernel) {
+    VaBlock* block = nullptr;
+    for (const trace::Access& a : r.kernel.accesses) {
+      const uint64_t index = a.big_page / kBigPagesPerBlock + offset_ / kBlockSize;
+      if (!block || block->index != index) block = memory_.find(index);
+      if (block) block->captured_on_gpu |= 1u << (a.big_page % kBigPagesPerBlock);
+    }
+    return 0;
+  }
+  if (r.type != trace::RecordType::kHostAccess) return 0;
+  Time in_trace = 0;
+  for_each_block(r.host.address, r.host.size, [&](VaBlock& block, const PageMask& range) {
+    uint32_t pulled = 0;
+    for (unsigned big = 0; big < kBigPagesPerBlock; ++big)
+      if ((block.captured_on_gpu >> big & 1) && range.any_in_big_page(big)) pulled |= 1u << big;
+    block.captured_on_gpu &= ~pulled;
+    if (!pulled) return;
+    const auto n = static_cast<Time>(__builtin_popcount(pulled));
+    in_trace += n * gpu_profile_.host_fault_ns +
+                config_.host_link.reverse.transfer_ns(static_cast<Bytes>(n) * kBigPageSize);
+  });
+  stats_.host_in_trace_ns += in_trace;
+  return in_trace;
 }
 
 void Job::launch(trace::KernelRecord& k, Time now, Time launched) {

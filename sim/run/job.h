@@ -107,6 +107,11 @@ private:
   void on_alloc(const trace::AllocRecord& r, Time now);
   void on_free(const trace::FreeRecord& r, Time now);
   Time on_host_access(const trace::HostAccessRecord& r, Time now);
+  // The captured program's residency, record by record in the trace's order (an issue-time
+  // trace): a kernel leaves what it touches on the GPU (VaBlock::captured_on_gpu). For a host
+  // access, returns the CPU faults the captured program took on the pages it touches that were
+  // there, priced as this run prices them: they lie in the trace's gap before the record.
+  Time in_trace_order(const trace::Record& r);
   // Runs kernel k (kernel_index_) on the GPU from `now`; the CPU issued it at `launched`.
   void launch(trace::KernelRecord& k, Time now, Time launched);
   // Runs part `part_` of kernel_ (cut by the capacity keeper), then the next, then ends it.
@@ -166,6 +171,7 @@ private:
   bool policy_at_gpu_turn_ = false;
   Time cpu_free_ = 0;               // simulated time the CPU finished its last record
   Time cpu_mark_ = 0;               // recorded time it finished it (a sync's end after its wait)
+  Time host_credit_ = 0; // the captured program's host faults not yet taken out of the gaps
   bool cpu_waiting_ = false;        // the CPU waits for the GPU's queue to drain
   bool reader_done_ = false;        // the pass's records are all played
   bool waiting_for_kernel_ = false; // the CPU waits for its last kernel (serial_kernels_)

@@ -52,6 +52,10 @@ std::vector<ResultField> declare() {
       {"results.host_fault_ns", "ns", "sim",
        "time the host spent in its own page faults: taking GPU-resident pages back, populating "
        "never-touched ones"},
+      {"results.host_fault_in_trace_ns", "ns", "sim",
+       "of the trace's CPU gaps (issue timeline), what the host's faults took in the captured "
+       "program (on pages its kernels had left on the GPU): the run plays its own host_fault_ns "
+       "in their place"},
       {"results.kernels", "count", "both", "kernels run (copies and memsets included)"},
       {"results.accesses", "count", "both", "64 KB accesses the kernels made"},
       {"results.accesses_outside_managed_memory", "count", "live",

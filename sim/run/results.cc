@@ -70,6 +70,7 @@ const FieldTable<RunTotals>& run_fields() {
       {"compute_ns", &R::compute_ns},
       {"fault_stall_ns", &R::fault_stall_ns},
       {"host_fault_ns", &R::host_fault_ns},
+      {"host_fault_in_trace_ns", &R::host_fault_in_trace_ns},
       {"kernels", &R::kernels},
       {"accesses", &R::accesses},
       {"accesses_outside_managed_memory", &R::accesses_outside_managed_memory},
@@ -178,6 +179,7 @@ RunTotals totals_of(const Stats& s, Time total_ns) {
   t.compute_ns = s.compute_ns;
   t.fault_stall_ns = s.stall_ns;
   t.host_fault_ns = s.host_ns;
+  t.host_fault_in_trace_ns = s.host_in_trace_ns;
   t.kernels = n(s.kernels);
   t.accesses = n(s.accesses);
   t.hits = n(s.hits);

@@ -14,7 +14,7 @@ using Measure = std::optional<int64_t>;
 // The result document's "results": each field is declared with its unit and meaning in
 // sim/run/result_fields.cc.
 struct RunTotals {
-  Measure total_time_ns, compute_ns, fault_stall_ns, host_fault_ns;
+  Measure total_time_ns, compute_ns, fault_stall_ns, host_fault_ns, host_fault_in_trace_ns;
   Measure kernels, accesses, accesses_outside_managed_memory, hits;
   Measure faults, duplicate_faults, faults_reported_to_policy, faults_outside_trace_memory;
   Measure policy_decision_ns, fault_actions_ns, copy_wait_ns, batches, batch_time_ns,

@@ -56,6 +56,7 @@ struct Stats {
   Time compute_ns = 0;          // recorded kernel durations
   Time stall_ns = 0;            // kernel time beyond its recorded duration
   Time host_ns = 0;             // time the host spent in CPU faults
+  Time host_in_trace_ns = 0;    // what its faults took in the captured program (issue timeline)
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
   uint64_t pages_populated = 0;         // first touches on the GPU: no copy needed

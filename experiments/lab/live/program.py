@@ -4,8 +4,10 @@ against the simulator and the replay.
 
     experiments/live/fidelity.py program [CAMPAIGN] [--write-reports] [--faultline BIN]
 
-For each program, policy and budget: the program's time (the run's last 10 steps, the measured
-ones; the median of the repeats), the replay's and the simulator's over the same steps of the
+For each program, policy and budget: the program's time (the run's measured steps, as many as
+the capture's `measured_steps`, but the last, which in the trace holds the program's tear-down
+after its loop and in the run's rows does not; the median of the repeats), the replay's and the
+simulator's over the same steps of the
 captured trace (the simulator in capacity mode "program", the budget as `faultline run` keeps it,
 with the instance's own quick calibration, and the CPU time the policy's decisions took at each
 launch in the program as `policy_launch_ns`), their errors against the program, and each
@@ -19,6 +21,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 
 from lab import sim, tables
 from lab.campaigns import median, refusals
@@ -31,18 +34,30 @@ POLICIES = ["ondemand", "schedule", "pump", "deepum", "oracle"]
 BUDGETS = ["1.0", "0.75", "0.5"]
 
 
-STEPS = 10  # the measured steps of every program (campaign.sh program's STEPS)
+STEPS = 10  # the measured steps where the capture does not say (campaign.sh program's STEPS)
 
 
 def measured_ns(doc, steps=STEPS):
-    """The time of a result's last STEPS steps (numbered from 0: the set-up before the first step
-    mark is step -1 in the run and the trace alike, and a program whose first step is its warm-up
-    has one step more), in ns; None when the result has fewer."""
+    """The time of a result's last STEPS steps but the very last (numbered from 0: the set-up
+    before the first step mark is step -1 in the run and the trace alike, and a program whose
+    first step is its warm-up has one step more), in ns; None when the result has fewer. The last
+    step is left out on both sides: in the trace it runs to the program's end, its frees
+    included (tiles: 440 ms of cudaFree), in the run's rows it ends before them."""
     rows = [s for s in doc.get("steps", []) if s.get("step", -1) >= 0]
     if len(rows) > steps and rows[-1].get("kernels") == 1:
         rows.pop()  # h100-91f89b91-program's runs: a final loss.item() made a step of its own
     rows = rows[-steps:]
-    return sum(s["time_ns"] for s in rows) if len(rows) == steps else None
+    return sum(s["time_ns"] for s in rows[:-1]) if len(rows) == steps else None
+
+
+def measured_steps(trace, faultline):
+    """The measured steps the capture recorded (`--meta measured_steps=N`), else STEPS."""
+    with subprocess.Popen([faultline, "trace", "dump", trace], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as p:
+        header = json.loads(p.stdout.readline() or "{}")
+        p.kill()
+    value = header.get("metadata", {}).get("measured_steps")
+    return int(value) if value else STEPS
 
 
 def program_seconds(log):
@@ -83,12 +98,12 @@ def decision_ns(docs):
                          for d in docs]))
 
 
-def simulate(trace, policy, budget, profile, faultline, launch_ns=0):
+def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS):
     config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "program"},
               "policy": {"name": policy}, **profile_keys(profile)}
     if launch_ns:
         config["policy_launch_ns"] = launch_ns
-    return measured_ns(sim.simulate(trace, config, faultline))
+    return measured_ns(sim.simulate(trace, config, faultline), steps)
 
 
 def signed(values):
@@ -137,22 +152,24 @@ def report(folder, faultline):
                              "library_us_a_launch": round(median(library) / 1e3, 2)
                              if library else None})
         trace = os.path.join(folder, p + ".fltrace")
+        steps = measured_steps(trace, faultline)
         for b in BUDGETS:
-            base = [measured_ns(d) for d in program_runs.get((p, "ondemand", b), [])]
+            base = [measured_ns(d, steps) for d in program_runs.get((p, "ondemand", b), [])]
             base = median([t for t in base if t]) if any(base) else None
             for pol in POLICIES:
                 docs = program_runs.get((p, pol, b))
                 if not docs:
                     continue
-                times = [t for t in (measured_ns(d) for d in docs) if t]
+                times = [t for t in (measured_ns(d, steps) for d in docs) if t]
                 if not times:
                     continue
                 t_prog = median(times)
-                rep = [t for t in (measured_ns(d) for d in replays.get((p, pol, b), [])) if t]
+                rep = [t for t in (measured_ns(d, steps) for d in replays.get((p, pol, b), []))
+                       if t]
                 t_rep = median(rep) if rep else None
                 launch_ns = decision_ns(docs)
                 try:
-                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns)
+                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps)
                 except sim.SimulationError as e:
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})
@@ -189,9 +206,9 @@ def markdown(doc, command):
              "decisions took at each launch in the program (`policy_launch_ns`, the run's "
              "`policy_decision_ns` over its launches; results without `policy_start_ns` count "
              "the policy's start in it too, the oracle's reading of its trace). Times are the "
-             "last "
-             f"{STEPS} steps (the measured ones), the median of the repeats; errors are against "
-             "the program under `faultline run`.", "",
+             "measured steps (the capture's `measured_steps`) but the last, which in the trace "
+             "runs to the program's end, its frees included, and in the run's rows does not; the "
+             "median of the repeats; errors are against the program under `faultline run`.", "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
              "with no budget (the median of the repeats), and the injection library's own CPU "
