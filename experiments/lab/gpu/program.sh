@@ -10,7 +10,7 @@
 # hold-out CUDA program), stencil (host_stencil: every kernel names all its data, so a budget
 # below the footprint is refused), and the fault-path study's hold-out programs, never tuned on:
 # diffusion (a denoising-diffusion U-Net), recsys (a two-tower recommender, 4 GB of embedding
-# tables with sparse gradients) and longctx (a decoder over 16k-token sequences); default the
+# tables with sparse gradients) and longctx (a decoder over 8k-token sequences); default the
 # first four. Each runs
 # STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
 # exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing

@@ -493,7 +493,7 @@ def recsys(batch, tables=4, rows=2_000_000, dim=128, lookups=16):
     return training_step(model, optimizer, loss)
 
 
-def longctx(batch, seq=16384, width=1024, layers=4, heads=16, hidden=2816, vocab=8192):
+def longctx(batch, seq=8192, width=1024, layers=4, heads=16, hidden=2816, vocab=8192):
     """A Llama-style decoder over long sequences (`seq` tokens, flash attention through
     scaled_dot_product_attention): few large activations and attention kernels that run for
     milliseconds, unlike the shipped traces' short kernels. A hold-out program of the
