@@ -4,18 +4,18 @@
 
 NAME: gpt2-small, gpt2-medium, resnet50, bert-large, t5-base (encoder-decoder), moe (a small
 mixture-of-experts decoder, 8 experts, top-2 routing), graphsage (torch-geometric GraphSAGE on a
-synthetic graph), pagerank, llama (a Llama-style decoder), unet (a U-Net segmenting images), vit
-(a Vision Transformer) and lstm (an LSTM language model), hold-out programs never used to tune
-the model, dlrm (a recommender with 1 GB of embedding tables, the hold-out of `faultline run`),
-the fault-path study's hold-out programs diffusion (a denoising-diffusion U-Net), recsys (a
-two-tower recommender with 4 GB of embedding tables and sparse gradients) and longctx (a decoder
-over 8k-token sequences), or mlp (a tiny smoke test); the programs are in
-lab/workloads/models.py. The warm-up steps run outside the capture range; the measured steps run between torch.cuda.profiler.start() and
-stop(), which `faultline capture --range profiler` uses to delimit what it records. Each measured
-step begins with torch.cuda.profiler.start(): the first starts the range, the others mark step
-boundaries (as does the capture's PyTorch hook after every optimizer step). The program prints one
-JSON line with the workload's settings, the wall time of the measured steps and each step's own
-wall time (each step ends by waiting for the GPU).
+synthetic graph), pagerank, llama (a Llama-style decoder), unet (a U-Net segmenting images), vit (a
+Vision Transformer) and lstm (an LSTM language model), hold-out programs never used to tune the
+model, dlrm (a recommender with 1 GB of embedding tables, the hold-out of `faultline run`), the
+fault-path study's hold-out programs diffusion (a denoising-diffusion U-Net), recsys (a two-tower
+recommender with 4 GB of embedding tables and sparse gradients) and longctx (a decoder over
+8k-token sequences), or mlp (a tiny smoke test); the programs are in lab/workloads/models.py. The
+warm-up steps run outside the capture range; the measured steps run between
+torch.cuda.profiler.start() and stop(), which `faultline capture --range profiler` uses to delimit
+what it records. Each measured step begins with torch.cuda.profiler.start(): the first starts the
+range, the others mark step boundaries (as does the capture's PyTorch hook after every optimizer
+step). The program prints one JSON line with the workload's settings, the wall time of the measured
+steps and each step's own wall time (each step ends by waiting for the GPU).
 """
 import argparse
 import json
