@@ -286,3 +286,59 @@ TEST_CASE("capacity mode program: the policy hears a launch in the GPU's turn, t
   }
   CHECK(o.end == 3000);
 }
+
+namespace {
+
+trace::Record touching_kernel(Time issue, Time duration, unsigned pages) {
+  trace::Record r = kernel_record(issue, duration);
+  for (unsigned p = 0; p < pages; ++p)
+    r.kernel.accesses.push_back({kBase / kBigPageSize + p, 0, AccessType::kWrite});
+  return r;
+}
+
+trace::Record host_write(Time time, unsigned first_page, unsigned pages) {
+  trace::Record r;
+  r.type = trace::RecordType::kHostAccess;
+  r.host = {time, kBase + first_page * kBigPageSize, pages * kBigPageSize, AccessType::kWrite};
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("the captured program's host faults lie in the trace's gap: the run plays its own in "
+          "their place",
+          "[sim][run-ahead]") {
+  Scratch s;
+  const config::RunConfig c = parse(Scratch::run_config());
+  // Kernel A writes 4 big pages; the CPU syncs, then writes them (the pages came back to the host
+  // in the captured program, inside the 399 us gap) and at its recorded time launches B on them.
+  const std::vector<trace::Record> records = {touching_kernel(0, 1000, 4),
+                                              sync_record(100, 900),
+                                              host_write(400000, 0, 4),
+                                              touching_kernel(400000, 1000, 4)};
+  const Outcome o = run(write_timed(s, records));
+  const Time in_trace = 4 * c.gpu.host_fault_ns + c.host_link.reverse.transfer_ns(4 * kBigPageSize);
+  CHECK(o.stats.host_in_trace_ns == in_trace);
+  CHECK(o.stats.host_ns == in_trace); // here the run's pages were on the GPU, as the program's
+  // B is issued at its recorded distance from the sync's end (A's, which its faults made late):
+  // the host's faults are not paid twice.
+  REQUIRE(o.stats.kernel_rows.size() == 2);
+  REQUIRE(in_trace < 399000);
+  CHECK(o.stats.kernel_rows[1].launched == o.stats.kernel_rows[0].end + 399000);
+
+  // Pages no kernel had touched were on the host in the captured program: nothing to take out.
+  const Outcome fresh = run(write_timed(s, {touching_kernel(0, 1000, 4), sync_record(100, 900),
+                                            host_write(400000, 8, 4),
+                                            touching_kernel(400000, 1000, 4)}));
+  CHECK(fresh.stats.host_in_trace_ns == 0);
+  CHECK(fresh.stats.kernel_rows.at(1).launched ==
+        fresh.stats.kernel_rows.at(0).end + 399000 + fresh.stats.host_ns);
+
+  // A second touch of the same pages finds them on the host in the captured program too.
+  std::vector<trace::Record> twice = records;
+  twice.insert(twice.begin() + 3, host_write(400000, 0, 4));
+  CHECK(run(write_timed(s, twice)).stats.host_in_trace_ns == in_trace);
+
+  // A serial trace's gaps are kept as recorded: nothing is taken out.
+  CHECK(run(write_timed(s, records, "serial")).stats.host_in_trace_ns == 0);
+}
