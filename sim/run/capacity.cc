@@ -101,9 +101,10 @@ private:
 // oldest chunks it does not need leave; migrations run in order on one stream and a kernel
 // starts once those issued before it are done; the policy hears a kernel's faults at its end.
 // In the program (`faultline run`, `program_`), the same books and evictions, but the program's
-// launch is no replay's: a kernel waits for the migration stream only when the budget evicted
-// for it (the launch's stream then waits for everything issued on it), and a prefetch of pages
-// the GPU holds makes no call.
+// launch is no replay's: a kernel waits for the migration stream only when something was evicted
+// or discarded since the launch before (for its room, a prefetch's or by the policy: the
+// launch's stream then waits for everything issued on it, prefetches included), and a prefetch
+// of pages the GPU holds makes no call.
 class BudgetEvicts : public CapacityKeeper {
 public:
   BudgetEvicts(JobMemory m, bool program) : m_(m), books_(m.memory, m.gpu), program_(program) {}
@@ -118,7 +119,9 @@ public:
       evicted = true;
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
     });
-    if (program_ && !evicted) t = now; // nothing evicted: the stream was not made to wait
+    // Nothing evicted since the launch before: the stream was not made to wait.
+    if (program_ && !evicted && !stream_waits_) t = now;
+    stream_waits_ = false;
     done_ = std::max(done_, t);
     // faults_ gathers over a kernel's parts; kernel_done() hands them over.
     if (m_.host.observes_faults()) {
@@ -185,7 +188,8 @@ public:
   Time stage_call_ns() const override {
     return m_.profile.prefetch_call_ns + m_.profile.prefetch_copy_extra_ns;
   }
-  void policy_evicted() override { evicted_last_ = true; }
+  void policy_evicted() override { evicted_last_ = stream_waits_ = true; }
+  void policy_discarded() override { stream_waits_ = true; }
   Time migration_start(Time now) const override { return std::max(now, done_); }
   void migration_end(Time end) override { done_ = std::max(done_, end); }
 
@@ -196,7 +200,9 @@ private:
     const unsigned gpu = m_.gpu;
     const config::GpuProfile& profile = m_.profile;
     if (!block.chunk[gpu]) {
-      evicted_last_ |= m_.memory.chunks_free(gpu) == 0;
+      const bool full = m_.memory.chunks_free(gpu) == 0;
+      evicted_last_ |= full;
+      stream_waits_ |= full;
       t = m_.migrator.make_room(gpu, t, &block);
     }
     // Evicting and prefetching in turn costs more than the two apart (calibrate's swap).
@@ -256,6 +262,7 @@ private:
   Time done_ = 0;             // when the migrations issued so far end
   bool program_;              // as `faultline run` keeps the budget, not the replay
   bool evicted_last_ = false; // the stream's last migration was an eviction
+  bool stream_waits_ = false; // evicted or discarded since the last launch (program_)
   std::vector<Addr> faults_;  // the running kernel's absent pages, handed over at its end
   std::unordered_map<uint64_t, Known> known_; // the replay's books, by chunk
   std::vector<host::ChunkPages> ran_;         // the running part's pages, admitted once it ran

@@ -58,6 +58,8 @@ public:
   virtual void before_device(uint64_t /*chunks*/, Time /*now*/) {}
   // A policy evicted a block to the host on the migration stream (after migration_start()).
   virtual void policy_evicted() {}
+  // The policy discarded pages (the program's next launch then waits for the migration stream).
+  virtual void policy_discarded() {}
   virtual Time migration_start(Time now) const = 0;
   virtual void migration_end(Time end) = 0;
 };

@@ -427,6 +427,7 @@ void Job::discard(const policies::Range& range, Time) {
     stats_.discarded_pages += (pages & block.allocated).minus(block.unpopulated()).count();
     memory_.discard(block, pages);
   });
+  capacity_->policy_discarded();
 }
 
 // To a neighbour while it has room above its reserve; otherwise to the host.
