@@ -80,22 +80,29 @@ sub_program() (
     fi
   done
 
+  # One `faultline run` of program P under policy POL at budget B into NAME.json (NAME.log; the
+  # message in NAME.err when it fails); further arguments go to faultline run.
+  run_one() { # NAME POL B P [ARG...]
+    local name=$1 pol=$2 b=$3 p=$4
+    shift 4
+    read -r -a c <<<"${cmd[$p]}"
+    if timeout "${RUN_TIMEOUT:-300}" "$bin/faultline" run "$@" --policy "$pol" --budget "$b" \
+      --trace "$out/$p.fltrace" ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
+      echo "$(basename "$name"): $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
+    else
+      tail -3 "$name.log" >"$name.err"
+      rm -f "$name.json"
+      echo "$(basename "$name") failed: $(tail -1 "$name.err")"
+    fi
+  }
+
   # Each operation's GPU time and faults, for the per-kernel comparison with the simulator.
   for b in ${PER_KERNEL_BUDGETS:-0.75}; do
     for pol in ${PER_KERNEL_POLICIES:-}; do
       for p in $programs; do
         name="$out/$p-$pol-$b.kernels"
         [ -f "$name.json" ] || [ -f "$name.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
-        late && continue
-        read -r -a c <<<"${cmd[$p]}"
-        if timeout "${RUN_TIMEOUT:-300}" "$bin/faultline" run --per-kernel --policy "$pol" --budget "$b" \
-          --trace "$out/$p.fltrace" ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
-          echo "$p $pol $b per kernel: $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
-        else
-          tail -3 "$name.log" >"$name.err"
-          rm -f "$name.json"
-          echo "$p $pol $b per kernel failed: $(tail -1 "$name.err")"
-        fi
+        late || run_one "$name" "$pol" "$b" "$p" --per-kernel
       done
     done
   done
@@ -108,16 +115,7 @@ sub_program() (
         for p in $programs; do
           name="$out/$p-$pol-$b$suffix"
           [ -f "$name.json" ] || [ -f "$out/$p-$pol-$b.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
-          late && continue
-          read -r -a c <<<"${cmd[$p]}"
-          if timeout "${RUN_TIMEOUT:-300}" "$bin/faultline" run --policy "$pol" --budget "$b" --trace "$out/$p.fltrace" \
-            ${torch[$p]} --out "$name.json" -- "${c[@]}" >"$name.log" 2>&1; then
-            echo "$p $pol $b$suffix: $(grep -o '"steps_seconds": [0-9.]*' "$name.log" || true)"
-          else
-            tail -3 "$name.log" >"$name.err"
-            rm -f "$name.json"
-            echo "$p $pol $b$suffix failed: $(tail -1 "$name.err")"
-          fi
+          late || run_one "$name" "$pol" "$b" "$p"
         done
       done
     done

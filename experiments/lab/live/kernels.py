@@ -21,6 +21,7 @@ import os
 import re
 
 from lab import sim, tables
+from lab.live import program
 from lab.live.fidelity import profile_keys
 from lab.paths import EXPERIMENTS, FAULTLINE, REPO
 
@@ -173,10 +174,6 @@ def main(argv=None, prog=None):
         raise SystemExit(f"kernels: {folder}: no *.kernels.json (campaign.sh program with "
                          "PER_KERNEL_POLICIES)")
     doc = report(folder, args.faultline)
-    out = tables.reports_dir("live", args.campaign, args.write_reports)
-    command = f"experiments/live/fidelity.py kernels {args.campaign}"
-    doc["command"] = command
-    tables.write_json(os.path.join(out, "kernels.json"), doc)
-    tables.write_lines(os.path.join(out, "kernels.md"), markdown(doc, command))
+    out = program.write_report(args.campaign, "kernels", doc, markdown, args.write_reports)
     print(f"kernels: {len(doc['runs'])} runs; written to {out}")
     return 0

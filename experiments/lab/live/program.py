@@ -266,6 +266,17 @@ def figure(doc, path):
     tables.finish_figure(fig, path, ax=axes[0][-1], legend=7)
 
 
+def write_report(campaign, name, doc, markdown_of, write_reports):
+    """DOC (with the command that makes it) as NAME.json and markdown_of(DOC, command) as NAME.md
+    in live/reports/CAMPAIGN/ (write_reports) or out/live/CAMPAIGN/; returns that folder."""
+    out = tables.reports_dir("live", campaign, write_reports)
+    command = f"experiments/live/fidelity.py {name} {campaign}"
+    doc["command"] = command
+    tables.write_json(os.path.join(out, name + ".json"), doc)
+    tables.write_lines(os.path.join(out, name + ".md"), markdown_of(doc, command))
+    return out
+
+
 def main(argv=None, prog=None):
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("campaign", nargs="?", default="h100-program",
@@ -278,11 +289,7 @@ def main(argv=None, prog=None):
     if not os.path.isdir(folder):
         raise SystemExit(f"program: {folder}: no such campaign")
     doc = report(folder, args.faultline)
-    out = tables.reports_dir("live", args.campaign, args.write_reports)
-    command = f"experiments/live/fidelity.py program {args.campaign}"
-    doc["command"] = command
-    tables.write_json(os.path.join(out, "program.json"), doc)
-    tables.write_lines(os.path.join(out, "program.md"), markdown(doc, command))
+    out = write_report(args.campaign, "program", doc, markdown, args.write_reports)
     if doc["rows"]:
         figure(doc, os.path.join(out, "program.png"))
     print(f"program: {len(doc['rows'])} runs; simulator {doc['simulator']['median_abs_time_error']}"
