@@ -1,0 +1,49 @@
+"""experiments/live/fidelity.py kernels: a `faultline run --per-kernel` result set beside the
+simulator's per_kernel rows, row by row, and summed by kind of kernel (lab/live/kernels.py)."""
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "experiments"))
+from lab.live import kernels  # noqa: E402
+
+
+def sim_row(name, compute, stall, faults):
+    return {"name": name, "compute_ns": compute, "stall_ns": stall, "faults": faults}
+
+
+def run_with(rows):
+    return {"kernels": rows}
+
+
+def test_kinds_from_names():
+    assert kernels.kind_of("[memcpy HtoD]") == "copy"
+    assert kernels.kind_of("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>(...)") == "gemm"
+    assert kernels.kind_of("void pytorch_flash::flash_fwd_kernel<...>(...)") == "attention"
+    assert kernels.kind_of("void cudnn::bn_fw_tr_1C11_kernel_NCHW<...>") == "convolution"
+    assert kernels.kind_of("void at::native::vectorized_elementwise_kernel<4, ...>") == "elementwise"
+    assert kernels.kind_of("void at::native::embedding_bag_kernel<...>") == "gather"
+    assert kernels.kind_of("mystery") == "other"
+    assert kernels.short("void f<int, float>(int*, float)") == "void f<>"
+
+
+def test_rows_line_up_by_index_and_sum_by_kind():
+    sim = [sim_row("gemm_a", 100, 50, 4), sim_row("[memcpy HtoD]", 10, 0, 0),
+           sim_row("gemm_a", 100, 0, 0), sim_row("elementwise_b", 20, 30, 2)]
+    program = [{"index": 0, "gpu_ns": 180, "gpu_faults": 3},
+               {"index": 1, "gpu_ns": 10, "gpu_faults": 0},
+               {"index": 2, "gpu_ns": None},  # CUPTI had no record of it: left out
+               {"index": 3, "gpu_ns": 10, "gpu_faults": 1}]  # faster than recorded: no stall
+    pairs = kernels.compare(run_with(program), sim)
+    assert [p["name"] for p in pairs] == ["gemm_a", "[memcpy HtoD]", "elementwise_b"]
+    assert pairs[0]["program_stall_ns"] == 80 and pairs[0]["sim_stall_ns"] == 50
+    assert pairs[2]["program_stall_ns"] == 0
+    by_kind = {g["kind"]: g for g in kernels.summed(pairs, "kind")}
+    assert by_kind["gemm"]["operations"] == 1
+    assert by_kind["gemm"]["stall_ratio"] == round(50 / 80, 3)
+    assert by_kind["elementwise"]["stall_ratio"] is None  # no stall in the program
+    assert by_kind["copy"]["program_faults"] == 0
+
+
+def test_runs_that_do_not_line_up_are_left_out():
+    assert kernels.compare(run_with([{"index": 0, "gpu_ns": 5}]), []) is None
