@@ -22,8 +22,8 @@ struct CalibrationSettings {
   uint64_t margin = 2ull << 30;
   bool quick = false; // fewer and smaller points, for tests and smoke runs
   // A per-machine calibration (`--from`): what can be measured in under a minute, the fault path
-  // at fourteen points of each kind and fitted from this profile's values, the memory size and
-  // the peer link kept from it. Empty: the full calibration.
+  // at twelve points of each kind and fitted from this profile's values, the memory size and the
+  // peer link kept from it. Empty: the full calibration.
   std::string from;
   // With `from`: keep its fault path rather than fit one (the per-machine calibration before the
   // fault path was measured quickly; a refit of one made so reproduces it).

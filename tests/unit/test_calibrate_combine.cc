@@ -99,15 +99,15 @@ TEST_CASE("calibrate: bad measurements name the JSON path", "[calibrate]") {
 TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile's fault path",
           "[calibrate]") {
   // The measurements: the warm-up, the direct benchmarks, one large transfer each way, the fault
-  // path at fourteen points of each kind (two strided), and the profile the fault path's fit
-  // starts from, recorded.
+  // path at twelve points of each kind (two strided), and the profile the fault path's fit starts
+  // from, recorded.
   fltest::FakeDevice device;
   live::CalibrationSettings per_machine = settings();
   per_machine.quick = false;
   per_machine.from = "h100";
   per_machine.margin = 0;
   const json m = live::measure(device, per_machine);
-  CHECK(m["faults"].size() == 28);
+  CHECK(m["faults"].size() == 24);
   CHECK(std::count_if(m["faults"].begin(), m["faults"].end(), [](const json& f) {
           return f.value("order", "block") == "strided";
         }) == 4);
@@ -215,7 +215,7 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
   CHECK(derived["fault_path_from"]["profile"] == "h200");
   CHECK(derived["fault_path_fitted"] == true);
   CHECK_FALSE(live::per_machine_measurements(measured, "h200", true).contains("fault_path_fitted"));
-  CHECK(derived["faults"].size() == 28);
+  CHECK(derived["faults"].size() == 24);
   CHECK(derived["host_to_gpu"] == json::array({measured["host_to_gpu"].back()}));
   CHECK(derived["eviction"] == measured["eviction"]);
   CHECK_FALSE(derived.contains("peer"));
@@ -239,7 +239,7 @@ TEST_CASE("calibrate --refit FULL --from: a per-machine calibration derived from
     if (point.value("order", "block") == "block") block_only.push_back(point);
   unstrided["faults"] = block_only;
   const json older = live::per_machine_measurements(unstrided, "h200");
-  CHECK(older["faults"].size() == 24);
+  CHECK(older["faults"].size() == 20);
   CHECK(older["fault_points_not_measured"].get<std::string>().find("strided") == 0);
   // A strided point is never taken for the block-order point of the same size.
   json reordered = measured;
