@@ -25,8 +25,8 @@ struct CalibrationSettings {
   // at twelve points of each kind and fitted from this profile's values, the memory size and the
   // peer link kept from it. Empty: the full calibration.
   std::string from;
-  // With `from`: keep its fault path rather than fit one (the per-machine calibration before the
-  // fault path was measured quickly; a refit of one made so reproduces it).
+  // With `from`: keep its fault path rather than fit one (`--keep-fault-path`; measurements
+  // without "fault_path_fitted" refit that way).
   bool keep_fault_path = false;
 };
 
