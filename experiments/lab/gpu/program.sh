@@ -11,8 +11,7 @@
 # below the footprint is refused), and the fault-path study's hold-out programs, never tuned on:
 # diffusion (a denoising-diffusion U-Net), recsys (a two-tower recommender, 4 GB of embedding
 # tables with sparse gradients) and longctx (a decoder over 8k-token sequences); default the
-# first four. Each runs
-# STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
+# first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
 # exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing
 # after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
@@ -30,7 +29,8 @@
 #   replay/PROGRAM-POLICY-BUDGET[.rR].json   `faultline replay` of the capture, the same grid
 #                               but REPLAY_REPEATS (default 1) and REPLAY_BUDGETS (default BUDGETS);
 #                               none with REPLAYS=0
-# `experiments/program/report.py` turns the folder into the study's report.
+# `experiments/live/fidelity.py program CAMPAIGN` (and `kernels CAMPAIGN`) report the folder once
+# it is under live/data/.
 sub_program() (
   set -u +e -o pipefail
   SECONDS=0
