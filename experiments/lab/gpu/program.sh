@@ -11,9 +11,9 @@
 # below the footprint is refused), and the fault-path study's hold-out programs, never tuned on:
 # diffusion (a denoising-diffusion U-Net), recsys (a two-tower recommender, 4 GB of embedding
 # tables with sparse gradients) and longctx (a decoder over 8k-token sequences); default the
-# first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each stage skipping what
-# exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS starts nothing
-# after that long):
+# first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each
+# stage skipping what exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS
+# starts nothing after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
 #   PROGRAM.plain[.rR].log      the program alone (REPEATS, default 2): its own step times
 #   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all); with
