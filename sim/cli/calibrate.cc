@@ -53,10 +53,9 @@ void add_calibrate(CLI::App& app) {
   add_bytes(*sub, "--margin", c->settings.margin, "GPU memory to leave free (default 2G)");
   add_device(*sub, c->device);
   sub->add_flag("--quick", c->settings.quick, "fewer and smaller points, for tests and smoke runs");
-  CLI::Option* from =
-      sub->add_option("--from", c->settings.from,
-                      "per-machine calibration over this profile (see above)")
-          ->type_name("PROFILE");
+  CLI::Option* from = sub->add_option("--from", c->settings.from,
+                                      "per-machine calibration over this profile (see above)")
+                          ->type_name("PROFILE");
   sub->add_flag("--keep-fault-path", c->settings.keep_fault_path,
                 "with --from: keep the profile's fault path rather than fit this machine's")
       ->needs(from);

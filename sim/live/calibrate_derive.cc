@@ -56,9 +56,9 @@ json per_machine_measurements(const json& full, const std::string& from, bool ke
                      f.value("order", json("block")) == order;
             });
         if (it == full["faults"].end())
-          throw Error("calibration measurements: $.faults: no " + std::string(kind) + " " +
-                      order + " point of " + std::to_string(blocks) + " blocks x " +
-                      std::to_string(k) + " pages, which a per-machine calibration measures");
+          throw Error("calibration measurements: $.faults: no " + std::string(kind) + " " + order +
+                      " point of " + std::to_string(blocks) + " blocks x " + std::to_string(k) +
+                      " pages, which a per-machine calibration measures");
         out["faults"].push_back(*it);
       }
   for (const char* direction : {"host_to_gpu", "gpu_to_host"}) {

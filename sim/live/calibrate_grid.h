@@ -39,15 +39,7 @@ inline Grid grid(const CalibrationSettings& settings) {
   if (!settings.from.empty()) {
     std::vector<std::pair<uint64_t, uint64_t>> points = cross({1, 16, 256}, {1, 4, 32});
     points.emplace_back(1024, 1);
-    return {points,
-            {{64, 32}, {256, 32}},
-            {2 << 20, 1 << 30},
-            {},
-            128,
-            64,
-            64,
-            64,
-            4096};
+    return {points, {{64, 32}, {256, 32}}, {2 << 20, 1 << 30}, {}, 128, 64, 64, 64, 4096};
   }
   // Strided: a traced kernel's threads spread over its whole range touch the pages of many blocks
   // in turn (radix sort's histogram: 513 blocks, a page of each every 512 touches), which the

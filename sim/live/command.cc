@@ -100,10 +100,10 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
       for (const std::string& path : c.pool) others.emplace_back(path, load_calibration(path));
       measurements = pooled_measurements(measurements, others);
     }
-    doc["measurements"] = c.settings.from.empty()
-                              ? measurements
-                              : per_machine_measurements(measurements, c.settings.from,
-                                                         c.settings.keep_fault_path);
+    doc["measurements"] =
+        c.settings.from.empty()
+            ? measurements
+            : per_machine_measurements(measurements, c.settings.from, c.settings.keep_fault_path);
     // After combining and deriving, so that the price given is the one fitted.
     if (c.eviction_ns > 0) doc["measurements"]["eviction"]["priced_at_ns"] = c.eviction_ns;
     doc["measured_by"] = old["measured_by"];

@@ -3,10 +3,10 @@
 #include "policies/registry.h"
 #include "sim/config/reader.h"
 #include "sim/core/error.h"
+#include "sim/program/kernel_rows.h"
 #include "sim/run/results.h"
 #include "sim/trace/inspect.h"
 #include "tracer/capture/capture.h"
-#include "sim/program/kernel_rows.h"
 #include "tracer/convert/raw_reader.h"
 
 #include <chrono>

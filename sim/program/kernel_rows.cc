@@ -36,8 +36,8 @@ json kernel_rows(const capture::RawStream& raw) {
       if (it == kernels.end()) it = kernels.find(e.launch.corr_runtime);
       if (it != kernels.end()) s = {e.name, it->second->start, it->second->end, true};
     } else if (e.type == raw::RawType::kCopy && e.copy.bytes > 0) {
-      s.name = raw::copy_name(e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset),
-                              e.copy.kind);
+      s.name =
+          raw::copy_name(e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset), e.copy.kind);
       auto it = copies.find(e.copy.corr);
       if (it != copies.end()) s = {s.name, it->second->start, it->second->end, true};
     } else {

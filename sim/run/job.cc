@@ -109,7 +109,8 @@ void Job::handle(uint32_t kind, Time now) {
     // record's on (host_credit_).
     const Time gap = std::max<Time>(0, pending_.time() - cpu_mark_);
     const Time credit = run_ahead_ ? std::min(gap, host_credit_) : 0;
-    const Time due = run_ahead_ ? cpu_free_ + gap - credit : std::max(now, pending_.time() + delay_);
+    const Time due =
+        run_ahead_ ? cpu_free_ + gap - credit : std::max(now, pending_.time() + delay_);
     if (due > now) return engine_.schedule(due, Priority::kHost, this, kStep);
     if (run_ahead_ && gpu_busy() && waits_for_gpu(pending_)) {
       cpu_waiting_ = true; // the CPU has reached it; gpu_idle() plays it

@@ -169,11 +169,11 @@ private:
   // it at the launch, so at launch N they hold what the GPU holds once it reaches kernel N; the
   // GPU's state then is what the policy decides on, and its migrations start from there.
   bool policy_at_gpu_turn_ = false;
-  Time cpu_free_ = 0;               // simulated time the CPU finished its last record
-  Time cpu_mark_ = 0;               // recorded time it finished it (a sync's end after its wait)
-  Time host_credit_ = 0; // the captured program's host faults not yet taken out of the gaps
-  bool cpu_waiting_ = false;        // the CPU waits for the GPU's queue to drain
-  bool reader_done_ = false;        // the pass's records are all played
+  Time cpu_free_ = 0;        // simulated time the CPU finished its last record
+  Time cpu_mark_ = 0;        // recorded time it finished it (a sync's end after its wait)
+  Time host_credit_ = 0;     // the captured program's host faults not yet taken out of the gaps
+  bool cpu_waiting_ = false; // the CPU waits for the GPU's queue to drain
+  bool reader_done_ = false; // the pass's records are all played
   bool waiting_for_kernel_ = false; // the CPU waits for its last kernel (serial_kernels_)
   // What the CPU issued and the GPU has not started: kernels, and frees of allocator blocks,
   // which happen in stream order (the program's allocator reuses a block once its stream is

@@ -8,8 +8,8 @@
 #include "sim/live/calibrate_faults.h"
 #include "source_dir.h"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -108,9 +108,8 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   per_machine.margin = 0;
   const json m = live::measure(device, per_machine);
   CHECK(m["faults"].size() == 24);
-  CHECK(std::count_if(m["faults"].begin(), m["faults"].end(), [](const json& f) {
-          return f.value("order", "block") == "strided";
-        }) == 4);
+  CHECK(std::count_if(m["faults"].begin(), m["faults"].end(),
+                      [](const json& f) { return f.value("order", "block") == "strided"; }) == 4);
   CHECK(m["fault_path_fitted"] == true);
   {
     fltest::FakeDevice kept_device;
@@ -161,7 +160,7 @@ TEST_CASE("calibrate --from: one machine's few measurements, an earlier profile'
   CHECK(f.gpu["per_fault_ns"] != from["per_fault_ns"]);
   CHECK(f.gpu["sources"].dump().find("from profile h100's values") != std::string::npos);
   CHECK(f.gpu["prefetch_call_ns"] == p.gpu["prefetch_call_ns"]); // the rest as kept
-  CHECK(live::fit(fitted_m, refit).gpu == f.gpu); // deterministic
+  CHECK(live::fit(fitted_m, refit).gpu == f.gpu);                // deterministic
   fitted_m["fault_path_fitted"] = "yes";
   CHECK_THROWS_WITH(live::fit(fitted_m, refit), Catch::Contains("$.fault_path_fitted"));
 

@@ -37,10 +37,10 @@ raw::RawUm um(raw::UmCounter counter, uint64_t start, uint64_t value) {
 TEST_CASE("run --per-kernel: rows in launch order, times and unified-memory records inside each",
           "[program]") {
   capture::RawStream raw;
-  raw.api.push_back(launch("gemm", 11, 0));   // matched by its driver call
-  raw.api.push_back(copy(12, 0, 0, 1));       // no bytes: not an operation the run counts
-  raw.api.push_back(copy(13, 4096, 0, 1));    // a copy to the GPU
-  raw.api.push_back(launch("relu", 20, 14));  // matched by the runtime call around it
+  raw.api.push_back(launch("gemm", 11, 0));    // matched by its driver call
+  raw.api.push_back(copy(12, 0, 0, 1));        // no bytes: not an operation the run counts
+  raw.api.push_back(copy(13, 4096, 0, 1));     // a copy to the GPU
+  raw.api.push_back(launch("relu", 20, 14));   // matched by the runtime call around it
   raw.api.push_back(launch("graphed", 30, 0)); // CUPTI has no record of it
   capture::ApiEvent sync;
   sync.type = raw::RawType::kSync;

@@ -312,8 +312,7 @@ TEST_CASE("the captured program's host faults lie in the trace's gap: the run pl
   const config::RunConfig c = parse(Scratch::run_config());
   // Kernel A writes 4 big pages; the CPU syncs, then writes them (the pages came back to the host
   // in the captured program, inside the 399 us gap) and at its recorded time launches B on them.
-  const std::vector<trace::Record> records = {touching_kernel(0, 1000, 4),
-                                              sync_record(100, 900),
+  const std::vector<trace::Record> records = {touching_kernel(0, 1000, 4), sync_record(100, 900),
                                               host_write(400000, 0, 4),
                                               touching_kernel(400000, 1000, 4)};
   const Outcome o = run(write_timed(s, records));
@@ -327,9 +326,9 @@ TEST_CASE("the captured program's host faults lie in the trace's gap: the run pl
   CHECK(o.stats.kernel_rows[1].launched == o.stats.kernel_rows[0].end + 399000);
 
   // Pages no kernel had touched were on the host in the captured program: nothing to take out.
-  const Outcome fresh = run(write_timed(s, {touching_kernel(0, 1000, 4), sync_record(100, 900),
-                                            host_write(400000, 8, 4),
-                                            touching_kernel(400000, 1000, 4)}));
+  const Outcome fresh =
+      run(write_timed(s, {touching_kernel(0, 1000, 4), sync_record(100, 900),
+                          host_write(400000, 8, 4), touching_kernel(400000, 1000, 4)}));
   CHECK(fresh.stats.host_in_trace_ns == 0);
   CHECK(fresh.stats.kernel_rows.at(1).launched ==
         fresh.stats.kernel_rows.at(0).end + 399000 + fresh.stats.host_ns);

@@ -37,7 +37,7 @@ struct Options {
   // Run mode (`faultline run --per-kernel`): CUPTI's kernel, copy and unified-memory records go
   // into the raw stream too, each operation's GPU time and faults (FAULTLINE_RUN_PER_KERNEL=1).
   bool run_per_kernel = false;
-  std::string patch_path;  // faultline_pages.fatbin
+  std::string patch_path; // faultline_pages.fatbin
   // Timing-pass cost probe (experiments/capture/probe_timing.sh), a comma-separated list of
   // parts left out: "activity" keeps CUPTI's activity records and drops the API callbacks,
   // "callbacks" the other way round, "no-launches" drops the launch callbacks,
