@@ -47,3 +47,22 @@ def test_rows_line_up_by_index_and_sum_by_kind():
 
 def test_runs_that_do_not_line_up_are_left_out():
     assert kernels.compare(run_with([{"index": 0, "gpu_ns": 5}]), []) is None
+
+
+def test_a_shipped_trace_lines_up_with_a_run_of_its_operations():
+    """The simulator's per_kernel rows of a shipped trace under the run's policy and budget: one
+    per operation, so that a run of the same program lines up row for row."""
+    faultline = os.environ.get("FAULTLINE_BIN", os.path.join(REPO, "build", "faultline"))
+    trace = os.path.join(REPO, "traces", "real", "resnet50.fltrace")
+    run = {"config": {"policy": {"name": "ondemand"}, "budget": {"fraction_of_footprint": 0.75}},
+           "results": {"policy_decision_ns": 2000, "kernels": 10}}
+    rows = kernels.simulate_rows(trace, run, os.path.join(REPO, "configs", "gpus", "h100.json"),
+                                 faultline)
+    assert rows and all("stall_ns" in r and "faults" in r for r in rows)
+    run["kernels"] = [{"index": i, "gpu_ns": r["compute_ns"] + r["stall_ns"] // 2, "gpu_faults": 1}
+                      for i, r in enumerate(rows)]
+    pairs = kernels.compare(run, rows)
+    assert len(pairs) == len(rows)
+    total_sim = sum(p["sim_stall_ns"] for p in pairs)
+    total_program = sum(p["program_stall_ns"] for p in pairs)
+    assert total_sim > 0 and abs(total_program - total_sim / 2) <= len(pairs)
