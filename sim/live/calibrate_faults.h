@@ -2,10 +2,10 @@
 // one-kernel trace with the same touches, and the fault-path costs are chosen to minimise the
 // squared log error of simulated against measured time. Internal to the calibrate layer.
 //
-// A per-machine calibration (`calibrate --from PROFILE`) fits nothing here: it keeps PROFILE's
-// fault path and reports how well it fits the machine's few fault benchmarks (scaling the fault
-// path to fit them made the live replays' error no better: configs/README.md, "Calibrating one
-// machine").
+// A per-machine calibration (`calibrate --from PROFILE`) fits the same values to the machine's
+// twelve benchmarks of each kind, starting from PROFILE's (fit_from), or with
+// --keep-fault-path keeps PROFILE's and reports how well they fit (configs/README.md,
+// "Calibrating one machine").
 #pragma once
 
 #include "sim/config/run_config.h"
@@ -37,8 +37,8 @@ std::vector<uint64_t> fault_touches(uint64_t blocks, uint64_t k, FaultOrder orde
 // Writes `x` (kFaultParams' order) into a run config.
 void set_fault_params(config::RunConfig& c, const std::vector<double>& x);
 
-// The values a per-machine calibration keeps: PROFILE's fault path, as the measurements
-// document's "fault_path_from" ({"profile": PROFILE, NAME: value for each of kFaultParams}), so
+// The values a per-machine calibration starts its fit from (or keeps): PROFILE's fault path, as
+// the measurements document's "fault_path_from" ({"profile": PROFILE, NAME: value for each of kFaultParams}), so
 // a refit needs no profile file. Throws Error for an unknown profile.
 nlohmann::json fault_path_of(const std::string& profile);
 

@@ -13,7 +13,7 @@
 #              one made minutes later, live/data/h100-a069ff39/README.md), then the per-machine
 #              calibration,
 #              `faultline calibrate --from MODEL` (under a minute: what differs between
-#              instances, the shipped profile's fault path kept), as PROFILE-at1, and the
+#              instances, the fault path fitted from the shipped one's), as PROFILE-at1, and the
 #              campaign's profile PROFILE fitted from it, into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
 #              GPU's name and the first 8 hex digits of its UUID: the instance), timed in
