@@ -38,8 +38,8 @@ std::vector<uint64_t> fault_touches(uint64_t blocks, uint64_t k, FaultOrder orde
 void set_fault_params(config::RunConfig& c, const std::vector<double>& x);
 
 // The values a per-machine calibration starts its fit from (or keeps): PROFILE's fault path, as
-// the measurements document's "fault_path_from" ({"profile": PROFILE, NAME: value for each of kFaultParams}), so
-// a refit needs no profile file. Throws Error for an unknown profile.
+// the measurements document's "fault_path_from" ({"profile": PROFILE, NAME: value for each of
+// kFaultParams}), so a refit needs no profile file. Throws Error for an unknown profile.
 nlohmann::json fault_path_of(const std::string& profile);
 
 class FaultFit {
