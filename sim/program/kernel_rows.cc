@@ -30,16 +30,21 @@ json kernel_rows(const capture::RawStream& raw) {
   uint64_t first = std::numeric_limits<uint64_t>::max();
   for (const capture::ApiEvent& e : raw.api) {
     Span s;
+    const auto timed = [&s](const auto& record) {
+      s.start = record.start;
+      s.end = record.end;
+      s.known = true;
+    };
     if (e.type == raw::RawType::kLaunch) {
       s.name = e.name;
       auto it = kernels.find(e.launch.corr_driver);
       if (it == kernels.end()) it = kernels.find(e.launch.corr_runtime);
-      if (it != kernels.end()) s = {e.name, it->second->start, it->second->end, true};
+      if (it != kernels.end()) timed(*it->second);
     } else if (e.type == raw::RawType::kCopy && e.copy.bytes > 0) {
       s.name =
           raw::copy_name(e.copy.op == static_cast<uint32_t>(raw::CopyOp::kMemset), e.copy.kind);
       auto it = copies.find(e.copy.corr);
-      if (it != copies.end()) s = {s.name, it->second->start, it->second->end, true};
+      if (it != copies.end()) timed(*it->second);
     } else {
       continue;
     }

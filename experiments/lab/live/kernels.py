@@ -22,7 +22,6 @@ import re
 
 from lab import sim, tables
 from lab.live import program
-from lab.live.fidelity import profile_keys
 from lab.paths import EXPERIMENTS, FAULTLINE, REPO
 
 SUMMARY = "a program campaign's --per-kernel runs against the simulator, kernel by kernel"
@@ -50,16 +49,10 @@ def short(name, width=70):
 
 def simulate_rows(trace, run, profile, faultline):
     """The simulator's per_kernel rows for RUN's trace, policy and budget."""
-    config = run["config"]
-    fraction = config["budget"]["fraction_of_footprint"]
-    decisions = run["results"].get("policy_decision_ns", 0)
-    launches = run["results"].get("kernels") or 1
-    overrides = {"capacity": {"fraction_of_footprint": float(fraction or 1.0), "mode": "program"},
-                 "policy": {"name": config["policy"]["name"]}, "per_kernel": True,
-                 **profile_keys(profile)}
-    if decisions:
-        overrides["policy_launch_ns"] = round(decisions / launches)
-    return sim.simulate(trace, overrides, faultline)["kernels"]
+    config = program.run_config(run["config"]["policy"]["name"],
+                                run["config"]["budget"]["fraction_of_footprint"] or 1.0, profile,
+                                program.decision_ns([run]))
+    return sim.simulate(trace, config, faultline, per_kernel=True)["kernels"]
 
 
 def compare(run, rows):

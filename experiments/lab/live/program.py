@@ -98,11 +98,18 @@ def decision_ns(docs):
                          for d in docs]))
 
 
-def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS):
+def run_config(policy, budget, profile, launch_ns=0):
+    """The run config that simulates a program run: capacity mode "program" at BUDGET, POLICY,
+    PROFILE's machine keys and the policy's decisions at each launch (policy_launch_ns)."""
     config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "program"},
               "policy": {"name": policy}, **profile_keys(profile)}
     if launch_ns:
         config["policy_launch_ns"] = launch_ns
+    return config
+
+
+def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS):
+    config = run_config(policy, budget, profile, launch_ns)
     return measured_ns(sim.simulate(trace, config, faultline), steps)
 
 
