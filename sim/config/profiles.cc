@@ -163,6 +163,10 @@ const Fields<GpuProfile>& gpu_fields() {
       cost(&G::discarded_fault_ns, "discarded_fault_ns",
            "the same in a block with no page on the GPU")
           .default_from(&G::populate_ns, "populate_ns"),
+      cost(&G::discarded_prefetch_ns, "discarded_prefetch_ns",
+           "capacity mode \"budget\": per 64 KB a prefetch brings back that a policy discarded "
+           "while it held data: replaces prefetch_populate_ns")
+          .default_from(&G::prefetch_populate_ns, "prefetch_populate_ns"),
       cost(&G::launch_ns, "launch_ns",
            "capacity mode \"budget\": launching a kernel and waiting for it, as the live replay "
            "does"),

@@ -66,6 +66,9 @@ struct GpuProfile {
   // block the GPU holds other pages of, and in one it does not.
   Time discarded_resident_fault_ns = 0;
   Time discarded_fault_ns = 0;
+  // A prefetch of a 64 KB page a policy discarded while it held data, instead of
+  // prefetch_populate_ns (charged in capacity mode "budget").
+  Time discarded_prefetch_ns = 0;
   // The live replay runs one kernel at a time (charged in capacity mode "budget"): launching a
   // kernel and waiting for it.
   Time launch_ns = 0;
@@ -179,8 +182,8 @@ struct RunConfig {
   // The CPU time the policy's decisions take at each launch, which the program's CPU pays before
   // its next call when the policy runs inside it (`faultline run` measures it).
   Time policy_launch_ns = 0;
-  uint32_t progress_every = 0;       // kernels between progress lines; 0 = off
-  nlohmann::json resolved;           // every value as read, defaults filled in
+  uint32_t progress_every = 0; // kernels between progress lines; 0 = off
+  nlohmann::json resolved;     // every value as read, defaults filled in
 };
 
 // Directory holding gpus/ and links/ profiles: $FAULTLINE_CONFIGS, else the source tree's.

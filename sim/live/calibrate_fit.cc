@@ -179,6 +179,18 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
       "discarded_resident_fault_ns, discarded_fault_ns: populate_ns plus, per 64 KB, what one "
       "kernel writing the discarded halves of kernel-written blocks took beyond the same kernel "
       "on never-touched halves, the other halves on the GPU and evicted to the host");
+  if (!d.contains("prefetch_discarded_ns")) { // measured since the prefetch cases only
+    out.gpu.erase("discarded_prefetch_ns");
+    return;
+  }
+  const Time prefetched = m.ns(d, "prefetch_discarded_ns", "$.discarded_touch") -
+                          m.ns(d, "prefetch_fresh_ns", "$.discarded_touch");
+  out.gpu["discarded_prefetch_ns"] =
+      std::max<Time>(0, config.gpu.prefetch_populate_ns + prefetched / std::max<Time>(1, pages));
+  out.gpu["sources"].push_back(
+      "discarded_prefetch_ns: prefetch_populate_ns plus, per 64 KB, what prefetch calls of the "
+      "discarded halves of kernel-written blocks took beyond the same calls on never-touched "
+      "halves");
 }
 
 // A cost these measurements predate: the base profile's value and its `sources` line kept (so

@@ -209,7 +209,9 @@ private:
     if (evicted_last_) t += profile.swap_extra_ns;
     evicted_last_ = false;
     const PageMask fresh = block.unpopulated() & pages;
-    t += profile.prefetch_populate_ns * fresh.big_page_count();
+    const PageMask discarded = fresh & block.discarded;
+    t += profile.prefetch_populate_ns * fresh.minus(discarded).big_page_count() +
+         profile.discarded_prefetch_ns * discarded.big_page_count();
     if (pages.minus(fresh).any()) t += profile.prefetch_copy_extra_ns;
     const Time end = m_.migrator.to_gpu(block, gpu, pages, pages, t, "prefetch");
     block.ready_at[gpu] = std::max(block.ready_at[gpu], end);

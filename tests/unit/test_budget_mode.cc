@@ -203,6 +203,29 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   CHECK(extra <= static_cast<Time>(std::max(written)) * 100'000 * 11 / 10);
 }
 
+TEST_CASE("budget mode: a prefetch of pages a policy discarded costs the profile's discarded "
+          "prefetch cost",
+          "[sim][budget]") {
+  Scratch s;
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  const auto run = [&](const char* policy, Time discarded_ns) {
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+    cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", "budget"}};
+    s.write("gpus/simgpu.json", Scratch::gpu_profile({{"prefetch_populate_ns", 500},
+                                                      {"discarded_prefetch_ns", discarded_ns}}));
+    const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+  };
+  // schedule discards the pages of freed allocator blocks and prefetches the blocks again
+  // before their next use: each such page costs the discarded price, not a populate.
+  const Outcome cheap = run("schedule", 500), dear = run("schedule", 50'500);
+  REQUIRE(cheap.stats.discarded_pages > 1000);
+  CHECK(dear.stats.discarded_pages == cheap.stats.discarded_pages);
+  CHECK(dear.end > cheap.end + 1000 * 50'000 / 10);
+  // A policy that never discards pays nothing for it.
+  CHECK(run("pump", 500).end == run("pump", 50'500).end);
+}
+
 TEST_CASE("budget mode: a prefetch right after an eviction costs the profile's swap extra",
           "[sim][budget]") {
   Scratch s;

@@ -69,7 +69,7 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
     if (pages.size() != 4 * 32) continue;
     const bool discard_bench =
         i + 1 < device.kernel_pages.size() && device.kernel_pages[i + 1].size() == 4 * 16;
-    if (discard_bench) continue; // it writes the blocks it then discards
+    if (discard_bench) break; // the last benchmark writes whole blocks it then discards
     REQUIRE(device.kernel_pages[i - 1].size() == 1);
     const uint64_t warm = device.kernel_pages[i - 1][0];
     CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
@@ -82,7 +82,9 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   const json& d = m["discarded_touch"];
   CHECK(d["blocks"] == 4);
   CHECK(d["pages"] == 4 * 16);
-  for (const char* key : {"fresh_ns", "resident_ns", "evicted_ns"}) CHECK(d.contains(key));
+  for (const char* key :
+       {"fresh_ns", "resident_ns", "evicted_ns", "prefetch_fresh_ns", "prefetch_discarded_ns"})
+    CHECK(d.contains(key));
   bool halves = false;
   for (const auto& pages : device.kernel_pages) halves |= pages.size() == 4 * 16;
   CHECK(halves);
@@ -160,6 +162,16 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
   const auto populate = p.gpu["populate_ns"].get<int64_t>();
   CHECK(p.gpu["discarded_resident_fault_ns"].get<int64_t>() == populate + 150'000);
   CHECK(p.gpu["discarded_fault_ns"].get<int64_t>() == populate + 75'000);
+  // Measurements before the prefetch cases leave discarded_prefetch_ns to its default.
+  CHECK(!p.gpu.contains("discarded_prefetch_ns"));
+  m["discarded_touch"]["prefetch_fresh_ns"] = 200'000;
+  m["discarded_touch"]["prefetch_discarded_ns"] = 1'480'000;
+  const live::FittedProfile q = live::fit(m, settings());
+  CHECK(q.gpu["discarded_prefetch_ns"].get<int64_t>() ==
+        q.gpu["prefetch_populate_ns"].get<int64_t>() + 20'000);
+  m["discarded_touch"].erase("prefetch_fresh_ns");
+  CHECK_THROWS_WITH(live::fit(m, settings()),
+                    Catch::Contains("$.discarded_touch") && Catch::Contains("prefetch_fresh_ns"));
   m["discarded_touch"].erase("evicted_ns");
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.discarded_touch"));
 }

@@ -19,15 +19,16 @@ namespace {
 // costs with the host path's.
 json resolved_test_gpu() {
   json gpu = fltest::test_gpu_profile();
-  for (const char* key : {"populate_ns", "fault_migrate_ns", "prefetch_call_ns",
-                          "prefetch_populate_ns", "prefetch_copy_extra_ns", "swap_extra_ns",
-                          "launch_ns", "host_populate_ns", "eviction_run_ns", "eviction_page_ns",
-                          "eviction_populate_ns"})
+  for (const char* key :
+       {"populate_ns", "fault_migrate_ns", "prefetch_call_ns", "prefetch_populate_ns",
+        "prefetch_copy_extra_ns", "swap_extra_ns", "launch_ns", "host_populate_ns",
+        "eviction_run_ns", "eviction_page_ns", "eviction_populate_ns"})
     gpu[key] = 0;
   gpu["peer_eviction_ns"] = gpu["eviction_ns"];
   gpu["peer_fault_migrate_ns"] = gpu["fault_migrate_ns"];
   gpu["discarded_resident_fault_ns"] = gpu["populate_ns"];
   gpu["discarded_fault_ns"] = gpu["populate_ns"];
+  gpu["discarded_prefetch_ns"] = gpu["prefetch_populate_ns"];
   return gpu;
 }
 

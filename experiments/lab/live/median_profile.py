@@ -50,6 +50,7 @@ MEASURED_BY = {"eviction_run_ns": ("eviction_runs",), "eviction_page_ns": ("evic
                "eviction_populate_ns": ("eviction_runs", "fresh_ns"), "swap_extra_ns": ("swap",),
                "discarded_fault_ns": ("discarded_touch",),
                "discarded_resident_fault_ns": ("discarded_touch",),
+               "discarded_prefetch_ns": ("discarded_touch", "prefetch_discarded_ns"),
                "host_populate_ns": ("host_populate",)}
 
 
