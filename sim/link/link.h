@@ -5,6 +5,7 @@
 
 #include "sim/config/run_config.h"
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,28 @@ public:
   const std::vector<LinkDirection*>& hops() const { return hops_; }
   void set_observer(TransferObserver* observer) { observer_ = observer; }
 
+  // Time this route carried a transfer, and, with its reverse route paired, the time both
+  // carried one at once (how much the two directions overlapped). Pairing is symmetric.
+  Time busy_ns() const { return busy_ns_; }
+  static void pair(Route& a, Route& b);
+  Time both_busy_ns() const { return overlap_ns_ + (reverse_ ? reverse_->overlap_ns_ : 0); }
+
 private:
+  struct Interval {
+    Time start, end;
+  };
+  void account(Time start, Time end);
+
   std::string name_;
   std::vector<LinkDirection*> hops_;
   TransferObserver* observer_ = nullptr;
+  Time busy_ns_ = 0;
+  Time last_end_ = 0;
+  Route* reverse_ = nullptr;
+  // This route's transfers the reverse route may still overlap: each pair of transfers is
+  // counted once, by the later of the two to be queued; both routes queue in time order.
+  std::deque<Interval> recent_;
+  Time overlap_ns_ = 0;
 };
 
 } // namespace faultline

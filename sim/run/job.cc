@@ -480,6 +480,10 @@ void Job::finish() {
   }
   close_rows_before(UINT64_MAX, end_time_);
   close_step(end_time_);
+  const Route& in = topology_.route(kHost, gpu_processor(setup_.gpu));
+  stats_.link_to_gpu_busy_ns = in.busy_ns();
+  stats_.link_to_host_busy_ns = topology_.route(gpu_processor(setup_.gpu), kHost).busy_ns();
+  stats_.link_both_busy_ns = in.both_busy_ns();
 }
 
 Bytes Job::free_bytes(unsigned gpu) const {

@@ -88,6 +88,12 @@ std::vector<ResultField> declare() {
       {"results.bytes_populated_on_host", "bytes", "sim",
        "never touched, populated on the host by an eviction call over their chunk (the GPU's "
        "next touch migrates them)"},
+      {"results.link.to_gpu_busy_ns", "ns", "sim",
+       "time the GPU's link from the host carried a copy (the GPU's jobs together)"},
+      {"results.link.to_host_busy_ns", "ns", "sim",
+       "time the GPU's link to the host carried a copy (the GPU's jobs together)"},
+      {"results.link.both_busy_ns", "ns", "sim",
+       "time both directions carried a copy at once: the duplex overlap"},
       {"results.evictions", "2 MB chunks", "both",
        "chunks evicted on the fault path (driver mode) or to keep the budget"},
       {"results.policy_evicted_bytes", "bytes", "both",

@@ -89,6 +89,9 @@ const FieldTable<RunTotals>& run_fields() {
       {"bytes_gpu_to_host", &R::bytes_gpu_to_host},
       {"bytes_populated_on_gpu", &R::bytes_populated_on_gpu},
       {"bytes_populated_on_host", &R::bytes_populated_on_host},
+      {"link.to_gpu_busy_ns", &R::link_to_gpu_busy_ns},
+      {"link.to_host_busy_ns", &R::link_to_host_busy_ns},
+      {"link.both_busy_ns", &R::link_both_busy_ns},
       {"evictions", &R::evictions},
       {"policy_evicted_bytes", &R::policy_evicted_bytes},
       {"discarded_bytes", &R::discarded_bytes},
@@ -192,6 +195,9 @@ RunTotals totals_of(const Stats& s, Time total_ns) {
   t.bytes_gpu_to_host = bytes(s.pages_d2h);
   t.bytes_populated_on_gpu = bytes(s.pages_populated);
   t.bytes_populated_on_host = bytes(s.pages_populated_on_host);
+  t.link_to_gpu_busy_ns = s.link_to_gpu_busy_ns;
+  t.link_to_host_busy_ns = s.link_to_host_busy_ns;
+  t.link_both_busy_ns = s.link_both_busy_ns;
   t.evictions = n(s.evictions);
   t.policy_evicted_bytes = bytes(s.policy_evicted_pages);
   t.discarded_bytes = bytes(s.discarded_pages);

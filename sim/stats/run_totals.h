@@ -20,6 +20,7 @@ struct RunTotals {
   Measure policy_decision_ns, fault_actions_ns, copy_wait_ns, batches, batch_time_ns,
       va_blocks_serviced;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, bytes_populated_on_gpu, bytes_populated_on_host;
+  Measure link_to_gpu_busy_ns, link_to_host_busy_ns, link_both_busy_ns;
   Measure evictions, policy_evicted_bytes, discarded_bytes;
   Measure prefetch_issued_bytes, prefetch_used_bytes, prefetch_wasted_bytes;
   Measure host_faults, thrashing_pins, remote_accesses, peak_gpu_chunks;

@@ -59,6 +59,11 @@ struct Stats {
   Time host_in_trace_ns = 0;    // what its faults took in the captured program (issue timeline)
   uint64_t pages_h2d = 0;
   uint64_t pages_d2h = 0;
+  // The GPU's link to the host (shared by the GPU's jobs): time each direction carried a copy,
+  // and time both did at once.
+  Time link_to_gpu_busy_ns = 0;
+  Time link_to_host_busy_ns = 0;
+  Time link_both_busy_ns = 0;
   uint64_t pages_populated = 0;         // first touches on the GPU: no copy needed
   uint64_t pages_populated_on_host = 0; // by eviction calls over chunks holding them
   uint64_t evictions = 0; // 2 MB chunks evicted on the fault path (or, in budget mode,

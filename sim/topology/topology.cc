@@ -116,6 +116,9 @@ Topology::Topology(const config::TopologySpec& spec) {
       std::string name = hops.size() == 1 ? hops[0]->name() : names_[u] + "->" + names_[v];
       routes_[from * processors + to] = std::make_unique<Route>(name, std::move(hops));
     }
+  for (unsigned from = 0; from < processors; ++from)
+    for (unsigned to = from + 1; to < processors; ++to)
+      Route::pair(*routes_[from * processors + to], *routes_[to * processors + from]);
 }
 
 LinkDirection* Topology::hop(unsigned u, unsigned v) {
