@@ -59,7 +59,8 @@ def load(path):
                      "time": r["total_time_ns"], "faults": r["faults"],
                      "bytes": r["bytes_host_to_gpu"] + r["bytes_gpu_to_host"],
                      "fault_stall": r["fault_stall_ns"], "compute": r["compute_ns"],
-                     **{"link_" + k: v for k, v in r.get("link", {}).items()}})
+                     **{"link_" + k: v for k, v in r.get("link", {}).items()},
+                     **{"waits_" + k: v for k, v in r.get("waits", {}).items()}})
     return rows
 
 
@@ -132,20 +133,26 @@ def write_tables(rows, out):
     open(os.path.join(out, "comparison.md"), "w").write("\n".join(lines) + "\n")
 
 
-SPLIT = (("fault_stall", "kernels stalled on faults"), ("link_to_gpu_busy_ns", "link to the GPU"),
-         ("link_to_host_busy_ns", "link to the host"), ("link_both_busy_ns", "both at once"))
+SPLIT = (("fault_stall", "kernels stalled on faults"),
+         ("waits_eviction_ns", "evictions waited for"),
+         ("waits_prefetch_in_flight_ns", "copies in flight waited for"),
+         ("waits_migration_stream_ns", "migration stream waited for"),
+         ("link_to_gpu_busy_ns", "link to the GPU"), ("link_to_host_busy_ns", "link to the host"),
+         ("link_both_busy_ns", "both at once"))
 
 
 def above_bound_lines(rows, capacity=0.5):
     """Where each policy's time goes beside its bound at CAPACITY: the time and the bound, the
-    kernels' stall on faults, and the host link's busy time each way and both at once (results
-    without the link's counts leave those cells empty)."""
+    kernels' stall on faults, what they waited for, and the host link's busy time each way and
+    both at once (results without those counts leave their cells empty)."""
     sel = [r for r in rows if r["capacity"] == capacity]
     if not sel:
         return []
     lines = ["", f"Where the time goes at {capacity:.0%} (seconds): the run's time over its lower "
-             "bound, the kernels' stall on faults, and the time the host link carried a copy "
-             "each way and both ways at once.", "",
+             "bound; the kernels' stall on faults and, within or beside it, the evictions, the "
+             "copies already in flight and the migration stream they waited for (results.waits); "
+             "the time the host link carried a copy each way and both ways at once "
+             "(results.link).", "",
              "| trace | policy | time | bound | time / bound | " + " | ".join(t for _, t in SPLIT)
              + " |", "|---|---|---|---|---|" + "---|" * len(SPLIT)]
     for r in sel:

@@ -112,7 +112,8 @@ public:
   Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
     admit_ran(); // the previous part's pages
     const std::vector<host::ChunkPages> touched = chunks_of(k);
-    Time t = std::max(now, done_);
+    const Time stream = std::max(now, done_);
+    Time t = stream;
     bool evicted = false;
     const auto what = [&] { return "kernel #" + std::to_string(index) + " (" + k.name + ")"; };
     host::budget::make_room(touched, books_, what, [&](uint64_t victim) {
@@ -121,6 +122,10 @@ public:
     });
     // Nothing evicted since the launch before: the stream was not made to wait.
     if (program_ && !evicted && !stream_waits_) t = now;
+    if (m_.stats && t > now) {
+      m_.stats->stream_wait_ns += stream - now;
+      m_.stats->eviction_wait_ns += t - stream;
+    }
     stream_waits_ = false;
     done_ = std::max(done_, t);
     // faults_ gathers over a kernel's parts; kernel_done() hands them over.

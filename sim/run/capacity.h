@@ -29,6 +29,7 @@ struct JobMemory {
   // The driver's prefetch queue (driver.prefetch_queue "behind_faults"); null: prefetches run at
   // once.
   PrefetchQueue* queue = nullptr;
+  Stats* stats = nullptr; // the job's: what its kernels waited for
 };
 
 // Contract: the job asks parts() of each kernel and runs each part as a kernel of its own

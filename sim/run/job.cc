@@ -45,9 +45,9 @@ Job::Job(Machine m, JobSetup setup)
                                 engine_, memory_, migrator_,
                                 topology_.route(kHost, gpu_processor(setup_.gpu)), setup_.gpu)
                           : nullptr),
-      capacity_(make_capacity_keeper(
-          config_.capacity_mode,
-          {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_, prefetch_queue_.get()})) {
+      capacity_(make_capacity_keeper(config_.capacity_mode,
+                                     {memory_, migrator_, host_, gpu_profile_, setup_.gpu, offset_,
+                                      prefetch_queue_.get(), &stats_})) {
   run_ahead_ = reader_->timeline() == trace::Timeline::kIssue;
   serial_kernels_ = config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
   policy_at_gpu_turn_ = config_.capacity_mode == config::RunConfig::CapacityMode::kProgram;

@@ -94,6 +94,14 @@ std::vector<ResultField> declare() {
        "time the GPU's link to the host carried a copy (the GPU's jobs together)"},
       {"results.link.both_busy_ns", "ns", "sim",
        "time both directions carried a copy at once: the duplex overlap"},
+      {"results.waits.eviction_ns", "ns", "sim",
+       "evictions waited for: inside fault batches (driver mode), or the budget's before a "
+       "kernel (budget and program modes)"},
+      {"results.waits.prefetch_in_flight_ns", "ns", "sim",
+       "fault batches' wait, beyond their own work, for copies already on their way to the "
+       "faulted pages (a prefetch or an earlier batch arriving late)"},
+      {"results.waits.migration_stream_ns", "ns", "sim",
+       "budget and program modes: kernels' wait for the migrations issued before them"},
       {"results.evictions", "2 MB chunks", "both",
        "chunks evicted on the fault path (driver mode) or to keep the budget"},
       {"results.policy_evicted_bytes", "bytes", "both",

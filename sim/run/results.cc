@@ -92,6 +92,9 @@ const FieldTable<RunTotals>& run_fields() {
       {"link.to_gpu_busy_ns", &R::link_to_gpu_busy_ns},
       {"link.to_host_busy_ns", &R::link_to_host_busy_ns},
       {"link.both_busy_ns", &R::link_both_busy_ns},
+      {"waits.eviction_ns", &R::eviction_wait_ns},
+      {"waits.prefetch_in_flight_ns", &R::prefetch_wait_ns},
+      {"waits.migration_stream_ns", &R::stream_wait_ns},
       {"evictions", &R::evictions},
       {"policy_evicted_bytes", &R::policy_evicted_bytes},
       {"discarded_bytes", &R::discarded_bytes},
@@ -198,6 +201,9 @@ RunTotals totals_of(const Stats& s, Time total_ns) {
   t.link_to_gpu_busy_ns = s.link_to_gpu_busy_ns;
   t.link_to_host_busy_ns = s.link_to_host_busy_ns;
   t.link_both_busy_ns = s.link_both_busy_ns;
+  t.eviction_wait_ns = s.eviction_wait_ns;
+  t.prefetch_wait_ns = s.prefetch_wait_ns;
+  t.stream_wait_ns = s.stream_wait_ns;
   t.evictions = n(s.evictions);
   t.policy_evicted_bytes = bytes(s.policy_evicted_pages);
   t.discarded_bytes = bytes(s.discarded_pages);

@@ -64,6 +64,12 @@ struct Stats {
   Time link_to_gpu_busy_ns = 0;
   Time link_to_host_busy_ns = 0;
   Time link_both_busy_ns = 0;
+  // What kernels waited for beside their faults' own service: evictions (inside fault batches,
+  // or the budget's before a kernel), copies already in flight when a fault came, and (budget
+  // and program modes) the migrations issued on the stream before the kernel.
+  Time eviction_wait_ns = 0;
+  Time prefetch_wait_ns = 0;
+  Time stream_wait_ns = 0;
   uint64_t pages_populated = 0;         // first touches on the GPU: no copy needed
   uint64_t pages_populated_on_host = 0; // by eviction calls over chunks holding them
   uint64_t evictions = 0; // 2 MB chunks evicted on the fault path (or, in budget mode,

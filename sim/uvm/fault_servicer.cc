@@ -54,9 +54,12 @@ void FaultServicer::fetch(Time now) {
 
   Time cpu = now + profile_.batch_fixed_ns + profile_.per_fault_ns * static_cast<Time>(n);
   Time copies_done = cpu;
+  in_flight_ = 0;
   serviced_.clear();
   for (const BlockFaults& b : blocks_) cpu = service_block(b, cpu, copies_done);
-  const Time end = std::max(cpu, copies_done);
+  // Faults on pages already on their way (a prefetch's, an earlier batch's) wait for them.
+  const Time end = std::max({cpu, copies_done, in_flight_});
+  stats_.prefetch_wait_ns += end - std::max(cpu, copies_done);
   for (VaBlock* block : serviced_) block->ready_at[gpu_] = std::max(block->ready_at[gpu_], end);
   stats_.blocks_serviced += blocks_.size();
   stats_.batch_ns += end - now;
@@ -105,10 +108,14 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     cpu += discarded_ns * rewritten.big_page_count();
   }
   if (pages.none()) { // already resident: wait for copies in flight, if any
-    copies_done = std::max(copies_done, block->ready_at[gpu_]);
+    in_flight_ = std::max(in_flight_, block->ready_at[gpu_]);
     return cpu + profile_.page_table_update_ns;
   }
-  if (!block->chunk[gpu_]) cpu = migrator_.make_room(gpu_, cpu, block);
+  if (!block->chunk[gpu_]) {
+    const Time before = cpu;
+    cpu = migrator_.make_room(gpu_, cpu, block);
+    stats_.eviction_wait_ns += cpu - before;
+  }
   // Demand paging runs far below the link's rate (h200-probe.md: ~7 GB/s): the per-page work
   // of the driver (host unmap, DMA map) is on the CPU side, serial with the batch.
   const PageMask fresh = block->unpopulated() & pages;

@@ -69,6 +69,7 @@ private:
   bool fetch_scheduled_ = false;
   uint64_t in_service_ = 0;
   Time batch_start_ = 0;
+  Time in_flight_ = 0; // the batch's wait for copies already in flight to its resident pages
   std::vector<uint64_t> batch_; // the batch's big pages, sorted, unique
   std::vector<BlockFaults> blocks_;
   std::vector<VaBlock*> serviced_;

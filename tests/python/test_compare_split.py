@@ -42,7 +42,10 @@ def test_link_counts_reach_the_split(tmp_path):
     ondemand = next(line for line in lines if line.startswith("| dnn | ondemand |"))
     cells = [c.strip() for c in ondemand.strip("|").split("|")]
     assert cells[4] == "2.00"  # time / bound
-    assert cells[6] == f"{rows[0]['link_to_gpu_busy_ns'] / 1e9:.3f}"
+    assert cells[9] == f"{rows[0]['link_to_gpu_busy_ns'] / 1e9:.3f}"
+    # Driver mode at 50%: evictions happen inside fault batches, and no migration stream.
+    assert rows[0]["waits_eviction_ns"] > 0
+    assert rows[0]["waits_migration_stream_ns"] == 0
     compare.above_bound_figure(rows, str(tmp_path / "above_bound.png"))
     assert (tmp_path / "above_bound.png").stat().st_size > 0
     # Results without the link's counts (older sweeps) leave those cells empty.

@@ -291,3 +291,36 @@ TEST_CASE("program mode: as faultline run keeps the budget, no replay launch and
   CHECK(e.stats.kernel_rows.at(2).start >= e.stats.kernel_rows.at(1).end + 5000 + 1000 + 65536);
   CHECK(e.stats.kernel_rows.at(1).start == e.stats.kernel_rows.at(0).end); // no wait before
 }
+
+TEST_CASE("results say what kernels waited for: evictions, copies in flight, the migration "
+          "stream, and the host link each way",
+          "[sim][budget]") {
+  Scratch s;
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
+  const auto run = [&](const char* policy, const char* mode) {
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
+    cfg["capacity"] = {{"fraction_of_footprint", 0.5}, {"mode", mode}};
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+  };
+  const Outcome driver = run("ondemand", "driver"), budget = run("pump", "budget");
+  for (const Outcome* o : {&driver, &budget}) {
+    const Stats& st = o->stats;
+    CHECK(st.eviction_wait_ns > 0);
+    CHECK(st.link_to_gpu_busy_ns > 0);
+    CHECK(st.link_to_host_busy_ns > 0);
+    CHECK(st.link_both_busy_ns <= std::min(st.link_to_gpu_busy_ns, st.link_to_host_busy_ns));
+    CHECK(st.link_to_gpu_busy_ns <= o->end);
+  }
+  // The driver evicts inside fault batches, on their CPU side: no more than the batches took.
+  CHECK(driver.stats.eviction_wait_ns <= driver.stats.batch_ns);
+  CHECK(driver.stats.stream_wait_ns == 0);
+  // pump's prefetches queue on the migration stream ahead of the kernels that wait for them.
+  CHECK(budget.stats.stream_wait_ns > 0);
+  CHECK(budget.stats.stream_wait_ns + budget.stats.eviction_wait_ns <= budget.end);
+  // In driver mode pump's prefetches run beside the faults: some fault lands on a page whose
+  // prefetch is still on the link and waits for it, beyond its batch's own work.
+  const Outcome beside = run("pump", "driver");
+  CHECK(beside.stats.prefetch_wait_ns > 0);
+  CHECK(beside.stats.prefetch_wait_ns <= beside.stats.batch_ns);
+}
