@@ -1,7 +1,10 @@
 // A lower bound on the time of any policy for a trace at a capacity, to set beside the oracle
 // (which is a strong policy, not a proof). Two facts bound every run the simulator can make:
 //  - all_resident_ns: the trace's own time with every page on the GPU (kernels keep their
-//    recorded starts and all-resident durations; the simulator only ever delays them);
+//    recorded starts and all-resident durations; the simulator only ever delays them), less,
+//    on an issue-time trace, what the captured program's CPU faults on host accesses took in
+//    its CPU gaps (host_fault_ns a 64 KB page and its copy back), which the simulator takes out
+//    of the gaps whatever a policy does;
 //  - transfer_ns: the fewest bytes any policy must move from the host to the GPU, at the host
 //    link's best bandwidth. The fewest bytes come from Belady's MIN over 64 KB big pages, with
 //    bypass (a page may be served without being kept, as a remote access is), on a cache of the
@@ -35,7 +38,7 @@ struct LowerBound {
 // Reads the trace (repetitions included, trace::StepRepeater) twice. Throws TraceError as the
 // reader does.
 LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
-                       const config::LinkProfile& host_link);
+                       const config::LinkProfile& host_link, Time host_fault_ns);
 
 nlohmann::json to_json(const LowerBound& bound);
 

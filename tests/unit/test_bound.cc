@@ -5,9 +5,12 @@
 #include "sim/run/bound.h"
 #include "sim/run/results.h"
 #include "sim/synth/synth.h"
+#include "sim/trace/inspect.h"
 #include "sim_fixture.h"
+#include "source_dir.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
 using namespace faultline;
 using simtest::Scratch;
@@ -51,7 +54,7 @@ TEST_CASE("bound: MIN keeps the page used again and bypasses the one that is not
   t.writer.write(touch(2000, kChunkPages, kChunkPages)); // B: fresh, not kept (used never again)
   t.writer.write(touch(4000, 0, kChunkPages));           // A again: still there
   t.writer.close();
-  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps());
+  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps(), 0);
   CHECK(b.min_pages_moved == 0);
   CHECK(b.references == 3 * kChunkPages);
   CHECK(b.all_resident_ns == 5000);
@@ -64,11 +67,11 @@ TEST_CASE("bound: pages used in turn beyond the capacity must move", "[bound]") 
   for (Time i = 0; i < 4; ++i) t.writer.write(touch(2000 * i, (i % 2) * kChunkPages, kChunkPages));
   t.writer.close();
   // A, B, A, B with room for one: A stays; B is fresh once, then holds data and comes back once.
-  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps());
+  const LowerBound b = lower_bound(t.path, 0, 1, link_of_1_gbps(), 0);
   CHECK(b.min_pages_moved == kChunkPages);
   CHECK(b.transfer_ns == static_cast<Time>(kChunkPages * kBigPageSize)); // 1 byte per ns
   CHECK(b.lower_bound_ns == b.transfer_ns);
-  CHECK(lower_bound(t.path, 0, 2, link_of_1_gbps()).min_pages_moved == 0); // room for both
+  CHECK(lower_bound(t.path, 0, 2, link_of_1_gbps(), 0).min_pages_moved == 0); // room for both
 }
 
 TEST_CASE("bound: the host's touch forces a copy back; a freed page is fresh again", "[bound]") {
@@ -79,7 +82,7 @@ TEST_CASE("bound: the host's touch forces a copy back; a freed page is fresh aga
     t.writer.write(trace::HostAccessRecord{1500, kBase, 4 * kBigPageSize, AccessType::kWrite});
     t.writer.write(touch(2000, 0, kChunkPages));
     t.writer.close();
-    CHECK(lower_bound(t.path, 0, 4, link_of_1_gbps()).min_pages_moved == 4);
+    CHECK(lower_bound(t.path, 0, 4, link_of_1_gbps(), 0).min_pages_moved == 4);
   }
   SECTION("free and allocate again") {
     Built t(dir.file("t.fltrace"));
@@ -89,7 +92,7 @@ TEST_CASE("bound: the host's touch forces a copy back; a freed page is fresh aga
     t.writer.write(trace::AllocRecord{2, trace::MemoryKind::kManaged, kBase, kBlockSize, 2000, 0});
     t.writer.write(touch(3000, 0, kChunkPages));
     t.writer.close();
-    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps()).min_pages_moved == 0);
+    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps(), 0).min_pages_moved == 0);
   }
   SECTION("device memory never moves") {
     Built t(dir.file("t.fltrace"));
@@ -101,7 +104,7 @@ TEST_CASE("bound: the host's touch forces a copy back; a freed page is fresh aga
       t.writer.write(k);
     }
     t.writer.close();
-    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps()).min_pages_moved == kChunkPages);
+    CHECK(lower_bound(t.path, 0, 1, link_of_1_gbps(), 0).min_pages_moved == kChunkPages);
   }
 }
 
@@ -154,4 +157,41 @@ TEST_CASE("bound: no simulated run beats it, under any policy or capacity mode",
       }
     }
   }
+}
+
+TEST_CASE("bound: a host-fed issue-time trace's bound leaves out the captured program's host "
+          "faults, which the simulator takes out of its CPU gaps",
+          "[bound][invariant]") {
+  Scratch s;
+  // host-stencil: the host writes the grid kernels wrote between sweeps; captured with memory
+  // enough, so each such write faulted the pages back to the host inside the trace's CPU gaps.
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/host-stencil.fltrace";
+  nlohmann::json config = Scratch::run_config(nlohmann::json::object(), "oracle");
+  // The shipped H200 profile, under which the oracle outruns the captured host faults.
+  const std::string configs = std::string(FAULTLINE_SOURCE_DIR) + "/configs/";
+  for (const char* file : {"gpus/h200.json", "links/h200-host.json", "links/nvlink4.json"}) {
+    std::ifstream in(configs + file);
+    s.write(file, nlohmann::json::parse(in));
+  }
+  config["gpu"] = "h200";
+  config["capacity"] = {{"fraction_of_footprint", 1.0}};
+  config["iterations"] = 5;
+  config.erase("per_kernel");
+  s.write("run.json", config);
+  SimRequest request;
+  request.config_path = s.file("run.json");
+  request.trace_path = trace;
+  const Time sim = run_sim(request)["results"]["total_time_ns"].get<Time>();
+  const Time bound = bound_document(request.config_path, trace, 0)["bound"]["lower_bound_ns"];
+  CHECK(sim >= bound);
+  // Priced at nothing, the captured faults leave the trace's own all-resident time: the oracle
+  // at 100% runs below it, since it plays its own host faults in their place.
+  const config::RunConfig c = config::load_run_config(request.config_path);
+  const uint64_t chunks = trace::compute_stats(trace).footprint_chunks;
+  config::LinkProfile free_link = c.host_link;
+  free_link.reverse.points = {{kBigPageSize, 1e9}};
+  free_link.reverse.overhead_ns = 0;
+  const LowerBound priced_at_nothing = lower_bound(trace, 5, chunks, free_link, 0);
+  CHECK(priced_at_nothing.all_resident_ns > bound);
+  CHECK(sim < priced_at_nothing.all_resident_ns);
 }
