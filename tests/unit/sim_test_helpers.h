@@ -47,10 +47,13 @@ struct Outcome {
   Time end;
 };
 
-inline Outcome simulate(const nlohmann::json& cfg, const std::string& trace, uint64_t chunks) {
+// `check_invariants`: verify the memory model after every record (slow on real traces, which
+// tests of costs and counts need not pay).
+inline Outcome simulate(const nlohmann::json& cfg, const std::string& trace, uint64_t chunks,
+                        bool check_invariants = true) {
   const config::RunConfig config = simtest::parse(cfg);
   Simulator sim(config, trace, chunks);
-  sim.set_check_invariants(true);
+  sim.set_check_invariants(check_invariants);
   Outcome o{sim.run(), 0};
   o.end = sim.end_time();
   return o;

@@ -211,10 +211,11 @@ TEST_CASE("budget mode: a prefetch of pages a policy discarded costs the profile
   const auto run = [&](const char* policy, Time discarded_ns) {
     nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
     cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", "budget"}};
+    cfg["iterations"] = 2;
     s.write("gpus/simgpu.json", Scratch::gpu_profile({{"prefetch_populate_ns", 500},
                                                       {"discarded_prefetch_ns", discarded_ns}}));
     const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
-    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint), false);
   };
   // schedule discards the pages of freed allocator blocks and prefetches the blocks again
   // before their next use: each such page costs the discarded price, not a populate.
@@ -301,7 +302,8 @@ TEST_CASE("results say what kernels waited for: evictions, copies in flight, the
   const auto run = [&](const char* policy, const char* mode) {
     nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), policy);
     cfg["capacity"] = {{"fraction_of_footprint", 0.5}, {"mode", mode}};
-    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+    cfg["iterations"] = 2;
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint), false);
   };
   const Outcome driver = run("ondemand", "driver"), budget = run("pump", "budget");
   for (const Outcome* o : {&driver, &budget}) {
