@@ -40,14 +40,10 @@ template <class F> void for_pages(Addr address, Bytes size, F f) {
   for (uint64_t p = address / kBigPageSize; p <= (address + size - 1) / kBigPageSize; ++p) f(p);
 }
 
-// What a host access's CPU faults took in the captured program, as the simulator counts it
-// (sim/run/job.cc, in_trace_order): the big pages a kernel touched since the host last did.
-struct HostCredit {
-  Time host_fault_ns = 0;
-  const config::LinkCurve* reverse = nullptr;
-};
-
-Flattened flatten(const std::string& path, uint64_t iterations, const HostCredit& price) {
+// `host_fault_ns` and `reverse` price a host access's captured CPU faults as the simulator does
+// (captured_host_faults_ns): the big pages a kernel touched since the host last did.
+Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_ns,
+                  const config::LinkCurve& reverse) {
   Flattened out;
   trace::StepRepeater reader(path, iterations);
   std::unordered_map<uint64_t, trace::AllocRecord> live;
@@ -76,12 +72,17 @@ Flattened flatten(const std::string& path, uint64_t iterations, const HostCredit
       for (const trace::Access& a : r.kernel.accesses)
         if (is_managed(a.big_page)) captured_on_gpu.insert(a.big_page);
     } else if (issue && r.type == trace::RecordType::kHostAccess) {
-      Time pulled = 0;
-      for_pages(r.host.address, r.host.size,
-                [&](uint64_t p) { pulled += captured_on_gpu.erase(p); });
-      if (pulled > 0)
-        host_credit += pulled * price.host_fault_ns +
-                       (price.reverse ? price.reverse->transfer_ns(pulled * kBigPageSize) : 0);
+      uint64_t block = 0, pulled = 0; // pages pulled back from `block`, priced a block at a time
+      const auto price = [&] {
+        if (pulled > 0) host_credit += captured_host_faults_ns(pulled, host_fault_ns, reverse);
+        pulled = 0;
+      };
+      for_pages(r.host.address, r.host.size, [&](uint64_t p) {
+        if (p / kBigPagesPerBlock != block) price();
+        block = p / kBigPagesPerBlock;
+        pulled += captured_on_gpu.erase(p);
+      });
+      price();
     }
     if (issue) {
       const Time gap = std::max<Time>(0, r.time() - cpu_mark);
@@ -199,7 +200,7 @@ double best_gbps(const config::LinkCurve& curve) {
 
 LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
                        const config::LinkProfile& host_link, Time host_fault_ns) {
-  const Flattened trace = flatten(trace_path, iterations, {host_fault_ns, &host_link.reverse});
+  const Flattened trace = flatten(trace_path, iterations, host_fault_ns, host_link.reverse);
   LowerBound b;
   b.all_resident_ns = trace.all_resident_ns;
   b.references = trace.references;

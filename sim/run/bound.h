@@ -3,8 +3,8 @@
 //  - all_resident_ns: the trace's own time with every page on the GPU (kernels keep their
 //    recorded starts and all-resident durations; the simulator only ever delays them), less,
 //    on an issue-time trace, what the captured program's CPU faults on host accesses took in
-//    its CPU gaps (host_fault_ns a 64 KB page and its copy back), which the simulator takes out
-//    of the gaps whatever a policy does;
+//    its CPU gaps (host_fault_ns a 64 KB page and each block's copy back), which the simulator
+//    takes out of the gaps whatever a policy does;
 //  - transfer_ns: the fewest bytes any policy must move from the host to the GPU, at the host
 //    link's best bandwidth. The fewest bytes come from Belady's MIN over 64 KB big pages, with
 //    bypass (a page may be served without being kept, as a remote access is), on a cache of the

@@ -2,6 +2,7 @@
 // simulator's job and `faultline bound`'s all-resident time so that both play one timeline.
 #pragma once
 
+#include "sim/config/run_config.h"
 #include "sim/trace/format.h"
 
 namespace faultline {
@@ -26,6 +27,14 @@ inline bool cpu_waits_for_gpu(const trace::Record& r, trace::MemoryKind freed) {
 // a sync's end after its wait, else its issue.
 inline Time cpu_done(const trace::Record& r) {
   return r.type == trace::RecordType::kSync ? r.sync.time + r.sync.wait : r.time();
+}
+
+// What the captured program's CPU faults took when a host access pulled `pages` 64 KB pages of
+// one 2 MB block back from the GPU, priced as this run prices a host fault: the job takes it out
+// of the CPU's gaps, and the bound takes the same, block by block, so it never exceeds the job.
+inline Time captured_host_faults_ns(uint64_t pages, Time host_fault_ns,
+                                    const config::LinkCurve& reverse) {
+  return static_cast<Time>(pages) * host_fault_ns + reverse.transfer_ns(pages * kBigPageSize);
 }
 
 } // namespace faultline

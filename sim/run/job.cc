@@ -347,9 +347,8 @@ Time Job::in_trace_order(const trace::Record& r) {
       if ((block.captured_on_gpu >> big & 1) && range.any_in_big_page(big)) pulled |= 1u << big;
     block.captured_on_gpu &= ~pulled;
     if (!pulled) return;
-    const auto n = static_cast<Time>(__builtin_popcount(pulled));
-    in_trace += n * gpu_profile_.host_fault_ns +
-                config_.host_link.reverse.transfer_ns(static_cast<Bytes>(n) * kBigPageSize);
+    in_trace += captured_host_faults_ns(static_cast<uint64_t>(__builtin_popcount(pulled)),
+                                        gpu_profile_.host_fault_ns, config_.host_link.reverse);
   });
   stats_.host_in_trace_ns += in_trace;
   return in_trace;

@@ -53,12 +53,11 @@ void FaultServicer::fetch(Time now) {
   batch_start_ = now;
 
   Time cpu = now + profile_.batch_fixed_ns + profile_.per_fault_ns * static_cast<Time>(n);
-  Time copies_done = cpu;
-  in_flight_ = 0;
+  Time copies_done = cpu, in_flight = 0;
   serviced_.clear();
-  for (const BlockFaults& b : blocks_) cpu = service_block(b, cpu, copies_done);
+  for (const BlockFaults& b : blocks_) cpu = service_block(b, cpu, copies_done, in_flight);
   // Faults on pages already on their way (a prefetch's, an earlier batch's) wait for them.
-  const Time end = std::max({cpu, copies_done, in_flight_});
+  const Time end = std::max({cpu, copies_done, in_flight});
   stats_.prefetch_wait_ns += end - std::max(cpu, copies_done);
   for (VaBlock* block : serviced_) block->ready_at[gpu_] = std::max(block->ready_at[gpu_], end);
   stats_.blocks_serviced += blocks_.size();
@@ -68,7 +67,8 @@ void FaultServicer::fetch(Time now) {
   if (listener_) listener_->on_batch(now, batch_);
 }
 
-Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& copies_done) {
+Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& copies_done,
+                                  Time& in_flight) {
   cpu += profile_.per_vablock_ns;
   VaBlock* block = memory_.find(faults.index);
   if (!block) return cpu; // freed since the fault was raised: nothing to do
@@ -108,7 +108,7 @@ Time FaultServicer::service_block(const BlockFaults& faults, Time cpu, Time& cop
     cpu += discarded_ns * rewritten.big_page_count();
   }
   if (pages.none()) { // already resident: wait for copies in flight, if any
-    in_flight_ = std::max(in_flight_, block->ready_at[gpu_]);
+    in_flight = std::max(in_flight, block->ready_at[gpu_]);
     return cpu + profile_.page_table_update_ns;
   }
   if (!block->chunk[gpu_]) {

@@ -51,7 +51,9 @@ private:
     PageMask written; // the faulted pages some access in the batch writes
   };
   void fetch(Time now);
-  Time service_block(const BlockFaults& faults, Time cpu, Time& copies_done);
+  // Returns the CPU side's end; raises `copies_done` to its copies' end and `in_flight` to the
+  // arrival of copies already on their way to pages it found resident.
+  Time service_block(const BlockFaults& faults, Time cpu, Time& copies_done, Time& in_flight);
   void replay(Time now);
 
   Engine& engine_;
@@ -69,7 +71,6 @@ private:
   bool fetch_scheduled_ = false;
   uint64_t in_service_ = 0;
   Time batch_start_ = 0;
-  Time in_flight_ = 0; // the batch's wait for copies already in flight to its resident pages
   std::vector<uint64_t> batch_; // the batch's big pages, sorted, unique
   std::vector<BlockFaults> blocks_;
   std::vector<VaBlock*> serviced_;
