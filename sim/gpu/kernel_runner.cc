@@ -94,7 +94,8 @@ bool KernelRunner::access(const trace::Access& a, Time t) {
   if (block->remote[gpu_].any_in_big_page(big) &&
       (migrator_.pinned(*block, t) || block->access_remotely.any_in_big_page(big))) {
     ++stats_.remote_accesses;
-    const Time end = from_host_.transfer(t, kBigPageSize, "remote").end;
+    const Time end =
+        from_host_.transfer(std::max(t, block->host_ready_at), kBigPageSize, "remote").end;
     shift_ += end - t;
     return true;
   }

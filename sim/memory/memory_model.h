@@ -41,6 +41,9 @@ struct VaBlock {
   uint32_t captured_on_gpu = 0;
   bool chunk[kMaxGpus] = {};
   Time ready_at[kMaxGpus] = {}; // GPU i may use its pages from this time (copies in flight)
+  // The host holds the pages a GPU last sent it from this time on: a copy back to a GPU (a
+  // migration or a remote access) cannot start before the copy out has landed.
+  Time host_ready_at = 0;
   Time first_resident[kMaxGpus] = {};
   uint32_t arrivals[kMaxGpus] = {}; // times GPU i took a chunk for the block (tells stays apart)
   // Thrashing detection: returns to a GPU within the current lapse window; -1 until the block

@@ -135,9 +135,17 @@ Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_
   return out;
 }
 
+struct Misses {
+  uint64_t moves = 0;   // misses that copy (the page holds data)
+  uint64_t repeats = 0; // of those, misses of a page the GPU touched before in the same epoch
+};
+
 // Belady's MIN with bypass: on a miss, the page whose next touch is furthest (the new one
-// included) is the one not kept. Returns the misses that copy (the page holds data).
-uint64_t min_moves(const std::vector<Event>& events, uint64_t capacity) {
+// included) is the one not kept. An epoch of a page ends at its free or a host touch; the first
+// miss after a host touch copies the host's data, every later miss in the epoch copies data the
+// GPU had (a repeat). MIN has the fewest misses, and so the fewest repeats, since every policy
+// has the same first misses.
+Misses min_moves(const std::vector<Event>& events, uint64_t capacity) {
   // next[i]: the event index of the page's next touch after event i while it stays on the GPU
   // (a free or host touch in between takes it off whatever is done: never).
   std::vector<uint64_t> next(events.size(), kNever);
@@ -154,23 +162,29 @@ uint64_t min_moves(const std::vector<Event>& events, uint64_t capacity) {
   }
   std::unordered_map<uint64_t, uint64_t> cached; // page -> its next touch
   std::unordered_map<uint64_t, bool> holds_data; // page -> touched since its allocation
+  std::unordered_set<uint64_t> gpu_touched;      // pages the GPU touched in their epoch
   std::priority_queue<std::pair<uint64_t, uint64_t>> furthest; // (next touch, page), lazy
-  uint64_t moves = 0;
+  Misses out;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.kind != Event::kTouch) {
       cached.erase(e.page);
+      gpu_touched.erase(e.page);
       holds_data[e.page] = e.kind == Event::kHostTouched;
       continue;
     }
     bool& data = holds_data[e.page];
+    const bool repeat = !gpu_touched.insert(e.page).second;
     auto hit = cached.find(e.page);
     if (hit != cached.end()) {
       hit->second = next[i];
       furthest.push({next[i], e.page});
       continue;
     }
-    if (data) ++moves;
+    if (data) {
+      ++out.moves;
+      out.repeats += repeat;
+    }
     data = true;
     if (capacity == 0) continue;
     if (cached.size() == capacity) {
@@ -187,7 +201,7 @@ uint64_t min_moves(const std::vector<Event>& events, uint64_t capacity) {
     cached[e.page] = next[i];
     furthest.push({next[i], e.page});
   }
-  return moves;
+  return out;
 }
 
 double best_gbps(const config::LinkCurve& curve) {
@@ -205,11 +219,36 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
   b.all_resident_ns = trace.all_resident_ns;
   b.references = trace.references;
   b.capacity_big_pages = capacity_chunks * kBigPagesPerBlock;
-  b.min_pages_moved = min_moves(trace.events, b.capacity_big_pages);
+  const Misses misses = min_moves(trace.events, b.capacity_big_pages);
+  b.min_pages_moved = misses.moves;
+  b.min_repeat_pages = misses.repeats;
   b.link_gbps = best_gbps(host_link.forward); // GB/s: bytes per ns
-  const double bytes = static_cast<double>(b.min_pages_moved * kBigPageSize);
-  b.transfer_ns = b.link_gbps > 0 ? static_cast<Time>(std::floor(bytes / b.link_gbps)) : 0;
-  b.lower_bound_ns = std::max(b.all_resident_ns, b.transfer_ns);
+  b.reverse_link_gbps = best_gbps(host_link.reverse);
+  if (b.link_gbps <= 0) {
+    b.lower_bound_ns = b.all_resident_ns;
+    return b;
+  }
+  // Per 64 KB page, the least link time of a copy: its bytes at the best bandwidth, and its
+  // share of a transfer's overhead (a transfer carries one 2 MB block at most).
+  const double page = static_cast<double>(kBigPageSize);
+  const double per_block = static_cast<double>(kBigPagesPerBlock);
+  const double in = page / b.link_gbps + static_cast<double>(host_link.forward.overhead_ns) / per_block;
+  const double moves = static_cast<double>(b.min_pages_moved);
+  b.transfer_ns = static_cast<Time>(std::floor(moves * in));
+  if (b.reverse_link_gbps > 0) {
+    // A repeat miss pays either a copy out (the page left the GPU since the GPU touched it) or,
+    // served remotely (no copy out), a whole transfer to the GPU of its own at the previous
+    // touch. Weighing the two directions' link times by lambda and 1 - lambda, every run takes
+    // at least lambda * in * moves + min((1 - lambda) * out, lambda * (remote - in)) * repeats;
+    // the weight where the two terms of the min meet gives the most (sim/README.md).
+    const double out =
+        page / b.reverse_link_gbps + static_cast<double>(host_link.reverse.overhead_ns) / per_block;
+    const double remote = page / b.link_gbps + static_cast<double>(host_link.forward.overhead_ns);
+    const double lambda = out / (out + remote - in);
+    const double repeats = static_cast<double>(b.min_repeat_pages);
+    b.duplex_ns = static_cast<Time>(std::floor(lambda * (in * moves + (remote - in) * repeats)));
+  }
+  b.lower_bound_ns = std::max({b.all_resident_ns, b.transfer_ns, b.duplex_ns});
   return b;
 }
 
@@ -218,8 +257,11 @@ nlohmann::json to_json(const LowerBound& b) {
           {"capacity_big_pages", b.capacity_big_pages},
           {"references", b.references},
           {"min_bytes_host_to_gpu", b.min_pages_moved * kBigPageSize},
+          {"min_repeat_bytes", b.min_repeat_pages * kBigPageSize},
           {"link_gbps", b.link_gbps},
+          {"reverse_link_gbps", b.reverse_link_gbps},
           {"transfer_ns", b.transfer_ns},
+          {"duplex_ns", b.duplex_ns},
           {"lower_bound_ns", b.lower_bound_ns}};
 }
 

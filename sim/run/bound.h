@@ -6,14 +6,19 @@
 //    its CPU gaps (host_fault_ns a 64 KB page and each block's copy back), which the simulator
 //    takes out of the gaps whatever a policy does;
 //  - transfer_ns: the fewest bytes any policy must move from the host to the GPU, at the host
-//    link's best bandwidth. The fewest bytes come from Belady's MIN over 64 KB big pages, with
+//    link's best bandwidth, each 64 KB with a 32nd of a transfer's overhead (a transfer carries
+//    one 2 MB block at most). The fewest bytes come from Belady's MIN over 64 KB big pages, with
 //    bypass (a page may be served without being kept, as a remote access is), on a cache of the
 //    capacity's pages: a relaxation of the GPU (no 2 MB chunk grouping, no device memory, no
 //    prefetch or eviction cost), so its minimum is at most what any policy moves. A page costs a
 //    copy when it holds data: after the GPU or the host has touched it, until its allocation is
-//    freed; a first touch of a fresh page is populated in place, at no copy.
-// lower_bound_ns is the larger of the two. Defined for one job on one GPU (a neighbour's memory
-// would be a second source).
+//    freed; a first touch of a fresh page is populated in place, at no copy;
+//  - duplex_ns: a copy of data the GPU itself had (a repeat) needs that data to have left the
+//    GPU first, over the other direction of the link, unless the page was served remotely, which
+//    costs a whole transfer each touch: the two directions' link times, weighed so that no
+//    choice between the two escapes (sim/README.md).
+// lower_bound_ns is the largest of the three. Defined for one job on one GPU (a neighbour's
+// memory would be a second source).
 #pragma once
 
 #include "sim/config/run_config.h"
@@ -28,10 +33,13 @@ namespace faultline {
 struct LowerBound {
   Time all_resident_ns = 0;
   uint64_t capacity_big_pages = 0;
-  uint64_t references = 0;      // kernel touches of big pages (once per kernel)
-  uint64_t min_pages_moved = 0; // Belady's MIN: big pages copied host -> GPU
-  double link_gbps = 0;         // the host link's best bandwidth, host -> GPU
-  Time transfer_ns = 0;
+  uint64_t references = 0;       // kernel touches of big pages (once per kernel)
+  uint64_t min_pages_moved = 0;  // Belady's MIN: big pages copied host -> GPU
+  uint64_t min_repeat_pages = 0; // of those, copies of data the GPU had touched in the epoch
+  double link_gbps = 0;          // the host link's best bandwidth, host -> GPU
+  double reverse_link_gbps = 0;  // and GPU -> host
+  Time transfer_ns = 0;          // the fewest copies' link time to the GPU
+  Time duplex_ns = 0;            // both directions' link time, weighed (README)
   Time lower_bound_ns = 0;
 };
 

@@ -54,6 +54,12 @@ public:
       block.ready_at[gpu] = std::max(block.ready_at[gpu], end);
     });
   }
+  // The GPU's memory is full for real: a chunk a policy evicted takes no other data before its
+  // pages have left. (The budget's GPU has memory to spare, so a budget mode's chunk is free at
+  // once, as in the live replay and the program.)
+  void policy_evicted(bool chunk_freed, Time end) override {
+    if (chunk_freed) m_.migrator.leave_at(m_.gpu, end);
+  }
   Time migration_start(Time now) const override { return now; }
   void migration_end(Time) override {}
 
@@ -193,7 +199,7 @@ public:
   Time stage_call_ns() const override {
     return m_.profile.prefetch_call_ns + m_.profile.prefetch_copy_extra_ns;
   }
-  void policy_evicted() override { evicted_last_ = stream_waits_ = true; }
+  void policy_evicted(bool, Time) override { evicted_last_ = stream_waits_ = true; }
   void policy_discarded() override { stream_waits_ = true; }
   Time migration_start(Time now) const override { return std::max(now, done_); }
   void migration_end(Time end) override { done_ = std::max(done_, end); }

@@ -57,8 +57,9 @@ public:
   // strategy makes room for it. The budget evicts the oldest chunks on the migration stream, as
   // the replay's next kernel would; the driver's GPU has what it has.
   virtual void before_device(uint64_t /*chunks*/, Time /*now*/) {}
-  // A policy evicted a block to the host on the migration stream (after migration_start()).
-  virtual void policy_evicted() {}
+  // A policy evicted a block to the host on the migration stream (after migration_start()),
+  // done at `end`; `chunk_freed`: the block left the GPU whole, its chunk counted free at once.
+  virtual void policy_evicted(bool /*chunk_freed*/, Time /*end*/) {}
   // The policy discarded pages (the program's next launch then waits for the migration stream).
   virtual void policy_discarded() {}
   virtual Time migration_start(Time now) const = 0;

@@ -448,7 +448,7 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
       end = migrator_.policy_evict(block, gpu, on_gpu, start);
-      capacity_->policy_evicted();
+      capacity_->policy_evicted(!block.chunk[gpu], end);
     }
     capacity_->migration_end(end);
   });

@@ -44,7 +44,16 @@ Time Migrator::extra_runs_ns(const PageMask& pages) const {
 }
 
 Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
-  while (memory_.chunks_free(gpu) == 0) {
+  std::multiset<Time>& leaving = leaving_[gpu];
+  for (;;) {
+    while (!leaving.empty() && *leaving.begin() <= now) leaving.erase(leaving.begin());
+    // Chunks taken since (device memory) leave fewer free than are leaving: the latest count.
+    while (leaving.size() > memory_.chunks_free(gpu)) leaving.erase(leaving.begin());
+    if (memory_.chunks_free(gpu) > leaving.size()) return now;
+    if (!leaving.empty()) {
+      now = *leaving.begin();
+      continue;
+    }
     VaBlock* foreign = memory_.oldest_foreign(gpu);
     if (foreign && foreign != keep) {
       now = reclaim(*foreign, gpu, now);
@@ -58,7 +67,6 @@ Time Migrator::make_room(unsigned gpu, Time now, const VaBlock* keep) {
     }
     now = evict(*victim, gpu, now, "eviction", false);
   }
-  return now;
 }
 
 Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause, bool by_call) {
@@ -168,7 +176,8 @@ Time Migrator::to_gpu(VaBlock& block, unsigned gpu, const PageMask& pages,
   stats_.pages_populated += unpopulated.count();
   PageMask arrived = moved.from[kHost] | unpopulated;
   const bool whole = fault && block.allocated.minus(block.resident[gpu_processor(gpu)]).none();
-  Time end = copy_in(route(kHost, gpu_processor(gpu)), moved.from[kHost], whole, now, cause);
+  Time end = copy_in(route(kHost, gpu_processor(gpu)), moved.from[kHost], whole,
+                     moved.from[kHost].any() ? std::max(now, block.host_ready_at) : now, cause);
   for (unsigned peer = 0; peer < memory_.gpus(); ++peer) {
     const PageMask& from_peer = moved.from[gpu_processor(peer)];
     if (peer == gpu || from_peer.none()) continue;
@@ -194,7 +203,10 @@ Time Migrator::to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time
   stats_.pages_d2h += copied.count();
   if (copied.any() && block.thrash_window_start < 0) block.thrash_window_start = now;
   Route& down = route(gpu_processor(gpu), kHost);
-  return eviction ? copy_evicted(down, copied, now, cause) : copy_runs(down, copied, now, cause);
+  const Time end =
+      eviction ? copy_evicted(down, copied, now, cause) : copy_runs(down, copied, now, cause);
+  if (copied.any()) block.host_ready_at = std::max(block.host_ready_at, end);
+  return end;
 }
 
 // A block that keeps coming back to the GPU soon after it left is thrashing; after

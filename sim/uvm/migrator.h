@@ -7,6 +7,9 @@
 #include "sim/stats/stats.h"
 #include "sim/topology/topology.h"
 
+#include <set>
+#include <vector>
+
 namespace faultline {
 
 // Contract: each call starts at the given time and returns when its work is done; copies queue
@@ -16,13 +19,21 @@ class Migrator {
 public:
   Migrator(MemoryModel& memory, Topology& topology, const config::GpuProfile& gpu,
            const config::DriverConfig& driver, Stats& stats)
-      : memory_(memory), topology_(topology), gpu_(gpu), driver_(driver), stats_(stats) {}
+      : memory_(memory), topology_(topology), gpu_(gpu), driver_(driver), stats_(stats),
+        leaving_(memory.gpus()) {}
 
-  // Frees chunks of GPU `gpu` until one is free; `keep` is never chosen. Another job's blocks
-  // (harvested memory) go first: dropped when their host backup is ready, else evicted to the
-  // host. Then the model's eviction order. Synchronous, as in the driver: returns when the
-  // chunk is free.
+  // Frees chunks of GPU `gpu` until one is free; `keep` is never chosen. A chunk whose pages
+  // are still being copied out (leave_at) is not free before its copy lands: the first to land
+  // is waited for before anything more is evicted, since an eviction would queue behind it on
+  // the same link. Then another job's blocks (harvested memory): dropped when their host
+  // backup is ready, else evicted to the host. Then the model's eviction order. Synchronous,
+  // as in the driver: returns when the chunk is free.
   Time make_room(unsigned gpu, Time now, const VaBlock* keep);
+  // A chunk of GPU `gpu` that the model already counts free holds its old pages until `end`,
+  // when their copy out lands (a policy's eviction on a GPU whose memory is full: the driver
+  // cannot hand the chunk to other data before). Every later taker of a chunk on `gpu` comes
+  // through make_room().
+  void leave_at(unsigned gpu, Time end) { leaving_[gpu].insert(end); }
   // Frees the chunk `block` holds on GPU `gpu`: another job's block (harvested memory) is
   // reclaimed as make_room() does, the job's own evicted. Returns when it is free. The budget's
   // eviction of a victim its rules chose (sim/host/budget.h).
@@ -79,6 +90,7 @@ private:
   const config::GpuProfile& gpu_;
   const config::DriverConfig& driver_;
   Stats& stats_;
+  std::vector<std::multiset<Time>> leaving_; // per GPU: when chunks still copying out are free
 };
 
 } // namespace faultline

@@ -214,6 +214,58 @@ TEST_CASE("an eviction call populates its chunk's untouched pages on the host, o
   CHECK(driver.stats.pages_populated_on_host == 0);
 }
 
+TEST_CASE("a copy back to the GPU waits for the page's copy out to land", "[memory]") {
+  Rig rig(2);
+  rig.memory.add_managed(0, 2 * kBlockSize);
+  VaBlock& b = *rig.memory.find(0);
+  const Time in = rig.migrator.to_gpu(b, 0, PageMask::range(0, 16), {}, 0, "test");
+  rig.memory.move(b, 1, PageMask::range(0, 16), in); // the GPU wrote them: data to keep
+  const Time out = rig.migrator.to_host(b, 0, PageMask::range(0, 16), in, "test", true);
+  CHECK(out == in + 100 + 16 * 4096 / 2);
+  CHECK(b.host_ready_at == out);
+  // Asked for at once, the copy back cannot read host data that has not arrived yet.
+  const Time back = rig.migrator.to_gpu(b, 0, PageMask::range(0, 16), {}, in, "test");
+  CHECK(back == out + 100 + 16 * 4096 / 2);
+  // Pages that never left are not held back: a populate needs no copy from the host.
+  VaBlock& fresh = *rig.memory.find(1);
+  CHECK(rig.migrator.to_gpu(fresh, 0, PageMask::range(0, 16), {}, in, "test") == in);
+}
+
+TEST_CASE("a chunk still copying out is taken only once its copy lands, before anything more is "
+          "evicted",
+          "[memory]") {
+  Rig rig(2);
+  rig.memory.add_managed(0, 4 * kBlockSize);
+  VaBlock& a = *rig.memory.find(0);
+  VaBlock& b = *rig.memory.find(1);
+  rig.migrator.to_gpu(a, 0, PageMask::range(0, 64), {}, 0, "test");
+  rig.migrator.to_gpu(b, 0, PageMask::range(0, 64), {}, 0, "test");
+  const Time out = rig.migrator.policy_evict(a, 0, PageMask::range(0, 64), 1000000);
+  CHECK(!a.chunk[0]);
+  CHECK(rig.memory.chunks_free(0) == 1);
+  SECTION("the chunk is free once the copy is done") {
+    rig.migrator.leave_at(0, out);
+    CHECK(rig.migrator.make_room(0, 1000000, rig.memory.find(2)) == out);
+    CHECK(rig.stats.evictions == 0); // the driver evicted nothing to make room
+    CHECK(b.chunk[0]);
+    // Taken: the next block needs a chunk of its own, and b is evicted for it.
+    rig.migrator.to_gpu(*rig.memory.find(2), 0, PageMask::range(0, 1), {}, out, "test");
+    CHECK(rig.migrator.make_room(0, out, rig.memory.find(3)) > out);
+    CHECK(!b.chunk[0]);
+  }
+  SECTION("a chunk that is not held is free at once (the budget's GPU)") {
+    CHECK(rig.migrator.make_room(0, 1000000, rig.memory.find(2)) == 1000000);
+  }
+  SECTION("device memory that took the chunk since leaves nothing to wait for") {
+    rig.migrator.leave_at(0, out);
+    rig.memory.reserve_device(0, 1);
+    const Time room = rig.migrator.make_room(0, 1000000, rig.memory.find(2));
+    CHECK(!b.chunk[0]); // evicted: the chunk that was leaving is device memory's now
+    CHECK(room > out);  // queued on the link behind the copy that was leaving
+  }
+  rig.memory.check_invariants();
+}
+
 TEST_CASE("LRU order moves a touched block to the back", "[memory]") {
   Rig rig(2);
   rig.memory.add_managed(0, 3 * kBlockSize);
