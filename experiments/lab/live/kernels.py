@@ -144,13 +144,13 @@ def markdown(doc, command):
                   f"{ms(t['sim_stall_ns'])} ms; faults {t['program_faults']} (program) and "
                   f"{t['sim_faults']} (simulator).", ""]
         for key, title in (("by_kind", "kind"), ("by_kernel", "kernel")):
-            lines.append(tables.markdown_table(
+            lines += tables.markdown_table(
                 [title, "operations", "compute (ms)", "program stall (ms)", "sim stall (ms)",
                  "sim / program", "program faults", "sim faults"],
                 [[g[key[3:] if key == "by_kind" else "name"], g["operations"],
                   ms(g["compute_ns"]), ms(g["program_stall_ns"]), ms(g["sim_stall_ns"]),
                   g["stall_ratio"], g["program_faults"], g["sim_faults"]]
-                 for g in e[key]]))
+                 for g in e[key]])
             lines.append("")
     return lines
 
