@@ -66,3 +66,22 @@ def test_a_shipped_trace_lines_up_with_a_run_of_its_operations():
     total_sim = sum(p["sim_stall_ns"] for p in pairs)
     total_program = sum(p["program_stall_ns"] for p in pairs)
     assert total_sim > 0 and abs(total_program - total_sim / 2) <= len(pairs)
+
+
+def test_the_report_is_lines_of_text_with_a_table_for_each_aligned_run():
+    sim = [sim_row("gemm_a", 100, 50, 4), sim_row("elementwise_b", 20, 30, 2)]
+    program = [{"index": 0, "gpu_ns": 180, "gpu_faults": 3},
+               {"index": 1, "gpu_ns": 60, "gpu_faults": 1}]
+    pairs = kernels.compare(run_with(program), sim)
+    total = {k: sum(p[k] for p in pairs) for k in
+             ("compute_ns", "program_stall_ns", "sim_stall_ns", "program_faults", "sim_faults")}
+    doc = {"campaign": "c", "runs": [
+        {"run": "p-ondemand-0.75", "aligned": True, "timed_operations": len(pairs),
+         "total": total, "by_kind": kernels.summed(pairs, "kind"),
+         "by_kernel": kernels.summed(pairs, "name")},
+        {"run": "q-ondemand-0.75", "aligned": False, "program_operations": 3,
+         "sim_operations": 2}]}
+    lines = kernels.markdown(doc, "fidelity.py kernels c")
+    assert all(isinstance(line, str) for line in lines)
+    assert "| gemm | 1 | 0.0 | 0.0 | 0.0 | 0.625 | 3 | 4 |" in lines
+    assert any(line.startswith("Not aligned: the program ran 3 operations") for line in lines)
