@@ -8,6 +8,7 @@
 // migrated blocks outside the predicted window; blocks the allocator has freed are discarded
 // instead of written back. Each part can be switched off for the paper's ablation.
 #include "policies/deepum/tables.h"
+#include "policies/freed_blocks.h"
 #include "policies/registry.h"
 #include "sim/config/schema.h"
 #include "sim/core/error.h"
@@ -75,12 +76,12 @@ public:
 
   void on_alloc(const AllocEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_ += blocks_in(e.range);
-    if (e.block) forget_inactive(e.range);
+    if (e.block) inactive_.alloc(e.id, e.range);
   }
 
   void on_free(const FreeEvent& e, Actions&) override {
     if (!e.managed && !e.block) device_ -= blocks_in(e.range);
-    if (e.block && p_.discard_freed) inactive_[e.range.start] = e.range.start + e.range.bytes;
+    if (e.block && p_.discard_freed) inactive_.free(e.id, e.range);
     if (e.managed && !e.block)
       for (uint64_t b = e.range.start / kBlockSize; b * kBlockSize < e.range.start + e.range.bytes;
            ++b)
@@ -240,13 +241,10 @@ private:
 
   // A victim's pages inside freed allocator blocks are dead: discarded, not written back.
   void evict(uint64_t block, Actions& out) {
-    const Addr start = block * kBlockSize, end = start + kBlockSize;
-    auto it = inactive_.upper_bound(start);
-    if (it != inactive_.begin() && std::prev(it)->second > start) --it;
-    for (; it != inactive_.end() && it->first < end; ++it) {
-      const Addr from = std::max(start, it->first), to = std::min(end, it->second);
-      if (from < to) out.push_back({ActionKind::kDiscard, {from, to - from}, kHost});
-    }
+    const Addr start = block * kBlockSize;
+    inactive_.for_each_in(start, start + kBlockSize, [&](Addr from, Addr to) {
+      out.push_back({ActionKind::kDiscard, {from, to - from}, kHost});
+    });
     out.push_back({ActionKind::kEvict, {start, kBlockSize}, kHost});
     drop(block);
   }
@@ -273,12 +271,6 @@ private:
     until = std::max(until, running_ + ahead);
   }
 
-  void forget_inactive(const Range& r) {
-    auto it = inactive_.lower_bound(r.start);
-    if (it != inactive_.begin() && std::prev(it)->second > r.start) --it;
-    while (it != inactive_.end() && it->first < r.start + r.bytes) it = inactive_.erase(it);
-  }
-
   Params p_;
   uint64_t capacity_ = 0, device_ = 0;
   ProcessorId gpu_ = gpu_processor(0);
@@ -302,7 +294,7 @@ private:
   std::list<uint64_t> order_; // resident blocks, least recently migrated first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident_;
   std::unordered_map<uint64_t, uint64_t> protected_until_; // block -> last kernel index needing it
-  std::map<Addr, Addr> inactive_;                          // freed allocator blocks: start -> end
+  FreedBlocks inactive_;                                   // freed allocator blocks
 };
 
 } // namespace

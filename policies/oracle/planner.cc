@@ -50,7 +50,7 @@ void Planner::start(const StartEvent& e, const Foresight& foresight) {
 }
 
 void Planner::alloc(const AllocEvent& e) {
-  if (e.block) forget_freed(e.range);
+  if (e.block) freed_.alloc(e.id, e.range);
   if (!e.managed && !e.block) device_blocks_ += (e.range.bytes + kBlockSize - 1) / kBlockSize;
   if (e.managed && !e.block) {
     live_[e.range.start] = e.range.start + e.range.bytes;
@@ -60,10 +60,10 @@ void Planner::alloc(const AllocEvent& e) {
 }
 
 void Planner::free(const FreeEvent& e) {
-  if (e.block && discard_freed_) freed_[e.range.start] = e.range.start + e.range.bytes;
+  if (e.block && discard_freed_) freed_.free(e.id, e.range);
   if (!e.managed && !e.block) device_blocks_ -= (e.range.bytes + kBlockSize - 1) / kBlockSize;
   if (!e.managed || e.block) return;
-  forget_freed(e.range);
+  freed_.forget(e.range);
   live_.erase(e.range.start);
   forget_live_pages(e.range);
   for (uint64_t b = e.range.start / kBlockSize; // the backend drops a freed segment's pages
@@ -321,28 +321,11 @@ void Planner::evict_for(size_t incoming, uint64_t room, const std::unordered_set
 // The block's pages inside freed allocator blocks are dropped first: the eviction then writes
 // back only what is left.
 void Planner::evict(uint64_t block, Actions& out) const {
-  const Addr start = block * kBlockSize, end = start + kBlockSize;
-  auto it = freed_.upper_bound(start);
-  if (it != freed_.begin() && std::prev(it)->second > start) --it;
-  for (; it != freed_.end() && it->first < end; ++it) {
-    const Addr from = std::max(start, it->first), to = std::min(end, it->second);
-    if (from < to) out.push_back({ActionKind::kDiscard, {from, to - from}, kHost});
-  }
+  const Addr start = block * kBlockSize;
+  freed_.for_each_in(start, start + kBlockSize, [&](Addr from, Addr to) {
+    out.push_back({ActionKind::kDiscard, {from, to - from}, kHost});
+  });
   out.push_back({ActionKind::kEvict, {start, kBlockSize}, kHost});
-}
-
-// An allocation made over freed blocks (or a segment freed whole) ends what they said of its
-// range; the parts of them outside it stay freed.
-void Planner::forget_freed(const Range& r) {
-  const Addr end = r.start + r.bytes;
-  auto it = freed_.upper_bound(r.start);
-  if (it != freed_.begin() && std::prev(it)->second > r.start) --it;
-  while (it != freed_.end() && it->first < end) {
-    const auto [from, to] = *it;
-    it = freed_.erase(it);
-    if (from < r.start) freed_.emplace(from, r.start);
-    if (to > end) it = freed_.emplace(end, to).first;
-  }
 }
 
 // The running kernel's first touch of `block`, or null. (The last entry of a block listed twice,

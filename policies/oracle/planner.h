@@ -12,6 +12,7 @@
 // schedule policy on what it learned of the steps before.
 #pragma once
 
+#include "policies/freed_blocks.h"
 #include "policies/oracle/foresight.h"
 #include "policies/policy.h"
 
@@ -74,7 +75,6 @@ private:
   void evict_for(size_t incoming, uint64_t room, const std::unordered_set<uint64_t>& keep, When now,
                  Actions& out);
   void evict(uint64_t block, Actions& out) const;
-  void forget_freed(const Range& r);
   const uint32_t* first_touch(uint64_t block) const;
   uint64_t free_blocks() const;
   void sync_with_memory();
@@ -109,7 +109,7 @@ private:
   uint64_t plans_extended_ = 0;
   Resident resident_;          // blocks the planner believes on the GPU, and their pages
   std::map<Addr, Addr> live_;  // live managed allocations: start -> end
-  std::map<Addr, Addr> freed_; // freed allocator blocks: start -> end (with discard_freed)
+  FreedBlocks freed_;          // freed allocator blocks (marked with discard_freed)
   mutable std::unordered_map<uint64_t, PageBits> live_pages_; // live_pages() of blocks asked
   // A plan's working sets, kept between plans for their memory.
   mutable struct {

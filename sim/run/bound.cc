@@ -232,7 +232,8 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
   // share of a transfer's overhead (a transfer carries one 2 MB block at most).
   const double page = static_cast<double>(kBigPageSize);
   const double per_block = static_cast<double>(kBigPagesPerBlock);
-  const double in = page / b.link_gbps + static_cast<double>(host_link.forward.overhead_ns) / per_block;
+  const double in =
+      page / b.link_gbps + static_cast<double>(host_link.forward.overhead_ns) / per_block;
   const double moves = static_cast<double>(b.min_pages_moved);
   b.transfer_ns = static_cast<Time>(std::floor(moves * in));
   if (b.reverse_link_gbps > 0) {
