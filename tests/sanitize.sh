@@ -41,7 +41,7 @@ skip=(real_trace_simulates_'(bert-large|gpt2-medium|gpt2-small|graphsage|host-st
       "calibrate: (the fit recovers|the replay.s rhythm|faults on discarded|chunks holding spread|an eviction and a prefetch in turn|the host.s first touch).*"
       "replay: an eviction never undoes a discard" "a repeating neighbour runs until.*"
       "budget mode: (a fault on a page DeepUM discarded|DeepUM takes the same actions).*"
-      papers_live_reports ruff layers include_cycles experiments_layout fidelity_ranking
+      papers_live_reports program_report ruff layers include_cycles experiments_layout fidelity_ranking
       multigpu_live_vs_sim python_api lab lab_steps)
 ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
   -E "^($(IFS='|'; echo "${skip[*]}"))\$"
