@@ -215,14 +215,6 @@ TEST_CASE("bound: a host-fed issue-time trace's bound leaves out the captured pr
           "faults, which the simulator takes out of its CPU gaps",
           "[bound][invariant]") {
   Scratch s;
-  // The lent GPUs' shape: a copy to the host at a third of the rate to the GPU, and a transfer's
-  // overhead worth a 2 MB block's third (configs/links/h200-host.json), so that the two
-  // directions' part of the bound is its largest in many runs.
-  const nlohmann::json to_gpu = {{"overhead_ns", 20000}, {"bandwidth_gbps", {{4096, 1.0}}}};
-  const nlohmann::json to_host = {{"overhead_ns", 20000}, {"bandwidth_gbps", {{4096, 0.33}}}};
-  s.write("links/simlink.json",
-          {{"name", "slow way back"}, {"kind", "pcie"}, {"forward", to_gpu}, {"reverse", to_host}});
-  int duplex_binds = 0;
   // host-stencil: the host writes the grid kernels wrote between sweeps; captured with memory
   // enough, so each such write faulted the pages back to the host inside the trace's CPU gaps.
   const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/host-stencil.fltrace";
