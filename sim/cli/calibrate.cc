@@ -22,6 +22,8 @@ void add_calibrate(CLI::App& app) {
       "DIR/links/NAME-host.json (and NAME-peer.json). DIR defaults to configs. The memory size\n"
       "(and the peer link without a second GPU) come from --base (default h200). --refit fits\n"
       "committed measurements again without a GPU, with their name and base unless given.\n"
+      "It measures with CUPTI's unified-memory counters off, as programs run (--cupti-counters:\n"
+      "on, for the runs that count bytes with them).\n"
       "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
       "twelve points of each kind (first touch and from the host; 1 to 1024 blocks, 1 to 32\n"
@@ -59,6 +61,9 @@ void add_calibrate(CLI::App& app) {
   sub->add_flag("--keep-fault-path", c->settings.keep_fault_path,
                 "with --from: keep the profile's fault path rather than fit this machine's")
       ->needs(from);
+  sub->add_flag("--cupti-counters", c->settings.cupti_counters,
+                "measure with CUPTI's unified-memory counters on, as `replay --counters` runs: "
+                "they slow the fault path, which programs run without");
   sub->add_option("--out-dir", c->out_dir, "where the profile goes (default configs)")
       ->type_name("DIR");
   CLI::Option* refit =

@@ -23,6 +23,9 @@ const char* kExplanation =
     "pages it found off the GPU, from the replay's books (--faults books, the default), or\n"
     "CUPTI's fault records, drained after every --drain-every N kernels (--faults cupti;\n"
     "CUPTI loses most of them, and each drain slows the next kernel).\n"
+    "CUPTI's unified-memory counters stay off, as in the program, unless --counters: they\n"
+    "count the bytes each way and the GPU's fault records (results.bytes_host_to_gpu,\n"
+    "bytes_gpu_to_host, faults, else left out) and slow the GPU's fault path.\n"
     "--config C takes the policy, its params, the capacity (as the budget) and the iterations\n"
     "from the run config 'faultline sim' takes, so one file drives both; options given here\n"
     "override it (--policy drops the config's params). The replay always keeps a residency\n"
@@ -40,7 +43,7 @@ struct Options {
   std::optional<Budget> budget;
   std::optional<uint64_t> margin, peer_budget, peer_reserve, drain_every;
   uint64_t iterations = 0;
-  bool per_kernel = false, eviction_bytes = false, drain_counters = false;
+  bool per_kernel = false, eviction_bytes = false, drain_counters = false, counters = false;
   int device = 0;
 };
 
@@ -56,6 +59,10 @@ void define(CLI::App& sub, Options& o) {
       ->type_name("books|cupti");
   add_count(sub, "--drain-every", o.drain_every, "--faults cupti: kernels between drains");
   sub.add_flag("--per-kernel", o.per_kernel, "add a row per kernel to the result");
+  sub.add_flag("--counters", o.counters,
+               "CUPTI's unified-memory counters on: bytes each way and fault records in the "
+               "result, a slower fault path than the program's (needed by --faults cupti, "
+               "--eviction-bytes, --drain-counters)");
   sub.add_flag("--eviction-bytes", o.eviction_bytes,
                "diagnosis: measure each budget eviction's bytes alone (slow; not for timing)");
   sub.add_flag("--drain-counters", o.drain_counters,
@@ -109,6 +116,7 @@ live::ReplayRequest request_of(const Options& o) {
   if (o.per_kernel) request.per_kernel = true;
   if (o.eviction_bytes) request.eviction_bytes = true;
   if (o.drain_counters) request.drain_counters = true;
+  if (o.counters) request.counters = true;
   if (o.iterations) request.iterations = o.iterations;
   if (!o.call_log.empty()) request.call_log = o.call_log;
   return request;

@@ -40,6 +40,7 @@ public:
     check_memory(g);
     out["device"] = d_.name();
     out["repeats"] = settings_.repeats;
+    out["cupti_counters"] = settings_.cupti_counters;
     out["faultline"] = {{"git_revision", git_revision()}};
     overhead_ = kernel_overhead();
     out["kernel_overhead_ns"] = overhead_;

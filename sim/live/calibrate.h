@@ -28,6 +28,9 @@ struct CalibrationSettings {
   // With `from`: keep its fault path rather than fit one (`--keep-fault-path`; measurements
   // without "fault_path_fitted" refit that way).
   bool keep_fault_path = false;
+  // CUPTI's unified-memory counters on while measuring (`--cupti-counters`): they slow the fault
+  // path (sim/live/device.h's OpenOptions), so a profile for programs is measured without them.
+  bool cupti_counters = false;
 };
 
 // Contract: with `from` set, resolves that profile before measuring anything (an unknown one

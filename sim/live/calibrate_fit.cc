@@ -345,6 +345,12 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
   const std::string device = measurements.value("device", "unknown GPU");
   const std::string revision =
       measurements.value("/faultline/git_revision"_json_pointer, std::string("unknown"));
+  // Measurements from before the switch existed ran with the counters on.
+  const json on = measurements.value("cupti_counters", json(true));
+  if (!on.is_boolean())
+    throw Error("calibration measurements: $.cupti_counters: expected true or false, got " +
+                on.dump());
+  const std::string counters = on.get<bool>() ? "on" : "off";
   out.gpu = base;
   out.gpu["name"] = settings.name;
   out.gpu["host_link"] = settings.name + "-host";
@@ -363,7 +369,8 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
       out.gpu[kFaultParams[i]] = static_cast<Time>(x[i]);
   out.gpu["sources"] = json::array(
       {"fitted by faultline calibrate from measurements on " + device + " (revision " + revision +
-           "); see configs/calibration/" + settings.name + ".json",
+           ", CUPTI's unified-memory counters " + counters + "); see configs/calibration/" +
+           settings.name + ".json",
        fault_source + "; median |error| " + out.report["median_abs_error"].dump() + ", max " +
            out.report["max_abs_error"].dump(),
        std::string("eviction_ns: one 2 MB cudaMemPrefetchAsync to the host per chunk, less the "

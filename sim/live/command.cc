@@ -41,7 +41,7 @@ void apply_run_config(const std::string& path, ReplayRequest& request) {
               << "\"budget\" mode)\n";
 }
 
-std::unique_ptr<LiveDevice> open_device(int device) {
+std::unique_ptr<LiveDevice> open_device(int device, const OpenOptions& options) {
   std::string path = std::getenv("FAULTLINE_LIVE") ? std::getenv("FAULTLINE_LIVE") : "";
   if (path.empty())
     path = (fs::read_symlink("/proc/self/exe").parent_path() / "libfaultline_live.so").string();
@@ -52,7 +52,7 @@ std::unique_ptr<LiveDevice> open_device(int device) {
   auto open = reinterpret_cast<OpenFunction>(dlsym(library, kOpenSymbol));
   if (!open) throw Error(path + " has no " + kOpenSymbol);
   char message[512] = {};
-  LiveDevice* d = open(device, message, sizeof(message));
+  LiveDevice* d = open(device, &options, message, sizeof(message));
   if (!d) throw Error("GPU " + std::to_string(device) + " unavailable: " + message);
   return std::unique_ptr<LiveDevice>(d);
 }
@@ -81,7 +81,7 @@ nlohmann::json load_calibration(const std::string& path) {
 void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
   nlohmann::json doc;
   if (c.refit.empty()) {
-    auto device = open_device(c.device);
+    auto device = open_device(c.device, {.counters = c.settings.cupti_counters});
     doc["measurements"] = measure(*device, c.settings);
     doc["measured_by"] = command_line;
   } else {
@@ -137,7 +137,10 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
 
 nlohmann::json replay_on_gpu(const ReplayRequest& request, int device) {
   if (!fs::exists(request.trace_path)) throw Error(request.trace_path + ": no such trace");
-  auto gpu = open_device(device);
+  // FAULTLINE_LIVE_FAULT_RECORDS=0 leaves out the page-fault records (diagnosis, issue 21).
+  const char* records = std::getenv("FAULTLINE_LIVE_FAULT_RECORDS");
+  auto gpu = open_device(device, {.counters = request.counters,
+                                  .fault_records = !(records && std::string(records) == "0")});
   return run_replay(request, *gpu);
 }
 

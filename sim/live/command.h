@@ -20,10 +20,10 @@ namespace faultline::live {
 // capacity mode "driver" becomes a budget.
 void apply_run_config(const std::string& path, ReplayRequest& request);
 
-// Loads libfaultline_live.so ($FAULTLINE_LIVE, else beside the binary) and opens GPU `device`.
-// Error naming the library when it cannot be loaded (it is built only where the CUDA toolkit
-// is found) or the GPU when it cannot be opened.
-std::unique_ptr<LiveDevice> open_device(int device);
+// Loads libfaultline_live.so ($FAULTLINE_LIVE, else beside the binary) and opens GPU `device`
+// with `options`. Error naming the library when it cannot be loaded (it is built only where the
+// CUDA toolkit is found) or the GPU when it cannot be opened.
+std::unique_ptr<LiveDevice> open_device(int device, const OpenOptions& options);
 
 // Error when request.trace_path does not exist (before any GPU is touched); else run_replay on
 // GPU `device`.

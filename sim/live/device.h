@@ -88,8 +88,18 @@ public:
   virtual const char* error() = 0;
 };
 
+// What CUPTI records while the device runs. Its unified-memory counters slow the GPU's fault
+// path: an H100's quick calibration fitted 7.6 us a fault and 14.6 a VA block with them, 4.4 and
+// 9.2 without (experiments/live/data/h100-da47aa33-cupti/). Programs run without them, so timed
+// runs that stand for a program leave them off; with them off, counters() stays all zero.
+struct OpenOptions {
+  uint32_t counters = 0;      // CUPTI's unified-memory counters: bytes each way, fault records
+  uint32_t fault_records = 1; // with counters, the GPU page-fault records among them
+};
+
 // The entry point libfaultline_live.so exports; null with `message` filled on failure.
-using OpenFunction = LiveDevice* (*)(int device, char* message, size_t message_size);
+using OpenFunction = LiveDevice* (*)(int device, const OpenOptions* options, char* message,
+                                     size_t message_size);
 constexpr const char* kOpenSymbol = "faultline_live_open";
 
 } // namespace faultline::live

@@ -117,12 +117,13 @@ struct StepMark {
         accesses(m.accesses), evictions(m.budget_evicted_chunks), prefetch_bytes(m.prefetch_bytes),
         reported_faults(m.reported_faults), counters(c) {}
 
-  // The row of the step that began at `from` and ends here.
-  StepResult row_since(const StepMark& from, int64_t step) const;
+  // The row of the step that began at `from` and ends here; CUPTI's counts only if `counted`.
+  StepResult row_since(const StepMark& from, int64_t step, bool counted) const;
 };
 
-// What the replay measured as a result document's values, under the simulator's names.
-RunTotals totals_of(const Measured& m, const Counters& c, Time total, uint64_t skipped,
-                    uint64_t peak_chunks);
+// What the replay measured as a result document's values, under the simulator's names; CUPTI's
+// counts (faults, bytes each way and to the neighbour, dropped records) only if `counted`.
+RunTotals totals_of(const Measured& m, const Counters& c, bool counted, Time total,
+                    uint64_t skipped, uint64_t peak_chunks);
 
 } // namespace faultline::live

@@ -136,7 +136,7 @@ private:
 
   void close_step(Time end) {
     const StepMark totals(end, measured_, device_.counters());
-    measured_.steps.push_back(step_json(totals.row_since(*step_start_, step_)));
+    measured_.steps.push_back(step_json(totals.row_since(*step_start_, step_, request_.counters)));
   }
 
   void alloc(const trace::AllocRecord& a) {
@@ -457,6 +457,10 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
       std::string(records) == "0")
     throw Error("faultline replay: --faults cupti needs CUPTI's fault records, which "
                 "FAULTLINE_LIVE_FAULT_RECORDS=0 leaves out");
+  if (!request.counters && (request.fault_source == ReplayRequest::FaultSource::kCupti ||
+                            request.eviction_bytes || request.drain_counters))
+    throw UsageError("faultline replay: --faults cupti, --eviction-bytes and --drain-counters "
+                     "read CUPTI's counters, which this run leaves off (--counters turns them on)");
   const trace::TraceStats stats = trace::compute_stats(request.trace_path);
   Plan plan = read_plan(request.trace_path, request.iterations);
   nlohmann::json iterations = plan.iterations;
@@ -479,7 +483,8 @@ nlohmann::json run_replay(const ReplayRequest& request, LiveDevice& device) {
                   {"footprint_bytes", stats.footprint_bytes()}};
   out["config"] = resolved_config(request, chunks, device);
   if (request.iterations) out["config"]["iterations"] = request.iterations;
-  out["results"] = totals_json(totals_of(m, c, total, skipped, replay.peak_chunks()));
+  out["results"] =
+      totals_json(totals_of(m, c, request.counters, total, skipped, replay.peak_chunks()));
   out["iterations"] = std::move(iterations);
   out["steps"] = std::move(m.steps);
   if (request.per_kernel) out["kernels"] = std::move(m.rows);

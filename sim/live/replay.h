@@ -32,6 +32,11 @@ struct ReplayRequest {
   FaultSource fault_source = FaultSource::kBooks;
   uint32_t drain_every = 1;
   bool per_kernel = false; // add a row per kernel to the result
+  // CUPTI's unified-memory counters on (`--counters`): the result counts the bytes each way and
+  // the GPU's fault records, and the fault path runs slower than the program's
+  // (sim/live/device.h's OpenOptions). Off, those fields are left out of the result. The
+  // options below that read CUPTI (fault_source kCupti, eviction_bytes, drain_counters) need it.
+  bool counters = false;
   // Diagnosis (issue 21, bytes back): each budget eviction alone, the GPU idle and CUPTI's
   // counters drained before and after it off the clock, and after every kernel as
   // drain_counters; a row per eviction with the pages the books hold in the chunk and the bytes

@@ -37,12 +37,11 @@ void check_memory(const ReplayRequest& request, const trace::TraceStats& stats, 
 
 namespace {
 
-// The CUDA device's diagnosis switches (sim/live/cuda/cuda_device.cu) that were set: they change
-// what CUPTI records and when it is drained.
+// The live backend's diagnosis switches (sim/live/command.cc, sim/live/cuda/cuda_device.cu) that
+// were set: they change what CUPTI records and when it is drained.
 nlohmann::json device_switches() {
   nlohmann::json out = nlohmann::json::object();
-  for (const char* name :
-       {"FAULTLINE_LIVE_CUPTI", "FAULTLINE_LIVE_FAULT_RECORDS", "FAULTLINE_LIVE_AFTER_EVICT"})
+  for (const char* name : {"FAULTLINE_LIVE_FAULT_RECORDS", "FAULTLINE_LIVE_AFTER_EVICT"})
     if (const char* value = std::getenv(name)) out[name] = value;
   return out;
 }
@@ -81,6 +80,7 @@ nlohmann::json resolved_config(const ReplayRequest& request, uint64_t chunks, Li
       {"counters_drained", request.eviction_bytes   ? "around every eviction and after every kernel"
                            : request.drain_counters ? "after every kernel"
                                                     : "at step boundaries"},
+      {"cupti_counters", request.counters},
       {"device_switches", device_switches()},
       {"peer_budget_bytes", request.peer_budget_bytes},
       {"peer_reserve_bytes", request.peer_reserve_bytes},

@@ -32,7 +32,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   CHECK(strided_points == 2);
   CHECK(m["host_to_gpu"].size() == 3);
   CHECK(m["gpu_to_host"].size() == 3);
-  CHECK(m["peer"].is_null()); // the fake has no second GPU
+  CHECK(m["peer"].is_null());          // the fake has no second GPU
+  CHECK(m["cupti_counters"] == false); // measured as programs run, unless --cupti-counters
   for (const char* key : {"kernel_overhead_ns", "prefetch_call_ns", "replay", "eviction",
                           "prefetch_blocks", "host_fault"})
     CHECK(m.contains(key));
@@ -122,6 +123,17 @@ TEST_CASE("calibrate: the fit recovers a profile from its own simulated benchmar
   CHECK(second.report["median_abs_error"].get<double>() <= 0.02);
   // Deterministic: the same measurements give the same profile.
   CHECK(live::fit(again, settings()).gpu == second.gpu);
+  // The profile says whether CUPTI's counters ran: measurements from before the switch did.
+  const auto first_source = [](const live::FittedProfile& p) {
+    return p.gpu["sources"][0].get<std::string>();
+  };
+  CHECK_THAT(first_source(first), Catch::Contains("CUPTI's unified-memory counters on"));
+  again["cupti_counters"] = false;
+  CHECK_THAT(first_source(live::fit(again, settings())),
+             Catch::Contains("CUPTI's unified-memory counters off"));
+  again["cupti_counters"] = "no";
+  CHECK_THROWS_WITH(live::fit(again, settings()),
+                    Catch::Contains("$.cupti_counters: expected true or false"));
 }
 
 TEST_CASE("calibrate: the replay's rhythm gives the per-kernel costs and the call between "

@@ -6,8 +6,8 @@
 #include "policies/registry.h"
 #include "replay_support.h"
 #include "sim/core/error.h"
-#include "sim/live/replay.h"
 #include "sim/host/residency.h"
+#include "sim/live/replay.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
 #include "sim/trace/writer.h"
@@ -319,6 +319,7 @@ TEST_CASE("replay: the kernels' faults reach the policy as batches, and every po
       request.policy = policy;
       request.budget_fraction = 0.5;
       request.fault_source = source;
+      request.counters = source == Source::kCupti; // CUPTI's fault records need them
       request.margin = 0;
       INFO(policy << (source == Source::kBooks ? " books" : " cupti"));
       const auto result = live::run_replay(request, device);

@@ -6,8 +6,8 @@
 #include "policies/registry.h"
 #include "replay_support.h"
 #include "sim/core/error.h"
-#include "sim/live/replay.h"
 #include "sim/host/residency.h"
+#include "sim/live/replay.h"
 #include "sim/run/simulator.h"
 #include "sim/synth/synth.h"
 #include "sim/trace/reader.h"
@@ -56,8 +56,11 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
   request.trace_path = path;
   request.budget_bytes = 2 * kBlockSize;
   request.margin = 0;
+  request.counters = true;
   const auto result = live::run_replay(request, device);
   CHECK(result["results"]["evictions"].get<uint64_t>() == 6);
+  CHECK(result["results"]["bytes_gpu_to_host"] == 6 * kBlockSize);
+  CHECK(result["config"]["cupti_counters"] == true);
   CHECK(device.peak_chunks <= 2);
   CHECK_FALSE(result.contains("evictions"));
 
@@ -91,6 +94,24 @@ TEST_CASE("replay: an eviction sends the whole chunk, pages the driver brought b
           result["results"]["total_time_ns"].get<double>() + 50e6);
   }
   CHECK(result["config"]["counters_drained"] == "at step boundaries");
+
+  SECTION("without CUPTI's counters: the bytes and fault records are left out, not zero") {
+    FakeDevice plain;
+    request.counters = false;
+    const auto out = live::run_replay(request, plain);
+    CHECK(out["config"]["cupti_counters"] == false);
+    CHECK(out["results"]["evictions"] == 6); // the replay's own count stays
+    for (const char* field :
+         {"bytes_host_to_gpu", "bytes_gpu_to_host", "faults", "dropped_counter_records"})
+      CHECK_FALSE(out["results"].contains(field));
+    for (const auto& step : out["steps"]) CHECK_FALSE(step.contains("bytes_gpu_to_host"));
+    // What reads CUPTI is refused without them, before the GPU is touched.
+    request.drain_counters = true;
+    CHECK_THROWS_WITH(live::run_replay(request, plain), Catch::Contains("--counters"));
+    request.drain_counters = false;
+    request.eviction_bytes = true;
+    CHECK_THROWS_WITH(live::run_replay(request, plain), Catch::Contains("--counters"));
+  }
 }
 
 TEST_CASE("replay: an eviction never undoes a discard", "[live]") {

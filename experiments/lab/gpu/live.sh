@@ -115,6 +115,9 @@ sub_live() (
 # TRACE-POLICY-BUDGET.calls.csv; read by `experiments/live/diagnose.py call-log`). DRAIN=1 drains
 # CUPTI after every kernel (`replay --drain-counters`): every byte counted, the time not
 # comparable, so such runs go into a campaign of their own (experiments/live/data/bytes-back/).
+# COUNTERS=1 turns CUPTI's unified-memory counters on (`replay --counters`: the bytes each way
+# and the fault records in the results); they slow the fault path, which the program and the
+# calibration run without, so a timed campaign leaves them off.
 # Brought back here as experiments/live/data/CAMPAIGN/, the folder gets its manifest (the .err
 # files become its refusals) from `campaign.sh manifest`.
 sub_replay() (
@@ -130,7 +133,8 @@ sub_replay() (
   mkdir -p "$out/configs"
   dir=${TRACE_DIR:-traces/real}
   all=$(ls "$dir"/*.fltrace | xargs -n1 basename | sed 's/\.fltrace$//')
-  drain=$([ "${DRAIN:-0}" = 1 ] && echo --drain-counters)
+  drain=$([ "${DRAIN:-0}" = 1 ] && echo --drain-counters --counters)
+  [ "${COUNTERS:-0}" = 1 ] && [ -z "$drain" ] && drain=--counters
   for r in $(seq 1 "${REPEATS:-1}"); do
     suffix=$([ "$r" = 1 ] || echo ".r$r")
     for t in ${TRACES:-$all}; do

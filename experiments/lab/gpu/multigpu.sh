@@ -12,7 +12,9 @@
 #   harvest    harvest with everything (victims to GPU 1, multi-path prefetch)
 # FAULTLINE_BIN defaults to build/faultline. HARVESTERS (traces), BUDGETS, PEER_BUDGET, NEIGHBOUR
 # (a trace, or "none": GPU 1 idle) and REPEATS (default 1; the variants take turns, so a drift in
-# the machine falls on all) choose the runs; PER_KERNEL=1 adds a row per kernel. One result per
+# the machine falls on all) choose the runs; PER_KERNEL=1 adds a row per kernel. The harvester
+# runs with CUPTI's counters on (`replay --counters`): the report compares the bytes each way and
+# between the GPUs. One result per
 # run in OUT_DIR/TRACE-VARIANT-BUDGET.json, repeats after the first in .r2.json, .r3.json, ...
 # (.err when it failed); the neighbour's last run in OUT_DIR/neighbour.json and how many times it
 # ran in OUT_DIR/neighbour.runs. Brought back here as experiments/multigpu/data/CAMPAIGN/, the
@@ -48,7 +50,7 @@ sub_harvest() (
           esac
           name="$out/$t-$v-$b$([ "$r" -gt 1 ] && echo ".r$r")"
           if timeout 300 "$bin" replay --trace "traces/real/$t.fltrace" --device 0 --budget "$b" \
-            --policy "$p" --params "$params" --peer-budget "$peer" ${extra[@]+"${extra[@]}"} --out "$name.json" \
+            --policy "$p" --params "$params" --peer-budget "$peer" --counters ${extra[@]+"${extra[@]}"} --out "$name.json" \
             2>"$name.err"; then
             rm -f "$name.err"
             echo "$t $v $b (repeat $r) done"

@@ -10,8 +10,10 @@
 # hold-out CUDA program), stencil (host_stencil: every kernel names all its data, so a budget
 # below the footprint is refused), and the fault-path study's hold-out programs, never tuned on:
 # diffusion (a denoising-diffusion U-Net), recsys (a two-tower recommender, 4 GB of embedding
-# tables with sparse gradients) and longctx (a decoder over 8k-token sequences); default the
-# first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each
+# tables with sparse gradients) and longctx (a decoder over 8k-token sequences); the sixth
+# hold-out set, written to judge the change set five led to: gan (a generator and a discriminator
+# trained in turn), video (3D convolutions over clips) and ssm (a selective state-space model
+# in plain PyTorch); default the first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each
 # stage skipping what exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS
 # starts nothing after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
@@ -48,10 +50,14 @@ sub_program() (
   cmd[diffusion]="python3 $experiments/workloads.py train diffusion --warmup 1 --steps $steps"
   cmd[recsys]="python3 $experiments/workloads.py train recsys --warmup 1 --steps $steps"
   cmd[longctx]="python3 $experiments/workloads.py train longctx --warmup 1 --steps $steps"
+  cmd[gan]="python3 $experiments/workloads.py train gan --warmup 1 --steps $steps"
+  cmd[video]="python3 $experiments/workloads.py train video --warmup 1 --steps $steps"
+  cmd[ssm]="python3 $experiments/workloads.py train ssm --warmup 1 --steps $steps"
   cmd[stencil]="$bin/host_stencil --mib 2048 --steps $((steps + 1)) --sweeps 6"
   cmd[tiles]="$bin/tiles --mib 2048 --tiles 16 --steps $((steps + 1))"
   torch[resnet50]=--torch; torch[dlrm]=--torch; torch[diffusion]=--torch; torch[recsys]=--torch
-  torch[longctx]=--torch; torch[stencil]=; torch[tiles]=
+  torch[longctx]=--torch; torch[gan]=--torch; torch[video]=--torch; torch[ssm]=--torch
+  torch[stencil]=; torch[tiles]=
 
   if [ ! -f "$out/machine.txt" ]; then
     machine_txt >"$out/machine.txt"

@@ -207,10 +207,22 @@ def excess_bytes_back(live, stats):
     return live["bytes_gpu_to_host"] - live["bytes_host_to_gpu"] - bound
 
 
+def gb(results, key):
+    """A byte count of a result in GB; None where the run did not count it (a replay without
+    CUPTI's counters, `replay --counters`)."""
+    return results[key] / 1e9 if key in results else None
+
+
+def gb_pair(live, sim):
+    """'live / sim' in GB, '- / sim' where the replay did not count the bytes."""
+    return f"{'-' if live is None else format(live, '.1f')} / {sim:.1f}"
+
+
 def row_of(run, sim, stats=None):
     live = run["live"]
     res = sim["results"]
-    excess = excess_bytes_back(live, stats) if stats else None
+    counted = "bytes_gpu_to_host" in live
+    excess = excess_bytes_back(live, stats) if stats and counted else None
     return {"trace": run["trace"], "policy": run["policy"], "budget": run["budget"],
             "live_s": live["total_time_ns"] / 1e9, "sim_s": res["total_time_ns"] / 1e9,
             "live_repeats": len(run["repeats_s"]),
@@ -219,9 +231,9 @@ def row_of(run, sim, stats=None):
             # A drained run's time is not the replay's (the drains slow it): no error.
             "time_error": None if run["drained"] else
             res["total_time_ns"] / live["total_time_ns"] - 1,
-            "live_htod_gb": live["bytes_host_to_gpu"] / 1e9,
+            "live_htod_gb": gb(live, "bytes_host_to_gpu"),
             "sim_htod_gb": res["bytes_host_to_gpu"] / 1e9,
-            "live_dtoh_gb": live["bytes_gpu_to_host"] / 1e9,
+            "live_dtoh_gb": gb(live, "bytes_gpu_to_host"),
             "sim_dtoh_gb": res["bytes_gpu_to_host"] / 1e9,
             "counters_drained": run["drained"],
             # Drained runs only (bytes_conserved): their counters' bytes back beyond what could
@@ -229,7 +241,7 @@ def row_of(run, sim, stats=None):
             "bytes_conserved": None if excess is None else
             excess <= 0.01 * stats["allocated_managed_bytes"],
             "excess_bytes_back_gb": None if excess is None else round(max(0, excess) / 1e9, 3),
-            "live_fault_records": live["faults"], "sim_faults": res["faults"],
+            "live_fault_records": live.get("faults"), "sim_faults": res["faults"],
             "sim_fault_batches": res.get("fault_batches", "")}
 
 
@@ -306,8 +318,8 @@ def write_tables(rows, refused, ranks, out_dir):
                      f"{spread} "
                      f"| {r['sim_s']:.3f} s | "
                      f"{'drained, not timed' if r['counters_drained'] else format(r['time_error'], '+.0%')} "
-                     f"| {r['live_htod_gb']:.1f} / {r['sim_htod_gb']:.1f} "
-                     f"| {r['live_dtoh_gb']:.1f} / {r['sim_dtoh_gb']:.1f} |")
+                     f"| {gb_pair(r['live_htod_gb'], r['sim_htod_gb'])} "
+                     f"| {gb_pair(r['live_dtoh_gb'], r['sim_dtoh_gb'])} |")
     lines += ["", "Policy ranking, fastest first (GPU medians | simulated); pairs ordered "
               "differently, with their gap on the GPU and whether their repeats overlap:", "",
               "| trace | budget | GPU | simulator (= a tie) | same | consistent with the GPU's "

@@ -98,19 +98,35 @@ def decision_ns(docs):
                          for d in docs]))
 
 
-def run_config(policy, budget, profile, launch_ns=0):
-    """The run config that simulates a program run: capacity mode "program" at BUDGET, POLICY,
-    PROFILE's machine keys and the policy's decisions at each launch (policy_launch_ns)."""
+def run_config(policy, budget, profile, launch_ns=0, params=None):
+    """The run config that simulates a program run: capacity mode "program" at BUDGET, POLICY
+    with PARAMS, PROFILE's machine keys and the policy's decisions at each launch
+    (policy_launch_ns)."""
     config = {"capacity": {"fraction_of_footprint": float(budget), "mode": "program"},
-              "policy": {"name": policy}, **profile_keys(profile)}
+              "policy": {"name": policy, **({"params": params} if params else {})},
+              **profile_keys(profile)}
     if launch_ns:
         config["policy_launch_ns"] = launch_ns
     return config
 
 
-def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS):
-    config = run_config(policy, budget, profile, launch_ns)
+def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS, params=None):
+    config = run_config(policy, budget, profile, launch_ns, params)
     return measured_ns(sim.simulate(trace, config, faultline), steps)
+
+
+def campaign_params(folder):
+    """The params each policy ran with where the campaign's binary had other defaults than this
+    revision's: FOLDER/policy_params.json, {"POLICY": {PARAM: VALUE}} (the runs record only the
+    params given, `{}`), else none."""
+    path = os.path.join(folder, "policy_params.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or not all(isinstance(v, dict) for v in doc.values()):
+        raise ValueError(f"{path}: expected {{\"POLICY\": {{PARAM: VALUE}}}}")
+    return doc
 
 
 def signed(values):
@@ -137,6 +153,7 @@ def report(folder, faultline):
     with open(os.path.join(folder, "profile.txt")) as f:
         profile_name = f.read().strip()
     profile = os.path.join(folder, "profile", "gpus", profile_name + ".json")
+    params = campaign_params(folder)
     program_runs = runs(folder, "*.json")
     replays = runs(os.path.join(folder, "replay"), "*.json")
     programs = sorted({k[0] for k in program_runs})
@@ -176,7 +193,8 @@ def report(folder, faultline):
                 t_rep = median(rep) if rep else None
                 launch_ns = decision_ns(docs)
                 try:
-                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps)
+                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps,
+                                     params.get(pol))
                 except sim.SimulationError as e:
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})

@@ -20,14 +20,16 @@ inline int64_t now_ns() {
       .count();
 }
 
-// The device of GPU 0 from the library at `path`; exits with the reason when it cannot.
+// The device of GPU 0 from the library at `path`, CUPTI's unified-memory counters on (the probes
+// read them); exits with the reason when it cannot.
 inline faultline::live::LiveDevice* open_device(const char* path) {
   void* lib = dlopen(path, RTLD_NOW);
   if (!lib) std::exit((std::printf("%s\n", dlerror()), 1));
   auto open =
       reinterpret_cast<faultline::live::OpenFunction>(dlsym(lib, faultline::live::kOpenSymbol));
   char message[512] = {};
-  faultline::live::LiveDevice* d = open ? open(0, message, sizeof message) : nullptr;
+  const faultline::live::OpenOptions options{.counters = 1};
+  faultline::live::LiveDevice* d = open ? open(0, &options, message, sizeof message) : nullptr;
   if (!d) std::exit((std::printf("opening the device: %s\n", message), 1));
   return d;
 }

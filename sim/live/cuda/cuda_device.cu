@@ -134,18 +134,13 @@ bool enable_counters(int device, bool fault_records, std::string& error) {
 
 class CudaDevice : public LiveDevice {
 public:
-  bool open(int device, std::string& error) {
+  bool open(int device, const OpenOptions& options, std::string& error) {
     device_ = device;
     if (!check(cudaSetDevice(device), "cudaSetDevice")) return error = error_, false;
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, device);
     name_ = prop.name;
-    // FAULTLINE_LIVE_CUPTI=0 leaves the counters off (all zero): for measuring what they cost.
-    const char* cupti = std::getenv("FAULTLINE_LIVE_CUPTI");
-    // FAULTLINE_LIVE_FAULT_RECORDS=0 leaves out the page-fault records (diagnosis, issue 21).
-    const char* faults = std::getenv("FAULTLINE_LIVE_FAULT_RECORDS");
-    if (!(cupti && std::string(cupti) == "0") &&
-        !enable_counters(device, !(faults && std::string(faults) == "0"), error))
+    if (options.counters && !enable_counters(device, options.fault_records != 0, error))
       return false;
     if (!check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !check(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking), "cudaStreamCreate") ||
@@ -373,10 +368,11 @@ private:
 } // namespace faultline::live
 
 extern "C" __attribute__((visibility("default"))) faultline::live::LiveDevice*
-faultline_live_open(int device, char* message, size_t message_size) {
+faultline_live_open(int device, const faultline::live::OpenOptions* options, char* message,
+                    size_t message_size) {
   auto* d = new faultline::live::CudaDevice();
   std::string error;
-  if (d->open(device, error)) return d;
+  if (d->open(device, options ? *options : faultline::live::OpenOptions{}, error)) return d;
   std::snprintf(message, message_size, "%s", error.c_str());
   delete d;
   return nullptr;
