@@ -57,11 +57,12 @@ def run_of(path, doc):
 
 
 def load_runs(folder, pattern=".json"):
-    """Every result in a campaign folder (files ending in PATTERN, the manifest excepted), in
-    file-name order, each read by run_of."""
+    """Every result in a campaign folder (files ending in PATTERN, the manifest and the policy
+    params its binary defaulted to, policy_params.json, excepted), in file-name order, each read
+    by run_of."""
     runs = []
     for name in sorted(os.listdir(folder)):
-        if not name.endswith(pattern) or name == "manifest.json":
+        if not name.endswith(pattern) or name in ("manifest.json", "policy_params.json"):
             continue
         path = os.path.join(folder, name)
         with open(path) as f:
