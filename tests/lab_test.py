@@ -12,6 +12,7 @@ import tempfile
 root = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(root, "experiments"))
 from lab import campaigns, cli, sim, tables  # noqa: E402
+from lab.live import program  # noqa: E402
 
 MAX_ENTRIES = 15
 
@@ -93,8 +94,27 @@ def test_campaign():
         result("stream-ondemand-1.json", "ondemand", 1.0, 5)
         with open(os.path.join(d, "manifest.json"), "w") as f:
             json.dump({"refusals": [{"trace": "stream", "message": "too big"}]}, f)
+        # The policy params the campaign's binary defaulted to: no run, and what the program
+        # report simulates with; anything but {POLICY: {PARAM: VALUE}} is refused, naming the file.
+        with open(os.path.join(d, "policy_params.json"), "w") as f:
+            json.dump({"schedule": {"lookahead_kernels": 256}}, f)
+        assert program.campaign_params(d) == {"schedule": {"lookahead_kernels": 256}}
+        config = program.run_config("schedule", "0.5", "configs/gpus/h100.json", 0,
+                                    program.campaign_params(d)["schedule"])
+        assert config["policy"] == {"name": "schedule", "params": {"lookahead_kernels": 256}}
+        assert program.run_config("pump", "0.5", "configs/gpus/h100.json")["policy"] == {
+            "name": "pump"}
         runs = campaigns.load_runs(d)
-        assert len(runs) == 5  # the manifest is no run
+        assert len(runs) == 5  # neither the manifest nor the policy params is a run
+        with open(os.path.join(d, "policy_params.json"), "w") as f:
+            json.dump({"schedule": 64}, f)
+        try:
+            program.campaign_params(d)
+            raise AssertionError("malformed policy params were read")
+        except ValueError as e:
+            assert "policy_params.json: expected" in str(e), e
+        os.remove(os.path.join(d, "policy_params.json"))
+        assert program.campaign_params(d) == {}
         assert {(r["trace"], r["policy"], r["budget"], r["iterations"], r["revision"])
                 for r in runs} == {("stream", "pump", 0.5, 3, "abc"),
                                    ("stream", "ondemand", 1.0, 3, "abc")}
