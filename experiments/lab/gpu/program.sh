@@ -13,9 +13,9 @@
 # tables with sparse gradients) and longctx (a decoder over 8k-token sequences); the sixth
 # hold-out set, written to judge the change set five led to: gan (a generator and a discriminator
 # trained in turn), video (3D convolutions over clips) and ssm (a selective state-space model
-# in plain PyTorch); default the first four. Each runs STEPS measured steps (default 10) after one warm-up step. In order, each
-# stage skipping what exists (so a second call goes on where the first stopped; STOP_AFTER=SECONDS
-# starts nothing after that long):
+# in plain PyTorch); default the first four. Each runs STEPS measured steps (default 10) after
+# one warm-up step. In order, each stage skipping what exists (so a second call goes on where the
+# first stopped; STOP_AFTER=SECONDS starts nothing after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
 #   PROGRAM.plain[.rR].log      the program alone (REPEATS, default 2): its own step times
 #   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all); with
