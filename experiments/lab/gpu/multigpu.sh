@@ -68,8 +68,9 @@ sub_harvest() (
 # experiments/campaign.sh harvest-huvm OUT [FAULTLINE_BIN]
 # On a two-GPU machine (issue 27): HUVM's variants live, and the pair's own profile to simulate
 # them with. First `faultline calibrate --name GPUx2 --base GPU` (GPU = h100 or h200, from
-# nvidia-smi; OUT/cal/configs; CALIBRATE=0 skips it, about 3 minutes), then `harvest`'s four
-# variants (host, preevict, peer, harvest) of GPT-2 small and BERT-large at a 50% budget on
+# nvidia-smi; OUT/cal/configs; CUPTI's counters on, as in `harvest`; CALIBRATE=0 skips it, about
+# 3 minutes), then `harvest`'s four variants (host, preevict, peer, harvest) of GPT-2 small and
+# BERT-large at a 50% budget on
 # GPU 0, GPU 1 offering 4 GiB, twice: with a ResNet-50 neighbour looping on GPU 1 (OUT/busy) and
 # with GPU 1 idle (OUT/idle); what the machine is in OUT/machine.txt. About 8 minutes in all with
 # REPEATS=1; `harvest`'s REPEATS and PER_KERNEL pass through. SETS="busy" or "idle" runs one of
@@ -96,7 +97,8 @@ sub_harvest_huvm() (
     *) base=h200 ;;
     esac
     mkdir -p "$out/cal"
-    "$bin" calibrate --name "${base}x2" --base "$base" --out-dir "$out/cal/configs" \
+    # With CUPTI's counters on, as the harvester's replays run (they count the bytes).
+    "$bin" calibrate --name "${base}x2" --base "$base" --cupti-counters --out-dir "$out/cal/configs" \
       >"$out/cal/log" 2>&1
   fi
   for set in ${SETS:-busy idle}; do
