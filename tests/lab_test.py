@@ -2,6 +2,7 @@
 replayed, reading a campaign, the tables; and experiments/ keeps few entry scripts, each with
 --help."""
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -99,10 +100,11 @@ def test_campaign():
         with open(os.path.join(d, "policy_params.json"), "w") as f:
             json.dump({"schedule": {"lookahead_kernels": 256}}, f)
         assert program.campaign_params(d) == {"schedule": {"lookahead_kernels": 256}}
-        config = program.run_config("schedule", "0.5", "configs/gpus/h100.json", 0,
+        h100 = os.path.join(root, "configs", "gpus", "h100.json")
+        config = program.run_config("schedule", "0.5", h100, 0,
                                     program.campaign_params(d)["schedule"])
         assert config["policy"] == {"name": "schedule", "params": {"lookahead_kernels": 256}}
-        assert program.run_config("pump", "0.5", "configs/gpus/h100.json")["policy"] == {
+        assert program.run_config("pump", "0.5", h100)["policy"] == {
             "name": "pump"}
         runs = campaigns.load_runs(d)
         assert len(runs) == 5  # neither the manifest nor the policy params is a run
@@ -126,6 +128,11 @@ def test_campaign():
         assert medians["pump"]["by_repeat"] == {1: 30, 2: 10, 3: 20, 4: 40}
         assert campaigns.refusals(d) == [{"trace": "stream", "message": "too big"}]
         assert campaigns.load_manifest(os.path.join(d, "none")) == {}
+        # A large record committed gzip-compressed reads as the plain one.
+        with gzip.open(os.path.join(d, "big.kernels.json.gz"), "wt") as f:
+            json.dump({"kernels": [1, 2]}, f)
+        assert campaigns.read_json(os.path.join(d, "big.kernels.json.gz"), "who") == {
+            "kernels": [1, 2]}
         with open(os.path.join(d, "bad.json"), "w") as f:
             f.write("{")
         try:

@@ -13,6 +13,7 @@ not carry is which repeat it was: repeat R > 1 of a run is the file NAME.rR.json
     runs = campaigns.load_runs("experiments/live/data/h200")
     medians = campaigns.median_of_repeats(runs)
 """
+import gzip
 import json
 import os
 import statistics
@@ -78,10 +79,11 @@ def repo_relative(path):
 
 
 def read_json(path, who):
-    """The JSON document at PATH; SystemExit naming WHO, the file and what is wrong where it is
-    missing or malformed."""
+    """The JSON document at PATH, gzip-compressed where PATH ends in .gz (a large record committed
+    compressed); SystemExit naming WHO, the file and what is wrong where it is missing or
+    malformed."""
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             return json.load(f)
     except OSError as e:
         raise SystemExit(f"{who}: {path}: {e.strerror}") from None

@@ -1,7 +1,8 @@
 """Kernel by kernel, the program against the simulator: each `faultline run --per-kernel` result of
-a `campaign.sh program` campaign (PROGRAM-POLICY-BUDGET.kernels.json: every operation's GPU time
-and CUPTI's fault groups during it) beside the simulator's per_kernel rows of the same trace,
-policy and budget, with the instance's quick calibration.
+a `campaign.sh program` campaign (PROGRAM-POLICY-BUDGET.kernels.json, or .kernels.json.gz where
+committed compressed: every operation's GPU time and CUPTI's fault groups during it) beside the
+simulator's per_kernel rows of the same trace, policy and budget, with the instance's quick
+calibration.
 
     experiments/live/fidelity.py kernels [CAMPAIGN] [--write-reports] [--faultline BIN]
 
@@ -16,11 +17,10 @@ Writes kernels.md and kernels.json into live/reports/CAMPAIGN/ (with --write-rep
 out/live/CAMPAIGN/)."""
 import argparse
 import glob
-import json
 import os
 import re
 
-from lab import sim, tables
+from lab import campaigns, sim, tables
 from lab.live import program
 from lab.paths import EXPERIMENTS, FAULTLINE, REPO
 
@@ -89,14 +89,20 @@ def summed(pairs, key):
     return sorted(groups.values(), key=lambda g: -max(g["program_stall_ns"], g["sim_stall_ns"]))
 
 
+def per_kernel_runs(folder):
+    """The campaign's `faultline run --per-kernel` results, plain or gzip-compressed, in name
+    order."""
+    return sorted(glob.glob(os.path.join(folder, "*.kernels.json")) +
+                  glob.glob(os.path.join(folder, "*.kernels.json.gz")))
+
+
 def report(folder, faultline):
     with open(os.path.join(folder, "profile.txt")) as f:
         profile = os.path.join(folder, "profile", "gpus", f.read().strip() + ".json")
     out = []
-    for path in sorted(glob.glob(os.path.join(folder, "*.kernels.json"))):
-        with open(path) as f:
-            run = json.load(f)
-        name = os.path.basename(path)[:-len(".kernels.json")]
+    for path in per_kernel_runs(folder):
+        run = campaigns.read_json(path, "kernels")
+        name = os.path.basename(path).split(".kernels.json")[0]
         program = name.split("-")[0]
         trace = os.path.join(folder, program + ".fltrace")
         rows = simulate_rows(trace, run, profile, faultline)
@@ -163,7 +169,7 @@ def main(argv=None, prog=None):
     parser.add_argument("--faultline", default=FAULTLINE, help="the faultline binary")
     args = parser.parse_args(argv)
     folder = os.path.join(EXPERIMENTS, "live", "data", args.campaign)
-    if not glob.glob(os.path.join(folder, "*.kernels.json")):
+    if not per_kernel_runs(folder):
         raise SystemExit(f"kernels: {folder}: no *.kernels.json (campaign.sh program with "
                          "PER_KERNEL_POLICIES)")
     doc = report(folder, args.faultline)
