@@ -39,7 +39,8 @@ const char* kExplanation =
     "records cost the run a little, so time the policies without it.";
 
 struct Options {
-  std::string policy = "ondemand", params, trace, out, keep, inject, range = "all";
+  std::string policy = "ondemand", params, trace, out, keep, inject, range = "all",
+              kernel_ends = "launch";
   std::optional<Budget> budget;
   uint64_t footprint = 0, iterations = 0, margin = 2ull << 30;
   bool torch = false, managed = false, per_kernel = false;
@@ -67,6 +68,9 @@ program::RunRequest request_of(const Options& o) {
   if (o.range != "all" && o.range != "profiler")
     throw UsageError("--range " + o.range + ": expected all or profiler");
   r.range = o.range;
+  if (o.kernel_ends != "launch" && o.kernel_ends != "gpu")
+    throw UsageError("--kernel-ends " + o.kernel_ends + ": expected launch or gpu");
+  r.kernel_ends = o.kernel_ends;
   r.inject = o.inject;
   r.out = o.out;
   r.keep = o.keep;
@@ -94,6 +98,10 @@ void add_run(CLI::App& app) {
   sub->add_option("--range", o->range,
                   "all (default) or profiler: steps as 'faultline capture --range' counts them")
       ->type_name("RANGE");
+  sub->add_option("--kernel-ends", o->kernel_ends,
+                  "launch (default): the policy hears a kernel's end once its launch is handled, "
+                  "where its actions take effect; gpu: when the GPU has run it")
+      ->type_name("WHEN");
   sub->add_flag("--torch", o->torch, "a PyTorch program (its allocator on managed memory)");
   sub->add_flag("--managed", o->managed, "make the program's cudaMalloc allocate managed memory");
   add_bytes(*sub, "--margin", o->margin, "GPU memory the program's memory must leave free (2G)");

@@ -161,6 +161,7 @@ int run_program(const RunRequest& r) {
   config.trace = r.trace.empty() ? "" : fs::absolute(r.trace).string();
   config.iterations = r.iterations;
   config.range = r.range;
+  config.kernel_ends = r.kernel_ends;
   const std::string lib = capture::find_injection_library(r.inject);
   const std::string module = module_path();
   Scratch scratch(r.keep);
@@ -211,6 +212,7 @@ int run_program(const RunRequest& r) {
       {"books", ran.at("books")},
       {"margin", r.margin},
       {"range", r.range},
+      {"kernel_ends", r.kernel_ends},
       {"iterations", r.iterations}};
   if (r.footprint_bytes) doc["config"]["footprint_bytes"] = r.footprint_bytes;
   if (ran.contains("launches_past_trace"))

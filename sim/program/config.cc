@@ -8,7 +8,7 @@ namespace faultline::program {
 nlohmann::json to_json(const RunConfig& c) {
   return {{"policy", c.policy}, {"params", c.params},         {"budget_bytes", c.budget_bytes},
           {"trace", c.trace},   {"iterations", c.iterations}, {"range", c.range},
-          {"out", c.out}};
+          {"kernel_ends", c.kernel_ends}, {"out", c.out}};
 }
 
 RunConfig run_config_of(const nlohmann::json& doc, const std::string& where) {
@@ -29,6 +29,9 @@ RunConfig run_config_of(const nlohmann::json& doc, const std::string& where) {
   c.range = r.get<std::string>("range", "all");
   if (c.range != "all" && c.range != "profiler")
     r.fail("range", "expected \"all\" or \"profiler\", got \"" + c.range + "\"");
+  c.kernel_ends = r.get<std::string>("kernel_ends", "launch");
+  if (c.kernel_ends != "launch" && c.kernel_ends != "gpu")
+    r.fail("kernel_ends", "expected \"launch\" or \"gpu\", got \"" + c.kernel_ends + "\"");
   c.out = r.get<std::string>("out");
   r.finish();
   return c;

@@ -38,7 +38,8 @@ ProgramRun::ProgramRun(RunConfig config, Device& device, uint64_t gpu_bytes, con
       residency_(budget_chunks(config_, gpu_bytes)),
       map_(config_.trace.empty() ? std::nullopt : std::optional<AddressMap>(config_.trace)),
       traced_(config_.trace.empty() ? std::nullopt : std::optional<TraceView>(config_.trace)),
-      host_(*this, config_.policy, config_.params, "run --policy " + config_.policy) {
+      host_(*this, config_.policy, config_.params, "run --policy " + config_.policy),
+      ends_at_launch_(config_.kernel_ends == "launch") {
   if (config_.range == "profiler") { // the set-up before the range is step -1
     in_range_ = false;
     next_step_ = -1;
@@ -191,9 +192,14 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   pending_.push_back(std::move(p));
   if (evicted_since_launch_) device_.order_before(stream);
   evicted_since_launch_ = false;
+  if (ends_at_launch_) end_kernels(kernels_);
 }
 
 void ProgramRun::kernels_done(uint64_t count) {
+  if (!ends_at_launch_) end_kernels(count);
+}
+
+void ProgramRun::end_kernels(uint64_t count) {
   while (!pending_.empty() && pending_.front().kernel < count) {
     const Pending p = std::move(pending_.front());
     pending_.pop_front();
@@ -286,7 +292,7 @@ void ProgramRun::close_step(Time at, const Totals& end) {
 }
 
 nlohmann::json ProgramRun::finish() {
-  kernels_done(kernels_);
+  end_kernels(kernels_);
   if (step_open_) close_step(last_call_, totals_);
   RunTotals t;
   t.total_time_ns = last_call_;

@@ -14,6 +14,10 @@
 // residency: the driver keeps a block's chunk after its pages leave.) A kernel whose needs alone
 // exceed the budget stops the program with an error.
 //
+// The books at a launch are the GPU's memory once it reaches that kernel, and the policy's
+// evictions wait for the kernels launched before, so a launch is where the policy's actions take
+// effect: by default it hears each kernel's end and faults there, at once (config.kernel_ends).
+//
 // Contract: one call at a time (the injection library holds its lock); Error or
 // SimulationError from a call names the policy and the launch, and the run cannot go on.
 #pragma once
@@ -53,6 +57,8 @@ public:
   void alloc(uint64_t address, uint64_t bytes, bool managed);
   void free(uint64_t address);
   void launch(const std::string& name, const std::vector<uint64_t>& words, uint64_t stream);
+  // The GPU has run the first `count` kernels: their ends reach the policy where
+  // config.kernel_ends is "gpu" (with "launch" each launch's end reached it at the launch).
   void kernels_done(uint64_t count);
   void synced();
   void step();
@@ -109,6 +115,8 @@ private:
   // Evictions and discards wait for the kernels launched so far (the CPU runs ahead of them).
   void after_launched();
   void host_touched(Addr start, Bytes bytes);
+  // The policy hears the faults and ends of the pending kernels before kernel `count`.
+  void end_kernels(uint64_t count);
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
   static std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes);
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
@@ -129,6 +137,7 @@ private:
   std::optional<TraceView> traced_; // with a trace: what it says of each launch
   uint64_t untraced_launches_ = 0;  // launches past the trace's operations
   host::PolicyHost host_;
+  bool ends_at_launch_; // config.kernel_ends "launch"
   std::map<Addr, Allocation> live_;
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;
   uint64_t ordered_after_ = 0; // kernels the migration stream was last made to wait for

@@ -42,7 +42,7 @@ std::vector<TraceCall> trace_calls(const std::string& trace_path, uint64_t shift
   return out;
 }
 
-void feed(const std::vector<TraceCall>& calls, ProgramRun& run) {
+void feed(const std::vector<TraceCall>& calls, ProgramRun& run, uint64_t behind) {
   for (const TraceCall& c : calls) {
     switch (c.kind) {
     case TraceCall::kAlloc:
@@ -56,10 +56,11 @@ void feed(const std::vector<TraceCall>& calls, ProgramRun& run) {
       break;
     case TraceCall::kLaunch:
       run.launch(c.name, c.words, 0);
-      run.kernels_done(run.kernels());
+      if (run.kernels() > behind) run.kernels_done(run.kernels() - behind);
       break;
     }
   }
+  run.kernels_done(run.kernels());
 }
 
 } // namespace faultline::program

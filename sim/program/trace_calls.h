@@ -1,6 +1,7 @@
 // A trace's calls as the injection library would report the program that made it: its segments
 // (allocator blocks are not seen in a program), frees, step marks and launches with the addresses
-// of the allocations their arguments name, each launch's end reported at once. For tests and the
+// of the allocations their arguments name, each launch's end reported at once or some launches
+// later. For tests and the
 // benchmark of the policy host's cost per launch, without a GPU.
 #pragma once
 
@@ -23,7 +24,8 @@ struct TraceCall {
 // The calls, every address moved by `shift` (the run's addresses need not be the trace's).
 std::vector<TraceCall> trace_calls(const std::string& trace_path, uint64_t shift = 0);
 
-// Feeds them to `run`, in order.
-void feed(const std::vector<TraceCall>& calls, ProgramRun& run);
+// Feeds them to `run`, in order. The GPU's end of each kernel is reported once `behind` more
+// kernels were launched (a CPU that runs ahead of the GPU by that many), and at the end.
+void feed(const std::vector<TraceCall>& calls, ProgramRun& run, uint64_t behind = 0);
 
 } // namespace faultline::program

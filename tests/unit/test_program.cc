@@ -82,10 +82,12 @@ private:
 };
 FAULTLINE_REGISTER_POLICY(EvictSome, "test-evict-some");
 
-program::RunConfig run_config(const std::string& policy, uint64_t budget) {
+program::RunConfig run_config(const std::string& policy, uint64_t budget,
+                              const std::string& kernel_ends = "launch") {
   program::RunConfig c;
   c.policy = policy;
   c.budget_bytes = budget;
+  c.kernel_ends = kernel_ends;
   c.out = "unused";
   return c;
 }
@@ -149,7 +151,8 @@ TEST_CASE("program run: a kernel naming more than the budget stops with its name
 TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
   FakeDevice device;
   ManualClock clock;
-  program::ProgramRun run(run_config("pump", 4 * kMiB), device, device.total, clock);
+  // Kernel ends as the GPU reports them: a is still running at b's launch.
+  program::ProgramRun run(run_config("pump", 4 * kMiB, "gpu"), device, device.total, clock);
   run.alloc(kBase, 2 * kMiB, true);
   run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
   run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
@@ -167,6 +170,55 @@ TEST_CASE("program run: pump's prefetches run on the migration stream within the
   const nlohmann::json doc = run.finish();
   CHECK(doc["results"]["prefetch"]["issued_bytes"] == 4 * kMiB);
   CHECK(doc["results"]["faults"] == 32); // b's block was not there at its launch
+}
+
+TEST_CASE("program run: a kernel's end reaches the policy at its launch, where actions land") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(run_config("pump", 4 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
+  run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
+  run.launch("a", {kBase, kBase + 2 * kMiB}, 0);
+  CHECK(device.take() == std::vector<std::string>{"prefetch 0M 2M", "prefetch 2M 2M"});
+  // a ended for the policy at its launch: PUMP prefetches b's block at b's launch, after a's
+  // kernel (the eviction waits for it), and b finds it there.
+  run.launch("b", {kBase + 4 * kMiB}, 0);
+  CHECK(device.take() ==
+        std::vector<std::string>{"after", "evict 0M 2M", "prefetch 4M 2M", "order 0"});
+  run.kernels_done(2); // the GPU's report changes nothing now
+  CHECK(device.take().empty());
+  const nlohmann::json doc = run.finish();
+  CHECK(doc["results"]["prefetch"]["issued_bytes"] == 6 * kMiB);
+  CHECK(doc["results"]["faults"] == 0);
+}
+
+TEST_CASE("program run: with ends at the launch, how far the CPU runs ahead changes nothing") {
+  fltest::TempDir dir;
+  const std::string trace = fltest::dnn_trace(dir, 11);
+  const uint64_t footprint = trace::compute_stats(trace).footprint_bytes();
+  const auto run_with = [&](const std::string& policy, const std::string& ends, uint64_t behind) {
+    FakeDevice device;
+    ManualClock clock; // fixed: schedule's step-time guard reads it
+    program::RunConfig c = run_config(policy, footprint / 2, ends);
+    c.trace = trace;
+    program::ProgramRun run(c, device, device.total, clock);
+    program::feed(program::trace_calls(trace), run, behind);
+    return run.finish()["results"];
+  };
+  for (const char* policy : {"schedule", "oracle", "pump", "deepum"}) {
+    INFO(policy);
+    const nlohmann::json at_once = run_with(policy, "launch", 0);
+    CHECK(run_with(policy, "launch", 40) == at_once);
+    CHECK(run_with(policy, "gpu", 0) == at_once);
+  }
+  // Heard from the GPU, 40 kernels late, the planners' prefetches come after the launches
+  // they were for, and the books count those kernels' pages as faults.
+  for (const char* policy : {"schedule", "oracle"}) {
+    INFO(policy);
+    CHECK(run_with(policy, "gpu", 40)["faults"].get<int64_t>() >
+          run_with(policy, "launch", 0)["faults"].get<int64_t>());
+  }
 }
 
 TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up") {
@@ -400,6 +452,11 @@ TEST_CASE("program run config: read strictly, every bad key named") {
   bad = good;
   bad.erase("out");
   CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"), Catch::Contains("$.out"));
+  CHECK(program::run_config_of(good, "c.json").kernel_ends == "launch");
+  bad = good;
+  bad["kernel_ends"] = "cpu";
+  CHECK_THROWS_WITH(program::run_config_of(bad, "c.json"),
+                    Catch::Contains("$.kernel_ends: expected \"launch\" or \"gpu\""));
   CHECK_THROWS_WITH(program::run_config_of(nlohmann::json::array(), "c.json"),
                     Catch::Contains("expected an object"));
 }
