@@ -397,8 +397,10 @@ private:
   // Faults on pages a policy discarded while they held data, as DeepUM drops freed allocator
   // blocks (experiments/live/data/h200-migration-mix/): `blocks` blocks written by a kernel, the
   // first half of each discarded in one call, the other half left on the GPU ("resident") or
-  // evicted ("evicted"); then one kernel writes the discarded halves. "fresh": the same kernel on
-  // never-touched halves. The launch overhead is taken off.
+  // evicted ("evicted"), or the whole block evicted by one call over the discarded half too
+  // ("covered", as `faultline run` evicts a block a policy discarded part of); then one kernel
+  // writes the discarded halves. "fresh": the same kernel on never-touched halves. The launch
+  // overhead is taken off.
   json discarded_touch(uint64_t blocks) {
     const uint32_t half = kBigPagesPerBlock / 2;
     std::vector<Touch> touches;
@@ -410,7 +412,7 @@ private:
     const uint64_t halves = touches.size() - whole;
     if (!d_.upload_touches(touches.data(), touches.size())) fail("uploading touches");
     json out = {{"blocks", blocks}, {"pages", halves}};
-    for (const std::string start : {"fresh", "resident", "evicted"}) {
+    for (const std::string start : {"fresh", "resident", "evicted", "covered"}) {
       out[start + "_ns"] = repeated([&] {
         auto* p = static_cast<char*>(alloc(blocks * kBlockSize));
         run_kernel(whole); // also the fresh case's warm-up: an idle fault path costs more
@@ -422,6 +424,7 @@ private:
           char* block = p + b * kBlockSize;
           d_.discard(block, kBlockSize / 2);
           if (start == "evicted") d_.evict_to_host(block + kBlockSize / 2, kBlockSize / 2);
+          if (start == "covered") d_.evict_to_host(block, kBlockSize);
         }
         d_.synchronize();
         const Time t = timed([&] {
@@ -431,10 +434,10 @@ private:
         return std::max<Time>(0, t - overhead_);
       });
     }
-    // A prefetch of the discarded halves (one call a block, the other halves on the GPU), as
-    // the schedule policy brings back pages it discarded, against the same calls on halves
-    // never touched.
-    for (const std::string start : {"fresh", "discarded"}) {
+    // A prefetch of the discarded halves (one call a block, the other halves on the GPU; for
+    // "covered" the whole block evicted by one call after the discard), as the schedule policy
+    // brings back pages it discarded, against the same calls on halves never touched.
+    for (const std::string start : {"fresh", "discarded", "covered"}) {
       out["prefetch_" + start + "_ns"] = repeated([&] {
         auto* p = static_cast<char*>(alloc(blocks * kBlockSize));
         run_kernel(whole);
@@ -442,8 +445,10 @@ private:
           d_.free_managed(p);
           p = static_cast<char*>(alloc(blocks * kBlockSize));
         }
-        for (uint64_t b = 0; start != "fresh" && b < blocks; ++b)
+        for (uint64_t b = 0; start != "fresh" && b < blocks; ++b) {
           d_.discard(p + b * kBlockSize, kBlockSize / 2);
+          if (start == "covered") d_.evict_to_host(p + b * kBlockSize, kBlockSize);
+        }
         const Time t = timed([&] {
           for (uint64_t b = 0; b < blocks; ++b)
             d_.prefetch_to_gpu(p + b * kBlockSize, kBlockSize / 2);

@@ -175,6 +175,21 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
   };
   out.gpu["discarded_resident_fault_ns"] = per_page("resident_ns");
   out.gpu["discarded_fault_ns"] = per_page("evicted_ns");
+  // Where the block was then evicted by a call over the discarded pages too (`faultline run`'s
+  // eviction of a whole chunk): what the simulator's capacity mode "program" takes to have put
+  // them on the host, so that they fault in as migrations. Reported beside a migration's cost,
+  // to check that.
+  if (d.contains("covered_ns")) {
+    out.report["discarded_then_evicted"] = {{"write_ns_per_64k", per_page("covered_ns")},
+                                            {"discarded_fault_ns", out.gpu["discarded_fault_ns"]},
+                                            {"populate_ns", config.gpu.populate_ns}};
+    if (d.contains("prefetch_covered_ns"))
+      out.report["discarded_then_evicted"]["prefetch_ns_per_64k"] =
+          std::max<Time>(0, config.gpu.prefetch_populate_ns +
+                                (m.ns(d, "prefetch_covered_ns", "$.discarded_touch") -
+                                 m.ns(d, "prefetch_fresh_ns", "$.discarded_touch")) /
+                                    std::max<Time>(1, pages));
+  }
   out.gpu["sources"].push_back(
       "discarded_resident_fault_ns, discarded_fault_ns: populate_ns plus, per 64 KB, what one "
       "kernel writing the discarded halves of kernel-written blocks took beyond the same kernel "

@@ -25,7 +25,7 @@ struct RunRequest {
   uint64_t iterations = 0; // the oracle's steps of `trace`
   bool torch = false;   // PyTorch: its allocator's memory managed, a step mark per optimizer step
   bool managed = false; // cudaMalloc becomes cudaMallocManaged
-  std::string range = "all"; // or "profiler": see RunConfig::range
+  std::string range = "all";          // or "profiler": see RunConfig::range
   std::string kernel_ends = "launch"; // or "gpu": see RunConfig::kernel_ends
   uint64_t margin = 2ull << 30;
   std::string inject; // the injection library (empty: beside the binary)

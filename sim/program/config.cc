@@ -6,9 +6,14 @@
 namespace faultline::program {
 
 nlohmann::json to_json(const RunConfig& c) {
-  return {{"policy", c.policy}, {"params", c.params},         {"budget_bytes", c.budget_bytes},
-          {"trace", c.trace},   {"iterations", c.iterations}, {"range", c.range},
-          {"kernel_ends", c.kernel_ends}, {"out", c.out}};
+  return {{"policy", c.policy},
+          {"params", c.params},
+          {"budget_bytes", c.budget_bytes},
+          {"trace", c.trace},
+          {"iterations", c.iterations},
+          {"range", c.range},
+          {"kernel_ends", c.kernel_ends},
+          {"out", c.out}};
 }
 
 RunConfig run_config_of(const nlohmann::json& doc, const std::string& where) {

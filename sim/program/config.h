@@ -22,9 +22,10 @@ struct RunConfig {
   // first cudaProfilerStart is the set-up, step -1; then each cudaProfilerStart and step mark
   // inside the range begins one), as `faultline capture --range` counts them.
   std::string range = "all";
-  // When the policy hears a kernel's end (and its faults): "launch", as soon as the run has
-  // handled its launch, or "gpu", when the GPU has run it (the injection library's event after
-  // the launch, polled at the program's next call). The books at a launch hold what the GPU will
+  // When the policy hears a kernel's end (and its faults): "launch", at the program's next call
+  // after its launch (the kernel is on its stream then, so what the policy does is ordered after
+  // it), or "gpu", when the GPU has run it (the injection library's event after the launch,
+  // polled at the program's calls). The books at a launch hold what the GPU will
   // hold once it reaches that kernel, and the policy's evictions wait for the kernels launched
   // before; so the position its actions take effect at is the launch, where "launch" puts its
   // view too. With "gpu" a CPU that runs ahead of the GPU leaves the policy planning from a

@@ -93,7 +93,7 @@ std::vector<host::ChunkPages> ProgramRun::chunks_of(Addr start, Bytes bytes) {
 }
 
 void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
-  last_call_ = now();
+  enter();
   if (bytes == 0) return;
   const Addr seen = map_ ? map_->allocated(address, bytes, managed) : address;
   // With a trace, a segment has the trace's id, which the trace's blocks and launches name.
@@ -117,7 +117,7 @@ void ProgramRun::alloc(uint64_t address, uint64_t bytes, bool managed) {
 }
 
 void ProgramRun::free(uint64_t address) {
-  last_call_ = now();
+  enter();
   auto it = live_.find(address);
   if (it == live_.end()) return; // not an allocation the run saw (made before it began)
   if (it->second.told) host_.free(it->second.id, last_call_); // the policy acts while it lives
@@ -142,9 +142,10 @@ void ProgramRun::free(uint64_t address) {
 
 void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& words,
                         uint64_t stream) {
-  const Time t = last_call_ = now();
+  const Time t = enter();
   if (boundary_ && !raw::is_copy_name(name.c_str())) open_step(*boundary_, boundary_totals_);
   const uint64_t index = kernels_++;
+  launching_ = true;
   ++totals_.kernels;
   // Every launch comes through here: the buffers are the run's, kept between launches.
   std::vector<uint64_t>& ids = launch_ids_;
@@ -192,7 +193,15 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   pending_.push_back(std::move(p));
   if (evicted_since_launch_) device_.order_before(stream);
   evicted_since_launch_ = false;
+  launching_ = false;
+}
+
+// A call after a launch finds its kernel on its stream (the library records its event as the
+// launch returns), so what the policy does at that kernel's end can be ordered after it.
+Time ProgramRun::enter() {
+  last_call_ = now();
   if (ends_at_launch_) end_kernels(kernels_);
+  return last_call_;
 }
 
 void ProgramRun::kernels_done(uint64_t count) {
@@ -213,7 +222,7 @@ void ProgramRun::end_kernels(uint64_t count) {
 }
 
 void ProgramRun::synced() {
-  last_call_ = now();
+  enter();
   const uint64_t used = device_.used_bytes();
   if (!gpu_used_known_) return; // before the first launch: nothing of the run's yet
   const uint64_t others = gpu_used_at_start_ + device_bytes_ - device_bytes_at_start_;
@@ -223,7 +232,7 @@ void ProgramRun::synced() {
 }
 
 void ProgramRun::step() {
-  last_call_ = now();
+  enter();
   if (!in_range_) return;
   // A boundary begins a step only when a kernel follows it; until then the open step goes on.
   if (!step_open_ || totals_.kernels > step_base_.kernels) {
@@ -236,7 +245,7 @@ void ProgramRun::step() {
 // With range "all" a range changes nothing but marks a step at its start, as the capture counts
 // them; with "profiler", Stop ends the last step, and what follows belongs to no row.
 void ProgramRun::range(bool on) {
-  last_call_ = now();
+  enter();
   if (config_.range != "profiler") {
     if (on) step();
     return;
@@ -362,10 +371,12 @@ void ProgramRun::host_touched(Addr start, Bytes bytes) {
   totals_.evicted_bytes += static_cast<int64_t>(leave_books(start, bytes) * kBigPageSize);
 }
 
+// Inside a launch's call its kernel is not on its stream yet: the kernels before it are.
 void ProgramRun::after_launched() {
-  if (ordered_after_ == kernels_) return;
+  const uint64_t launched = launching_ ? kernels_ - 1 : kernels_;
+  if (ordered_after_ == launched) return;
   device_.order_after_launched();
-  ordered_after_ = kernels_;
+  ordered_after_ = launched;
 }
 
 void ProgramRun::admit(const std::vector<host::ChunkPages>& pages) {

@@ -16,7 +16,9 @@
 //
 // The books at a launch are the GPU's memory once it reaches that kernel, and the policy's
 // evictions wait for the kernels launched before, so a launch is where the policy's actions take
-// effect: by default it hears each kernel's end and faults there, at once (config.kernel_ends).
+// effect: by default it hears each kernel's end and faults there, at the program's next call
+// (config.kernel_ends), when the kernel is on its stream and what the policy does is ordered
+// after it.
 //
 // Contract: one call at a time (the injection library holds its lock); Error or
 // SimulationError from a call names the policy and the launch, and the run cannot go on.
@@ -58,7 +60,8 @@ public:
   void free(uint64_t address);
   void launch(const std::string& name, const std::vector<uint64_t>& words, uint64_t stream);
   // The GPU has run the first `count` kernels: their ends reach the policy where
-  // config.kernel_ends is "gpu" (with "launch" each launch's end reached it at the launch).
+  // config.kernel_ends is "gpu" (with "launch" each kernel's end reached it at the call after
+  // its launch).
   void kernels_done(uint64_t count);
   void synced();
   void step();
@@ -117,6 +120,9 @@ private:
   void host_touched(Addr start, Bytes bytes);
   // The policy hears the faults and ends of the pending kernels before kernel `count`.
   void end_kernels(uint64_t count);
+  // Every call of the program's begins here: the time, and with config.kernel_ends "launch" the
+  // ends of the kernels launched before it.
+  Time enter();
   const std::pair<const uint64_t, Allocation>* find(Addr address) const;
   static std::vector<host::ChunkPages> chunks_of(Addr start, Bytes bytes);
   template <typename F> void make_room(const std::vector<host::ChunkPages>& needed, const F& what);
@@ -137,7 +143,8 @@ private:
   std::optional<TraceView> traced_; // with a trace: what it says of each launch
   uint64_t untraced_launches_ = 0;  // launches past the trace's operations
   host::PolicyHost host_;
-  bool ends_at_launch_; // config.kernel_ends "launch"
+  bool ends_at_launch_;    // config.kernel_ends "launch"
+  bool launching_ = false; // inside launch(): its kernel is not on its stream yet
   std::map<Addr, Allocation> live_;
   uint64_t next_id_ = 1, kernels_ = 0, device_bytes_ = 0, device_bytes_at_start_ = 0;
   uint64_t ordered_after_ = 0; // kernels the migration stream was last made to wait for

@@ -51,6 +51,8 @@ Job::Job(Machine m, JobSetup setup)
   run_ahead_ = reader_->timeline() == trace::Timeline::kIssue;
   serial_kernels_ = config_.capacity_mode == config::RunConfig::CapacityMode::kBudget;
   policy_at_gpu_turn_ = config_.capacity_mode == config::RunConfig::CapacityMode::kProgram;
+  // `faultline run` evicts whole ranges, pages a policy discarded included (sim/program).
+  migrator_.set_calls_cover_discarded(policy_at_gpu_turn_);
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -447,7 +449,7 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
       end = migrator_.to_peer(block, gpu, target - 1, on_gpu, start, "policy eviction to peer");
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
-      end = migrator_.policy_evict(block, gpu, on_gpu, start);
+      end = migrator_.policy_evict(block, gpu, pages, start);
       capacity_->policy_evicted(!block.chunk[gpu], end);
     }
     capacity_->migration_end(end);

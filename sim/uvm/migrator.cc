@@ -85,10 +85,10 @@ Time Migrator::evict(VaBlock& victim, unsigned gpu, Time now, const char* cause,
   return by_call ? end + populate_on_host(victim, victim.allocated, now) : end;
 }
 
-Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now) {
-  const PageMask held = pages & block.resident[gpu_processor(gpu)];
-  const Time end = to_host(block, gpu, pages, now, "policy eviction", true) + eviction_cost(held);
-  return end + populate_on_host(block, pages, now);
+Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& range, Time now) {
+  const PageMask held = range & block.resident[gpu_processor(gpu)];
+  const Time end = to_host(block, gpu, held, now, "policy eviction", true) + eviction_cost(held);
+  return end + populate_on_host(block, range, now);
 }
 
 // A prefetch to the host of a chunk the GPU populated in part (never-touched pages beside its
@@ -98,7 +98,8 @@ Time Migrator::policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages,
 // does (residency_probe refill, experiments/live/data/h200-d5a16a75/refill.txt). A call over a
 // chunk nobody touched costs as much (536 us on b6da2e9e, data/h200-b6da2e9e/refill.txt).
 Time Migrator::populate_on_host(VaBlock& block, const PageMask& range, Time now) {
-  const PageMask fill = (range & block.unpopulated()).minus(block.left_out);
+  const PageMask unheld = range & block.unpopulated();
+  const PageMask fill = calls_cover_discarded_ ? unheld : unheld.minus(block.left_out);
   if (fill.none()) return 0;
   stats_.pages_populated_on_host += fill.count();
   memory_.move(block, kHost, fill, now);

@@ -48,13 +48,18 @@ public:
   // eviction copies them in one transfer when the driver evicts whole blocks.
   Time to_host(VaBlock& block, unsigned gpu, const PageMask& pages, Time now, const char* cause,
                bool eviction = false);
-  // A policy's eviction of `pages` of a block to the host: the live replay makes it with the
-  // same 2 MB call as the budget's, so it costs the driver's fixed eviction work too.
-  Time policy_evict(VaBlock& block, unsigned gpu, const PageMask& pages, Time now);
+  // A policy's eviction of a block's pages in `range` to the host: the live replay makes it with
+  // the same 2 MB call as the budget's, so it costs the driver's fixed eviction work too, and
+  // the call populates the range's pages nobody holds (populate_on_host).
+  Time policy_evict(VaBlock& block, unsigned gpu, const PageMask& range, Time now);
   // A 2 MB call to the host over `range` of `block` (the replay's budget and policy evictions)
-  // populates there the pages nobody holds, those a policy discarded left out: the GPU's next
-  // touch migrates them. Returns the call's extra cost, eviction_populate_ns if it populated any.
+  // populates there the pages nobody holds: the GPU's next touch migrates them. The replay's
+  // calls leave out the pages a policy discarded (sim/live/books.cc); the program's cover them
+  // (sim/program: set_calls_cover_discarded), so there they are populated too, and no longer
+  // discarded to the fault path. Returns the call's extra cost, eviction_populate_ns if it
+  // populated any.
   Time populate_on_host(VaBlock& block, const PageMask& range, Time now);
+  void set_calls_cover_discarded(bool on) { calls_cover_discarded_ = on; }
   // Whether GPU `peer` can take another job's chunk and keep its reserve free.
   bool peer_has_room(unsigned peer) const;
   // Moves the pages of `block` held by GPU `from` to GPU `peer` (which must have room) as a
@@ -90,6 +95,7 @@ private:
   const config::GpuProfile& gpu_;
   const config::DriverConfig& driver_;
   Stats& stats_;
+  bool calls_cover_discarded_ = false;       // eviction calls over discarded pages (the program's)
   std::vector<std::multiset<Time>> leaving_; // per GPU: when chunks still copying out are free
 };
 

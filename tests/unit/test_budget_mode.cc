@@ -203,6 +203,28 @@ TEST_CASE("budget mode: a fault on a page DeepUM discarded costs the profile's d
   CHECK(extra <= static_cast<Time>(std::max(written)) * 100'000 * 11 / 10);
 }
 
+TEST_CASE("program mode: an eviction over pages a policy discarded puts them on the host",
+          "[sim][budget]") {
+  Scratch s;
+  // DeepUM discards a victim's freed pages and then evicts the whole block: the replay's call
+  // leaves the discarded pages out, and a later write pays the discarded cost; the program's
+  // call covers them, which populates them on the host, and a later write migrates them.
+  const std::string trace = std::string(FAULTLINE_SOURCE_DIR) + "/traces/real/resnet50.fltrace";
+  s.write("gpus/simgpu.json", Scratch::gpu_profile({{"populate_ns", 500},
+                                                    {"discarded_resident_fault_ns", 100'500},
+                                                    {"discarded_fault_ns", 100'500}}));
+  const auto run = [&](const char* mode) {
+    nlohmann::json cfg = Scratch::run_config(nlohmann::json::object(), "deepum");
+    cfg["capacity"] = {{"fraction_of_footprint", 0.75}, {"mode", mode}};
+    const uint64_t footprint = trace::compute_stats(trace).footprint_chunks;
+    return simulate(cfg, trace, simtest::parse(cfg).capacity.chunks(footprint));
+  };
+  const Outcome replay = run("budget"), program = run("program");
+  REQUIRE(replay.stats.discarded_refaults > 1000);
+  CHECK(program.stats.discarded_refaults < replay.stats.discarded_refaults / 4);
+  CHECK(program.stats.pages_populated_on_host > replay.stats.pages_populated_on_host);
+}
+
 TEST_CASE("budget mode: a prefetch of pages a policy discarded costs the profile's discarded "
           "prefetch cost",
           "[sim][budget]") {

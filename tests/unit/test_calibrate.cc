@@ -79,12 +79,13 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   // populate and migrate, each block by block and strided
   CHECK(warm_ups.size() == 4 * j.repeats);
   // Discarded pages: kernel-written blocks, half of each discarded, the other half staying or
-  // evicted, then a kernel on the discarded halves; beside the same kernel on fresh halves.
+  // evicted (or the whole block evicted over them), then a kernel on the discarded halves;
+  // beside the same kernel on fresh halves.
   const json& d = m["discarded_touch"];
   CHECK(d["blocks"] == 4);
   CHECK(d["pages"] == 4 * 16);
-  for (const char* key :
-       {"fresh_ns", "resident_ns", "evicted_ns", "prefetch_fresh_ns", "prefetch_discarded_ns"})
+  for (const char* key : {"fresh_ns", "resident_ns", "evicted_ns", "covered_ns",
+                          "prefetch_fresh_ns", "prefetch_discarded_ns", "prefetch_covered_ns"})
     CHECK(d.contains(key));
   bool halves = false;
   for (const auto& pages : device.kernel_pages) halves |= pages.size() == 4 * 16;
@@ -181,6 +182,15 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
   const live::FittedProfile q = live::fit(m, settings());
   CHECK(q.gpu["discarded_prefetch_ns"].get<int64_t>() ==
         q.gpu["prefetch_populate_ns"].get<int64_t>() + 20'000);
+  CHECK(!q.report.contains("discarded_then_evicted")); // measured since the covered cases only
+  // Discarded, then evicted by a call over them too: reported beside the discarded fault's cost.
+  m["discarded_touch"]["covered_ns"] = 1'280'000;
+  m["discarded_touch"]["prefetch_covered_ns"] = 840'000;
+  const live::FittedProfile r = live::fit(m, settings());
+  CHECK(r.report["discarded_then_evicted"]["write_ns_per_64k"].get<int64_t>() == populate + 10'000);
+  CHECK(r.report["discarded_then_evicted"]["prefetch_ns_per_64k"].get<int64_t>() ==
+        r.gpu["prefetch_populate_ns"].get<int64_t>() + 10'000);
+  CHECK(r.report["discarded_then_evicted"]["discarded_fault_ns"] == r.gpu["discarded_fault_ns"]);
   m["discarded_touch"].erase("prefetch_fresh_ns");
   CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.discarded_touch") && Catch::Contains("prefetch_fresh_ns"));

@@ -82,6 +82,23 @@ private:
 };
 FAULTLINE_REGISTER_POLICY(EvictSome, "test-evict-some");
 
+// At kernel 1's launch evicts what kernel 0 named; at kernel 1's end, what kernel 1 named.
+class EvictAtEnd : public policies::IPolicy {
+public:
+  EvictAtEnd(const nlohmann::json&, const std::string&) {}
+  void on_kernel_launch(const policies::LaunchEvent& e, policies::Actions& out) override {
+    named_.push_back(e.args.at(0));
+    if (e.kernel == 1) out.push_back({policies::ActionKind::kEvict, named_[0], kHost, {}});
+  }
+  void on_kernel_end(const policies::KernelEndEvent& e, policies::Actions& out) override {
+    if (e.kernel == 1) out.push_back({policies::ActionKind::kEvict, named_[1], kHost, {}});
+  }
+
+private:
+  std::vector<policies::Range> named_;
+};
+FAULTLINE_REGISTER_POLICY(EvictAtEnd, "test-evict-at-end");
+
 program::RunConfig run_config(const std::string& policy, uint64_t budget,
                               const std::string& kernel_ends = "launch") {
   program::RunConfig c;
@@ -191,6 +208,23 @@ TEST_CASE("program run: a kernel's end reaches the policy at its launch, where a
   const nlohmann::json doc = run.finish();
   CHECK(doc["results"]["prefetch"]["issued_bytes"] == 6 * kMiB);
   CHECK(doc["results"]["faults"] == 0);
+}
+
+TEST_CASE("program run: what the policy does at a kernel's end waits for that kernel") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(run_config("test-evict-at-end", 0), device, device.total, clock);
+  run.alloc(kBase, 2 * kMiB, true);
+  run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
+  run.launch("k0", {kBase}, 3);
+  CHECK(device.take().empty());
+  // Inside k1's launch the migration stream waits for k0 (k1 is not on its stream yet), and k1
+  // waits for the eviction.
+  run.launch("k1", {kBase + 2 * kMiB}, 3);
+  CHECK(device.take() == std::vector<std::string>{"after", "evict 0M 2M", "order 3"});
+  // k1's end reaches the policy at the next call: its eviction waits for k1, launched since.
+  run.synced();
+  CHECK(device.take() == std::vector<std::string>{"after", "evict 2M 2M"});
 }
 
 TEST_CASE("program run: with ends at the launch, how far the CPU runs ahead changes nothing") {
