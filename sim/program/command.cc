@@ -215,8 +215,6 @@ int run_program(const RunRequest& r) {
       {"kernel_ends", r.kernel_ends},
       {"iterations", r.iterations}};
   if (r.footprint_bytes) doc["config"]["footprint_bytes"] = r.footprint_bytes;
-  if (ran.contains("launches_past_trace"))
-    doc["config"]["launches_past_trace"] = ran["launches_past_trace"];
   if (!r.trace.empty()) {
     doc["trace"] = {{"path", r.trace}, {"footprint_bytes", trace_footprint}};
     doc["config"]["trace"] = r.trace;

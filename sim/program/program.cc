@@ -2,6 +2,7 @@
 
 #include "sim/core/error.h"
 #include "sim/run/results.h"
+#include "tracer/convert/passes.h"
 #include "tracer/raw/raw_format.h"
 
 #include <algorithm>
@@ -155,7 +156,7 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   named_.clear();
   // With a trace, its operation of this number: the blocks made and freed before it, the
   // allocations it named and the pages it touched. Else the allocations the arguments name.
-  if (const TraceView::Operation* op = traced_ ? traced_->operation(index) : nullptr) {
+  if (const TraceView::Operation* op = traced_ ? traced_operation(index, name) : nullptr) {
     for (const TraceView::BlockEvent& b : op->blocks_before) {
       if (b.free)
         host_.free(b.record.id, t);
@@ -174,7 +175,6 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
       if (a->second.managed)
         needed.insert(needed.end(), a->second.chunks.begin(), a->second.chunks.end());
     }
-    if (traced_) ++untraced_launches_;
   }
   host_.launch(index, name, ids, t); // the policy's actions run first, as in the replay
   // Errors name the launch where they are caught (module.cc).
@@ -194,6 +194,23 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   if (evicted_since_launch_) device_.order_before(stream);
   evicted_since_launch_ = false;
   launching_ = false;
+}
+
+// The policy's picture of the program (which allocator blocks are free, what comes next) is the
+// trace's: a launch the trace does not have at its number would have it discard or evict the
+// program's live data on a stale picture, so the run stops there.
+const TraceView::Operation* ProgramRun::traced_operation(uint64_t index, const std::string& name) {
+  const TraceView::Operation* op = traced_->operation(index);
+  const auto differs = [&](const std::string& how) {
+    return Error(how + ": the trace is not of this program as it runs (capture it as it runs here, "
+                       "with as many steps)");
+  };
+  if (!op) throw differs("the trace has " + std::to_string(traced_->operations()) + " operations");
+  auto it = trace_names_.find(name);
+  if (it == trace_names_.end()) it = trace_names_.emplace(name, capture::demangle(name)).first;
+  if (it->second != op->name)
+    throw differs("the trace's operation #" + std::to_string(index) + " is " + op->name);
+  return op;
 }
 
 // A call after a launch finds its kernel on its stream (the library records its event as the
@@ -322,7 +339,6 @@ nlohmann::json ProgramRun::finish() {
   out["config"]["budget_chunks"] = residency_.budget_chunks();
   // What the budget counted a launch to need: the trace's pages, or the allocations it names.
   out["config"]["books"] = traced_ ? "trace" : "arguments";
-  if (traced_) out["config"]["launches_past_trace"] = untraced_launches_;
   out["results"] = totals_json(t);
   if (gpu_used_known_) out["results"]["gpu_used_peak_bytes"] = gpu_peak_;
   out["results"]["policy_start_ns"] = start_ns_;

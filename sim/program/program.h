@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace faultline::program {
@@ -118,6 +119,8 @@ private:
   // Evictions and discards wait for the kernels launched so far (the CPU runs ahead of them).
   void after_launched();
   void host_touched(Addr start, Bytes bytes);
+  // The trace's operation #index, which must be the launch `name`: Error otherwise.
+  const TraceView::Operation* traced_operation(uint64_t index, const std::string& name);
   // The policy hears the faults and ends of the pending kernels before kernel `count`.
   void end_kernels(uint64_t count);
   // Every call of the program's begins here: the time, and with config.kernel_ends "launch" the
@@ -141,7 +144,7 @@ private:
   host::Residency residency_;
   std::optional<AddressMap> map_;   // with a trace: the policy's addresses are the trace's
   std::optional<TraceView> traced_; // with a trace: what it says of each launch
-  uint64_t untraced_launches_ = 0;  // launches past the trace's operations
+  std::unordered_map<std::string, std::string> trace_names_; // the run's names as a trace's
   host::PolicyHost host_;
   bool ends_at_launch_;    // config.kernel_ends "launch"
   bool launching_ = false; // inside launch(): its kernel is not on its stream yet

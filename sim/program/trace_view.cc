@@ -30,8 +30,8 @@ TraceView::TraceView(const std::string& trace_path) {
       for (const trace::Access& a : r.kernel.accesses) pages.push_back(a.big_page);
       std::sort(pages.begin(), pages.end());
       pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
-      operations_.push_back(
-          {host::group_by_chunk(pages), r.kernel.args, std::move(pending), std::move(touches)});
+      operations_.push_back({r.kernel.name, host::group_by_chunk(pages), r.kernel.args,
+                             std::move(pending), std::move(touches)});
       pending.clear();
       touches.clear();
     }

@@ -7,7 +7,8 @@
 // `replay`, with the blocks that PyTorch's allocator hands out inside its segments, which the
 // program's own calls never show. The host's touches of managed memory since the operation
 // before are there too: the driver moves the pages the host touches back to it, so the books
-// let them go, as the simulator's GPU does.
+// let them go, as the simulator's GPU does. Each operation's name lets the run check that the
+// program runs the trace's operations.
 // The whole trace is read once at the start (a few MB for a ResNet-50 of ten steps), so that a
 // launch costs a lookup and no decoding.
 #pragma once
@@ -33,6 +34,7 @@ public:
     Bytes bytes = 0;
   };
   struct Operation {
+    std::string name; // as the trace names it: demangled, or "[memcpy HtoD]", ...
     std::vector<host::ChunkPages> pages;
     std::vector<uint64_t> args;
     std::vector<BlockEvent> blocks_before;

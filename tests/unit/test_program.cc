@@ -450,12 +450,40 @@ TEST_CASE("program run: with a trace, the budget counts the pages each operation
     }
     const nlohmann::json doc = run.finish();
     CHECK(doc["config"]["books"] == "trace");
-    CHECK(doc["config"]["launches_past_trace"] == 0);
     CHECK(doc["steps"].size() == 2);
     CHECK(doc["results"]["bytes_host_to_gpu"].get<int64_t>() > 0); // by fault or prefetch
     if (std::string(policy) == "ondemand") CHECK(doc["results"]["faults"].get<int64_t>() > 0);
     for (uint64_t a : device.addresses) CHECK(a >= (1ull << 40)); // in the run's memory
   }
+}
+
+TEST_CASE("program run: a launch the trace does not have at its number stops the run there") {
+  fltest::TempDir dir;
+  const std::string trace = fltest::dnn_trace(dir, 7);
+  const auto run_with = [&](const std::vector<program::TraceCall>& calls) {
+    FakeDevice device;
+    ManualClock clock;
+    program::RunConfig c = run_config("schedule", 0);
+    c.trace = trace;
+    program::ProgramRun run(c, device, device.total, clock);
+    program::feed(calls, run);
+    return run.kernels();
+  };
+  const std::vector<program::TraceCall> calls = program::trace_calls(trace);
+  const uint64_t operations = run_with(calls); // the trace's own calls run through
+  REQUIRE(operations > 3);
+  // Another kernel at operation #2: its picture of the program would be the trace's, stale.
+  std::vector<program::TraceCall> other = calls;
+  size_t launches = 0;
+  for (program::TraceCall& c : other)
+    if (c.kind == program::TraceCall::kLaunch && launches++ == 2) c.name = "another_kernel";
+  CHECK_THROWS_WITH(run_with(other), Catch::Contains("the trace's operation #2 is ") &&
+                                         Catch::Contains("not of this program as it runs"));
+  // A program that runs longer than its trace (more steps than were captured).
+  std::vector<program::TraceCall> longer = calls;
+  longer.push_back({program::TraceCall::kLaunch, 0, 0, true, "one_more", {}});
+  CHECK_THROWS_WITH(run_with(longer),
+                    Catch::Contains("the trace has " + std::to_string(operations) + " operations"));
 }
 
 TEST_CASE("program run: a trace of another program is refused at the allocation that differs") {
