@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(repo, "experiments"))
 from lab.live import program  # noqa: E402
 
 for campaign in ("h200-cb9b8025-program", "h100-aa1dd289-program", "h100-b512fb4d-program",
-                 "h100-7095b3b2-program"):
+                 "h100-7095b3b2-program", "h100-50ad1d5d-program"):
     folder = os.path.join(repo, "experiments", "live", "data", campaign)
     doc = program.report(folder, sys.argv[1] if len(sys.argv) > 1 else program.FAULTLINE)
     with open(os.path.join(repo, "experiments", "live", "reports", campaign, "program.json")) as f:

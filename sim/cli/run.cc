@@ -36,7 +36,10 @@ const char* kExplanation =
     "so that the rows line up with a trace captured with --range profiler. --per-kernel adds a\n"
     "row per operation (\"kernels\": its GPU time, CUPTI's fault groups and migrated bytes\n"
     "during it), to set beside the simulator's per_kernel rows of the same trace; CUPTI's\n"
-    "records cost the run a little, so time the policies without it.";
+    "records cost the run a little, so time the policies without it. The policy hears a\n"
+    "kernel's end at the program's next call after its launch, where its actions take effect\n"
+    "(--kernel-ends launch); gpu: when the GPU has run it. With --trace every launch must be\n"
+    "the trace's operation of its number: the run stops at the first that is not.";
 
 struct Options {
   std::string policy = "ondemand", params, trace, out, keep, inject, range = "all",

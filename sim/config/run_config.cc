@@ -104,9 +104,12 @@ const Fields<RunConfig>& capacity_mode_fields() {
              "error. \"program\": the same budget as `faultline run` keeps it inside the "
              "program: the CPU does not wait for each kernel, a kernel waits for the migrations "
              "issued before it only when the budget evicted for it, no launch of the replay's "
-             "is charged, a prefetch of pages already on the GPU makes no call, and the policy "
+             "is charged, a prefetch of pages already on the GPU makes no call, the policy "
              "hears each launch when the GPU reaches it (the run's books at a launch hold what "
-             "the GPU holds then); needs what \"budget\" needs"),
+             "the GPU holds then, and it hears a kernel's end before the next launch, as "
+             "`faultline run --kernel-ends launch` tells it), and an eviction call covers the "
+             "pages a policy discarded, which it populates on the host; needs what \"budget\" "
+             "needs"),
   };
   return fields;
 }

@@ -165,16 +165,22 @@ TEST_CASE("program run: a kernel naming more than the budget stops with its name
                     Catch::Contains("the launch needs 3 chunks of 2 MB at once"));
 }
 
-TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
-  FakeDevice device;
-  ManualClock clock;
-  // Kernel ends as the GPU reports them: a is still running at b's launch.
-  program::ProgramRun run(run_config("pump", 4 * kMiB, "gpu"), device, device.total, clock);
+// Three 2 MB allocations under pump at a budget of two, and kernel a naming the first two, which
+// pump prefetches.
+static void pump_launches_a(program::ProgramRun& run, FakeDevice& device) {
   run.alloc(kBase, 2 * kMiB, true);
   run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
   run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
   run.launch("a", {kBase, kBase + 2 * kMiB}, 0);
   CHECK(device.take() == std::vector<std::string>{"prefetch 0M 2M", "prefetch 2M 2M"});
+}
+
+TEST_CASE("program run: pump's prefetches run on the migration stream within the budget") {
+  FakeDevice device;
+  ManualClock clock;
+  // Kernel ends as the GPU reports them: a is still running at b's launch.
+  program::ProgramRun run(run_config("pump", 4 * kMiB, "gpu"), device, device.total, clock);
+  pump_launches_a(run, device);
   // b's block would pass PUMP's share of the budget while a runs: its prefetch waits for a's end;
   // the budget makes room for b at once, and b's stream waits for that eviction.
   run.launch("b", {kBase + 4 * kMiB}, 0);
@@ -189,16 +195,12 @@ TEST_CASE("program run: pump's prefetches run on the migration stream within the
   CHECK(doc["results"]["faults"] == 32); // b's block was not there at its launch
 }
 
-TEST_CASE("program run: a kernel's end reaches the policy at its launch, where actions land") {
+TEST_CASE("program run: a kernel's end reaches the policy at the next call, where actions land") {
   FakeDevice device;
   ManualClock clock;
   program::ProgramRun run(run_config("pump", 4 * kMiB), device, device.total, clock);
-  run.alloc(kBase, 2 * kMiB, true);
-  run.alloc(kBase + 2 * kMiB, 2 * kMiB, true);
-  run.alloc(kBase + 4 * kMiB, 2 * kMiB, true);
-  run.launch("a", {kBase, kBase + 2 * kMiB}, 0);
-  CHECK(device.take() == std::vector<std::string>{"prefetch 0M 2M", "prefetch 2M 2M"});
-  // a ended for the policy at its launch: PUMP prefetches b's block at b's launch, after a's
+  pump_launches_a(run, device);
+  // a ended for the policy at b's call: PUMP prefetches b's block at b's launch, after a's
   // kernel (the eviction waits for it), and b finds it there.
   run.launch("b", {kBase + 4 * kMiB}, 0);
   CHECK(device.take() ==

@@ -129,7 +129,7 @@ def own_calibration(campaign):
 
 # The newest hold-out campaign, summarised in results/holdout.json: a `campaign.sh program`
 # campaign (the program itself as the ground truth) or a replay campaign (the replay as it).
-NEWEST_HOLDOUT = "h100-7095b3b2-program"
+NEWEST_HOLDOUT = "h100-50ad1d5d-program"
 
 
 def holdout_programs():
