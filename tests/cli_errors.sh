@@ -354,6 +354,12 @@ expect "bound of a two-GPU config" 1 stderr "one job on one GPU" -- \
   "$FAULTLINE" bound --config "$WORK/two-gpus.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace"
 expect "bound of a trace" 0 stdout '"lower_bound_ns"' -- \
   "$FAULTLINE" bound --config "$WORK/run.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace"
+expect "bound of measured steps" 0 stdout '"first_step": 1' -- \
+  "$FAULTLINE" bound --config "$WORK/run.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace" --steps 1:2
+expect "bound with a bad step range" 2 stderr "--steps 2:1: LAST comes before FIRST" -- \
+  "$FAULTLINE" bound --config "$WORK/run.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace" --steps 2:1
+expect "bound with steps not a range" 2 stderr "--steps one: expected FIRST:LAST" -- \
+  "$FAULTLINE" bound --config "$WORK/run.json" --trace "$SOURCE_DIR/traces/real/stream.fltrace" --steps one
 
 # faultline config schema: every declared config key (the READMEs' tables: tests/doc_tables.sh).
 expect "config schema of a section" 0 stdout '| `batch_size` | unsigned 32-bit integer | `256` | at least 1 |' -- \

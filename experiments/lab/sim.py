@@ -35,10 +35,12 @@ def simulate(trace, config, faultline=None, **overrides):
     return _run("sim", trace, config, faultline, overrides)
 
 
-def bound(trace, config, faultline=None, **overrides):
+def bound(trace, config, faultline=None, steps=None, **overrides):
     """`faultline bound` of TRACE under CONFIG (as simulate takes it): the lower bound on any
-    policy's time (its "bound" object: lower_bound_ns, all_resident_ns, min_bytes_host_to_gpu)."""
-    return _run("bound", trace, config, faultline, overrides)["bound"]
+    policy's time (its "bound" object: lower_bound_ns, all_resident_ns, min_bytes_host_to_gpu;
+    measured_steps: the same for the steps STEPS = (FIRST, LAST) names, by default 0 on)."""
+    extra = ["--steps", f"{steps[0]}:{steps[1]}"] if steps else []
+    return _run("bound", trace, config, faultline, overrides, extra)["bound"]
 
 
 def trace_stats(trace, faultline=None):
@@ -52,7 +54,7 @@ def trace_stats(trace, faultline=None):
     return json.loads(out.stdout)
 
 
-def _run(command, trace, config, faultline, overrides):
+def _run(command, trace, config, faultline, overrides, extra=()):
     if isinstance(config, str):
         with open(config) as f:
             config = json.load(f)
@@ -62,7 +64,7 @@ def _run(command, trace, config, faultline, overrides):
     try:
         progress = ["--no-progress"] if command == "sim" else []
         out = subprocess.run([faultline or FAULTLINE, command, "--config", f.name, "--trace", trace]
-                             + progress, capture_output=True, text=True)
+                             + progress + list(extra), capture_output=True, text=True)
     finally:
         os.unlink(f.name)
     if out.returncode != 0:

@@ -25,6 +25,7 @@ constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 // data, on the host).
 struct Event {
   enum Kind : uint8_t { kTouch, kFreed, kHostTouched } kind;
+  bool measured; // in a step from step 0 on
   uint64_t page;
 };
 
@@ -32,6 +33,9 @@ struct Flattened {
   std::vector<Event> events;
   Time all_resident_ns = 0;
   uint64_t references = 0;
+  // The steps from step 0 on: how many, the program's own time for them, their kernels' time.
+  uint64_t measured_steps = 0;
+  Time measured_program_ns = 0, measured_gpu_ns = 0;
 };
 
 // Calls f(big page) for every 64 KB big page [address, address + size) overlaps.
@@ -43,7 +47,7 @@ template <class F> void for_pages(Addr address, Bytes size, F f) {
 // `host_fault_ns` and `reverse` price a host access's captured CPU faults as the simulator does
 // (captured_host_faults_ns): the big pages a kernel touched since the host last did.
 Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_ns,
-                  const config::LinkCurve& reverse) {
+                  const config::LinkCurve& reverse, StepRange range) {
   Flattened out;
   trace::StepRepeater reader(path, iterations);
   std::unordered_map<uint64_t, trace::AllocRecord> live;
@@ -64,9 +68,16 @@ Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_
   // out (host_credit), so a run whose host touches cost nothing is that much shorter.
   const bool issue = reader.timeline() == trace::Timeline::kIssue;
   Time cpu_free = 0, cpu_mark = 0, gpu_end = 0, host_credit = 0;
+  int64_t last_step = -1;
   while (reader.next(r)) {
     if (first) start = cpu_free = cpu_mark = r.time();
     first = false;
+    const bool measured = range.holds(reader.step());
+    if (measured && reader.step() != last_step) {
+      last_step = reader.step();
+      ++out.measured_steps;
+      out.measured_program_ns += reader.program_step_ns(last_step);
+    }
     const auto freed = r.type == trace::RecordType::kFree ? live.find(r.free.id) : live.end();
     if (issue && r.type == trace::RecordType::kKernel) {
       for (const trace::Access& a : r.kernel.accesses)
@@ -107,7 +118,7 @@ Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_
       if (freed == live.end()) break;
       if (freed->second.kind != trace::MemoryKind::kDevice)
         for_pages(freed->second.address, freed->second.size, [&](uint64_t p) {
-          out.events.push_back({Event::kFreed, p});
+          out.events.push_back({Event::kFreed, measured, p});
         });
       if (freed->second.kind == trace::MemoryKind::kManaged) managed.erase(freed->second.address);
       live.erase(freed);
@@ -115,15 +126,16 @@ Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_
     }
     case trace::RecordType::kHostAccess:
       for_pages(r.host.address, r.host.size, [&](uint64_t p) {
-        if (is_managed(p)) out.events.push_back({Event::kHostTouched, p});
+        if (is_managed(p)) out.events.push_back({Event::kHostTouched, measured, p});
       });
       break;
     case trace::RecordType::kKernel:
       in_kernel.clear();
       for (const trace::Access& a : r.kernel.accesses)
         if (is_managed(a.big_page) && in_kernel.insert(a.big_page).second)
-          out.events.push_back({Event::kTouch, a.big_page});
+          out.events.push_back({Event::kTouch, measured, a.big_page});
       out.references += in_kernel.size();
+      if (measured) out.measured_gpu_ns += r.kernel.duration;
       end = std::max(end, r.kernel.start + r.kernel.duration);
       break;
     default:
@@ -138,6 +150,7 @@ Flattened flatten(const std::string& path, uint64_t iterations, Time host_fault_
 struct Misses {
   uint64_t moves = 0;   // misses that copy (the page holds data)
   uint64_t repeats = 0; // of those, misses of a page the GPU touched before in the same epoch
+  uint64_t measured_moves = 0; // of the moves, those at a touch in the measured steps
 };
 
 // Belady's MIN with bypass: on a miss, the page whose next touch is furthest (the new one
@@ -184,6 +197,7 @@ Misses min_moves(const std::vector<Event>& events, uint64_t capacity) {
     if (data) {
       ++out.moves;
       out.repeats += repeat;
+      out.measured_moves += e.measured;
     }
     data = true;
     if (capacity == 0) continue;
@@ -213,8 +227,10 @@ double best_gbps(const config::LinkCurve& curve) {
 } // namespace
 
 LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
-                       const config::LinkProfile& host_link, Time host_fault_ns) {
-  const Flattened trace = flatten(trace_path, iterations, host_fault_ns, host_link.reverse);
+                       const config::LinkProfile& host_link, Time host_fault_ns,
+                       StepRange measured) {
+  const Flattened trace =
+      flatten(trace_path, iterations, host_fault_ns, host_link.reverse, measured);
   LowerBound b;
   b.all_resident_ns = trace.all_resident_ns;
   b.references = trace.references;
@@ -226,6 +242,11 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
   b.reverse_link_gbps = best_gbps(host_link.reverse);
   if (b.link_gbps <= 0) {
     b.lower_bound_ns = b.all_resident_ns;
+    b.measured = {measured, trace.measured_steps, trace.measured_program_ns, trace.measured_gpu_ns};
+    b.measured.all_resident_ns =
+        b.measured.program_ns > 0 ? b.measured.program_ns : b.measured.gpu_ns;
+    b.measured.min_pages_moved = misses.measured_moves;
+    b.measured.lower_bound_ns = std::max(b.measured.all_resident_ns, b.measured.gpu_ns);
     return b;
   }
   // Per 64 KB page, the least link time of a copy: its bytes at the best bandwidth, and its
@@ -250,24 +271,47 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
     b.duplex_ns = static_cast<Time>(std::floor(lambda * (in * moves + (remote - in) * repeats)));
   }
   b.lower_bound_ns = std::max({b.all_resident_ns, b.transfer_ns, b.duplex_ns});
+  MeasuredBound& m = b.measured;
+  m.range = measured;
+  m.steps = trace.measured_steps;
+  m.program_ns = trace.measured_program_ns;
+  m.gpu_ns = trace.measured_gpu_ns;
+  m.all_resident_ns = m.program_ns > 0 ? m.program_ns : m.gpu_ns;
+  m.min_pages_moved = misses.measured_moves;
+  const uint64_t preloadable = std::min(m.min_pages_moved, b.capacity_big_pages);
+  m.transfer_ns =
+      static_cast<Time>(std::floor(static_cast<double>(m.min_pages_moved - preloadable) * in));
+  m.lower_bound_ns = std::max({m.all_resident_ns, m.gpu_ns, m.transfer_ns});
   return b;
 }
 
 nlohmann::json to_json(const LowerBound& b) {
-  return {{"all_resident_ns", b.all_resident_ns},
-          {"capacity_big_pages", b.capacity_big_pages},
-          {"references", b.references},
-          {"min_bytes_host_to_gpu", b.min_pages_moved * kBigPageSize},
-          {"min_repeat_bytes", b.min_repeat_pages * kBigPageSize},
-          {"link_gbps", b.link_gbps},
-          {"reverse_link_gbps", b.reverse_link_gbps},
-          {"transfer_ns", b.transfer_ns},
-          {"duplex_ns", b.duplex_ns},
-          {"lower_bound_ns", b.lower_bound_ns}};
+  return {
+      {"all_resident_ns", b.all_resident_ns},
+      {"capacity_big_pages", b.capacity_big_pages},
+      {"references", b.references},
+      {"min_bytes_host_to_gpu", b.min_pages_moved * kBigPageSize},
+      {"min_repeat_bytes", b.min_repeat_pages * kBigPageSize},
+      {"link_gbps", b.link_gbps},
+      {"reverse_link_gbps", b.reverse_link_gbps},
+      {"transfer_ns", b.transfer_ns},
+      {"duplex_ns", b.duplex_ns},
+      {"lower_bound_ns", b.lower_bound_ns},
+      {"measured_steps",
+       {{"first_step", b.measured.range.first},
+        {"last_step", b.measured.range.last == INT64_MAX ? nlohmann::json()
+                                                         : nlohmann::json(b.measured.range.last)},
+        {"steps", b.measured.steps},
+        {"program_ns", b.measured.program_ns},
+        {"gpu_ns", b.measured.gpu_ns},
+        {"all_resident_ns", b.measured.all_resident_ns},
+        {"min_bytes_host_to_gpu", b.measured.min_pages_moved * kBigPageSize},
+        {"transfer_ns", b.measured.transfer_ns},
+        {"lower_bound_ns", b.measured.lower_bound_ns}}}};
 }
 
 nlohmann::json bound_document(const std::string& config_path, const std::string& trace_path,
-                              uint64_t iterations) {
+                              uint64_t iterations, StepRange measured) {
   config::RunConfig c = config::load_run_config(config_path);
   if (c.gpus != 1 || !c.neighbours.empty() || !c.topology.gpus.empty())
     throw ConfigError(config_path + ": the lower bound is defined for one job on one GPU (no " +
@@ -284,8 +328,8 @@ nlohmann::json bound_document(const std::string& config_path, const std::string&
   out["faultline"] = {{"git_revision", git_revision()}, {"trace_format_version", trace::kVersion}};
   out["trace"] = {{"path", trace_path}, {"footprint_bytes", stats.footprint_bytes()}};
   out["config"] = c.resolved;
-  out["bound"] =
-      to_json(lower_bound(trace_path, c.iterations, chunks, c.host_link, c.gpu.host_fault_ns));
+  out["bound"] = to_json(
+      lower_bound(trace_path, c.iterations, chunks, c.host_link, c.gpu.host_fault_ns, measured));
   return out;
 }
 

@@ -19,16 +19,42 @@
 //    choice between the two escapes (sim/README.md).
 // lower_bound_ns is the largest of the three. Defined for one job on one GPU (a neighbour's
 // memory would be a second source).
+// The measured steps (step 0 on, the set-up left out), as a run's step rows count them, are
+// bounded on their own (MeasuredBound): a live run's steps are set beside that, not beside the
+// whole trace's bound, whose set-up (its CPU gaps) may take longer than all its steps.
 #pragma once
 
 #include "sim/config/run_config.h"
 #include "sim/core/types.h"
 
+#include <climits>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace faultline {
+
+// The steps of a range (by default step 0 on): their time is at least the larger of
+//  - all_resident_ns: the program's own time for them (the trace's program_step_ns, measured
+//    with all its memory on the GPU), or where the trace does not say, their kernels' time
+//    back to back (gpu_ns, which the GPU spends on them whatever a policy does);
+//  - transfer_ns: MIN's copies made at their touches, less the capacity's pages (what a
+//    policy could have put on the GPU before them), at the link time per page above.
+struct StepRange {
+  int64_t first = 0, last = INT64_MAX; // inclusive
+  bool holds(int64_t step) const { return step >= first && step <= last; }
+};
+
+struct MeasuredBound {
+  StepRange range;
+  uint64_t steps = 0;
+  Time program_ns = 0; // 0: the trace has no program_step_ns
+  Time gpu_ns = 0;
+  Time all_resident_ns = 0;
+  uint64_t min_pages_moved = 0; // MIN's copies at their touches
+  Time transfer_ns = 0;
+  Time lower_bound_ns = 0;
+};
 
 struct LowerBound {
   Time all_resident_ns = 0;
@@ -41,12 +67,14 @@ struct LowerBound {
   Time transfer_ns = 0;          // the fewest copies' link time to the GPU
   Time duplex_ns = 0;            // both directions' link time, weighed (README)
   Time lower_bound_ns = 0;
+  MeasuredBound measured;
 };
 
 // Reads the trace (repetitions included, trace::StepRepeater) twice. Throws TraceError as the
 // reader does.
 LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint64_t capacity_chunks,
-                       const config::LinkProfile& host_link, Time host_fault_ns);
+                       const config::LinkProfile& host_link, Time host_fault_ns,
+                       StepRange measured = {});
 
 nlohmann::json to_json(const LowerBound& bound);
 
@@ -54,6 +82,6 @@ nlohmann::json to_json(const LowerBound& bound);
 // iterations; `iterations` > 0 overrides), as a document with the resolved config and the git
 // revision. ConfigError for a config of more than one GPU or job.
 nlohmann::json bound_document(const std::string& config_path, const std::string& trace_path,
-                              uint64_t iterations);
+                              uint64_t iterations, StepRange measured = {});
 
 } // namespace faultline

@@ -247,3 +247,45 @@ TEST_CASE("bound: a host-fed issue-time trace's bound leaves out the captured pr
   CHECK(priced_at_nothing.all_resident_ns > bound);
   CHECK(sim < priced_at_nothing.all_resident_ns);
 }
+
+TEST_CASE("bound: the measured steps are bounded on their own, the set-up left out", "[bound]") {
+  fltest::TempDir dir;
+  const auto write = [&](const std::string& name, const nlohmann::json& program_ns) {
+    nlohmann::json header = {
+        {"source", "test"},
+        {"steps",
+         {{{"first_record", 2}, {"start_ns", 4000}}, {{"first_record", 4}, {"start_ns", 8000}}}}};
+    if (!program_ns.is_null()) header["program_step_ns"] = program_ns;
+    const std::string path = dir.file(name);
+    trace::TraceWriter w(path, header);
+    w.write(trace::AllocRecord{1, trace::MemoryKind::kManaged, kBase, 3 * kBlockSize, 0, 0});
+    w.write(touch(0, 0, kChunkPages));              // set-up: A, fresh
+    w.write(touch(4000, kChunkPages, kChunkPages)); // step 0: B, fresh
+    w.write(touch(6000, 0, kChunkPages));           // A: holds data, with room for one a copy
+    w.write(touch(8000, kChunkPages, kChunkPages)); // step 1: B again
+    w.write(touch(10000, 0, kChunkPages));          // A again
+    w.close();
+    return path;
+  };
+  const LowerBound b = lower_bound(write("p.fltrace", {3000, 3500}), 0, 1, link_of_1_gbps(), 0);
+  const MeasuredBound& m = b.measured;
+  CHECK(m.steps == 2);
+  CHECK(m.program_ns == 6500);
+  CHECK(m.gpu_ns == 4 * 1000);
+  CHECK(m.all_resident_ns == 6500); // the program's own time for its steps
+  // Room for one chunk: of A, B, A, B, A after the set-up's A, MIN keeps A and bypasses B, whose
+  // second touch copies; less the capacity's pages, which the set-up could have brought.
+  CHECK(b.min_pages_moved == kChunkPages);
+  CHECK(m.min_pages_moved == kChunkPages);
+  CHECK(m.transfer_ns == 0);
+  CHECK(m.lower_bound_ns == 6500);
+  // Without the program's own step times the kernels' time stands in.
+  const LowerBound g = lower_bound(write("g.fltrace", nullptr), 0, 1, link_of_1_gbps(), 0);
+  CHECK(g.measured.program_ns == 0);
+  CHECK(g.measured.all_resident_ns == 4000);
+  // No room at all: every copy of the steps counts, none could have come during the set-up.
+  const LowerBound none = lower_bound(write("n.fltrace", nullptr), 0, 0, link_of_1_gbps(), 0);
+  CHECK(none.measured.min_pages_moved == 3 * kChunkPages); // A, B, A: B's first is fresh
+  CHECK(none.measured.transfer_ns == static_cast<Time>(3 * kChunkPages * kBigPageSize));
+  CHECK(none.measured.lower_bound_ns == none.measured.transfer_ns);
+}

@@ -50,14 +50,36 @@ def measured_ns(doc, steps=STEPS):
     return sum(s["time_ns"] for s in rows[:-1]) if len(rows) == steps else None
 
 
-def measured_steps(trace, faultline):
-    """The measured steps the capture recorded (`--meta measured_steps=N`), else STEPS."""
+def trace_header(trace, faultline):
     with subprocess.Popen([faultline, "trace", "dump", trace], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True) as p:
         header = json.loads(p.stdout.readline() or "{}")
         p.kill()
-    value = header.get("metadata", {}).get("measured_steps")
+    return header
+
+
+def measured_steps(trace, faultline):
+    """The measured steps the capture recorded (`--meta measured_steps=N`), else STEPS."""
+    value = trace_header(trace, faultline).get("metadata", {}).get("measured_steps")
     return int(value) if value else STEPS
+
+
+def measured_range(trace, faultline, steps):
+    """The trace's steps (FIRST, LAST) that measured_ns times in a run of the same steps: the
+    last STEPS but the very last."""
+    count = len(trace_header(trace, faultline).get("metadata", {}).get("steps", []))
+    return (max(0, count - steps), count - 2) if count >= 2 else None
+
+
+def bound_ns(trace, budget, profile, faultline, steps):
+    """`faultline bound`'s measured_steps bound for the steps measured_ns times, at BUDGET with
+    PROFILE's host link: what no policy's measured steps can beat; None for a trace of fewer
+    than two steps."""
+    span = measured_range(trace, faultline, steps)
+    if not span:
+        return None
+    b = sim.bound(trace, run_config("ondemand", budget, profile), faultline, steps=span)
+    return b["measured_steps"]["lower_bound_ns"]
 
 
 def program_seconds(log):
@@ -178,6 +200,7 @@ def report(folder, faultline):
         trace = os.path.join(folder, p + ".fltrace")
         steps = measured_steps(trace, faultline)
         for b in BUDGETS:
+            bound = None
             base = [measured_ns(d, steps) for d in program_runs.get((p, "ondemand", b), [])]
             base = median([t for t in base if t]) if any(base) else None
             for pol in POLICIES:
@@ -188,6 +211,8 @@ def report(folder, faultline):
                 if not times:
                     continue
                 t_prog = median(times)
+                if bound is None:
+                    bound = bound_ns(trace, b, profile, faultline, steps)
                 rep = [t for t in (measured_ns(d, steps) for d in replays.get((p, pol, b), []))
                        if t]
                 t_rep = median(rep) if rep else None
@@ -205,6 +230,8 @@ def report(folder, faultline):
                        "speedup_over_ondemand": round(base / t_prog, 3) if base else None,
                        "replay_s": round(t_rep / 1e9, 4) if t_rep else None,
                        "sim_s": round(t_sim / 1e9, 4) if t_sim else None,
+                       "bound_s": round(bound / 1e9, 4) if bound else None,
+                       "over_bound": round(t_prog / bound, 2) if bound else None,
                        "policy_launch_ns": launch_ns,
                        "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
                                                   for d in docs for s in d["steps"]),
@@ -257,13 +284,19 @@ def markdown(doc, command):
             [[p, b["runs"], pct(b["median_abs_time_error"]), pct(b["max_abs_time_error"])] +
              [pct(b["signed_median_by_policy"].get(pol)) for pol in POLICIES]
              for p, b in s["by_program"].items() if b["runs"]])
-    lines += ["", "## Every run", ""]
+    lines += ["", "## Every run", "",
+              "bound: `faultline bound --steps` over the measured steps at the run's budget and the "
+              "instance's host link, the larger of the program's own time for those steps and the "
+              "fewest bytes any policy must bring in them (`sim/README.md`); no policy can beat it.",
+              ""]
     lines += tables.markdown_table(
         ["program", "policy", "budget", "program (s)", "spread", "speedup over ondemand",
-         "replay (s)", "replay error", "decisions a launch (us)", "sim (s)", "sim error"],
+         "replay (s)", "replay error", "decisions a launch (us)", "sim (s)", "sim error",
+         "bound (s)", "program / bound"],
         [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_s"], pct(r["spread"]),
           r["speedup_over_ondemand"], r["replay_s"], pct(r["replay_error"]),
-          round(r["policy_launch_ns"] / 1e3, 1), r["sim_s"], pct(r["sim_error"])]
+          round(r["policy_launch_ns"] / 1e3, 1), r["sim_s"], pct(r["sim_error"]),
+          r.get("bound_s"), r.get("over_bound")]
          for r in doc["rows"]])
     if doc["without_result"] or doc["unsimulated"]:
         lines += ["", "## Runs without a result", ""]
