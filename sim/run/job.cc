@@ -449,7 +449,10 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
       end = migrator_.to_peer(block, gpu, target - 1, on_gpu, start, "policy eviction to peer");
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
-      end = migrator_.policy_evict(block, gpu, pages, start);
+      // A live backend's call covers the range and populates what nobody held there (the
+      // budget modes model those calls); the driver mode moves what the GPU holds.
+      const bool call = config_.capacity_mode != config::RunConfig::CapacityMode::kDriver;
+      end = migrator_.policy_evict(block, gpu, call ? pages : on_gpu, start);
       capacity_->policy_evicted(!block.chunk[gpu], end);
     }
     capacity_->migration_end(end);
