@@ -20,7 +20,8 @@
 #   PROGRAM.plain[.rR].log      the program alone (REPEATS, default 2): its own step times
 #   PROGRAM.fltrace             `faultline capture` of it (the whole program: --range all); with
 #                               CAPTURES=DIR, DIR/PROGRAM.fltrace and its capture log are taken
-#                               instead (an earlier campaign's, to spare the device time)
+#                               instead (an earlier campaign's, to spare the device time) where
+#                               the capture has STEPS measured steps
 #   PROGRAM-POLICY-BUDGET.kernels.json   `faultline run --per-kernel` (each operation's GPU time
 #                               and faults, CUPTI's records) for PER_KERNEL_POLICIES (default none)
 #                               x PER_KERNEL_BUDGETS (default 0.75), once, before the grid
@@ -77,7 +78,14 @@ sub_program() (
       [ -f "$log" ] || late || "${c[@]}" >"$log" 2>&1 || echo "$p plain failed: $(tail -1 "$log")"
     done
     if [ ! -f "$out/$p.fltrace" ] && [ -n "${CAPTURES:-}" ] && [ -f "$CAPTURES/$p.fltrace" ]; then
-      cp "$CAPTURES/$p.fltrace" "$CAPTURES/$p.capture.log" "$out/"
+      # A run of more steps than its capture stops at its first launch past the trace.
+      have=$("$bin/faultline" trace dump "$CAPTURES/$p.fltrace" 2>/dev/null | head -1 |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"].get("measured_steps", ""))')
+      if [ "$have" = "$steps" ]; then
+        cp "$CAPTURES/$p.fltrace" "$CAPTURES/$p.capture.log" "$out/"
+      else
+        echo "$p: $CAPTURES/$p.fltrace has ${have:-no} measured steps, this campaign $steps: captured anew"
+      fi
     fi
     if [ ! -f "$out/$p.fltrace" ] && ! late; then
       "$bin/faultline" capture ${torch[$p]} --meta workload="$p" --meta measured_steps="$steps" \
