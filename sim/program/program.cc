@@ -191,8 +191,11 @@ void ProgramRun::launch(const std::string& name, const std::vector<uint64_t>& wo
   }
   admit(needed);
   pending_.push_back(std::move(p));
-  if (evicted_since_launch_) device_.order_before(stream);
-  evicted_since_launch_ = false;
+  // Every stream's next launch waits for the evictions and discards made since it last waited: a
+  // kernel on another stream could otherwise write a block before its discard lands.
+  uint64_t& waited = stream_waited_[stream];
+  if (waited != migrations_) device_.order_before(stream);
+  waited = migrations_;
   launching_ = false;
 }
 
@@ -367,7 +370,7 @@ void ProgramRun::evict_range(Addr start, Bytes bytes) {
 void ProgramRun::evict_piece(Addr live, Bytes bytes) {
   after_launched();
   device_.evict_to_host(live, bytes);
-  evicted_since_launch_ = true;
+  ++migrations_;
 }
 
 // Whole big pages leave the books; one the range covers only in part stays counted (the
@@ -459,7 +462,7 @@ void ProgramRun::discard(const policies::Range& range, Time) {
   for_each_piece(range.start, range.bytes, [&](Addr book, Addr live, Bytes n) {
     after_launched(); // the kernels launched before read the data yet
     device_.discard(live, n);
-    evicted_since_launch_ = true; // and the next one may write it anew
+    ++migrations_; // and the next launch may write it anew
     totals_.discarded_bytes += static_cast<int64_t>(n);
     leave_books(book, n);
   });

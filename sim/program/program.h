@@ -9,10 +9,10 @@
 // is known only as the allocations its arguments name, and the books count those whole. Before a
 // launch, what it needs must fit, and the oldest resident chunks it does not need go back to the
 // host (the budget's rule, as in the replay), on the migration stream, which the launch's stream
-// then waits for. Pages a kernel touches beyond that fault on demand, unseen by the books. (The
-// GPU's own count at the program's synchronisations, steps[].gpu_used_peak_bytes, is not the
-// residency: the driver keeps a block's chunk after its pages leave.) A kernel whose needs alone
-// exceed the budget stops the program with an error.
+// then waits for (and every other stream at its next launch). Pages a kernel touches beyond that
+// fault on demand, unseen by the books. (The GPU's own count at the program's synchronisations,
+// steps[].gpu_used_peak_bytes, is not the residency: the driver keeps a block's chunk after its
+// pages leave.) A kernel whose needs alone exceed the budget stops the program with an error.
 //
 // The books at a launch are the GPU's memory once it reaches that kernel, and the policy's
 // evictions wait for the kernels launched before, so a launch is where the policy's actions take
@@ -155,7 +155,10 @@ private:
   std::vector<uint64_t> launch_ids_; // a launch's buffers, kept for the next
   std::vector<const Allocation*> named_;
   std::vector<host::ChunkPages> launch_needed_;
-  bool evicted_since_launch_ = false;
+  // Evictions and discards made so far, and how many of them each stream's launches last waited
+  // for (by the stream's handle).
+  uint64_t migrations_ = 0;
+  std::unordered_map<uint64_t, uint64_t> stream_waited_;
   Totals totals_, step_base_;
   // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it, as the
   // capture counts them; the copies between the boundary and that kernel are the new step's, and

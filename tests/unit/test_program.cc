@@ -212,6 +212,24 @@ TEST_CASE("program run: a kernel's end reaches the policy at the next call, wher
   CHECK(doc["results"]["faults"] == 0);
 }
 
+TEST_CASE("program run: after an eviction every stream's next launch waits, once") {
+  FakeDevice device;
+  ManualClock clock;
+  program::ProgramRun run(run_config("ondemand", 4 * kMiB), device, device.total, clock);
+  run.alloc(kBase, 4 * kMiB, true);
+  run.alloc(kBase + 4 * kMiB, 4 * kMiB, true);
+  run.launch("k0", {kBase}, 3);
+  CHECK(device.take().empty());
+  run.launch("k1", {kBase + 4 * kMiB}, 3); // the budget evicts k0's chunks; stream 3 waits
+  CHECK(device.take() ==
+        std::vector<std::string>{"after", "evict 0M 2M", "evict 2M 2M", "order 3"});
+  run.launch("k2", {kBase + 4 * kMiB}, 5); // nothing moves, but stream 5 never waited for them
+  CHECK(device.take() == std::vector<std::string>{"order 5"});
+  run.launch("k3", {kBase + 4 * kMiB}, 3); // stream 3 has
+  run.launch("k4", {kBase + 4 * kMiB}, 5);
+  CHECK(device.take().empty());
+}
+
 TEST_CASE("program run: what the policy does at a kernel's end waits for that kernel") {
   FakeDevice device;
   ManualClock clock;
