@@ -176,9 +176,9 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
   out.gpu["discarded_resident_fault_ns"] = per_page("resident_ns");
   out.gpu["discarded_fault_ns"] = per_page("evicted_ns");
   // Where the block was then evicted by a call over the discarded pages too (`faultline run`'s
-  // eviction of a whole chunk): what the simulator's capacity mode "program" takes to have put
-  // them on the host, so that they fault in as migrations. Reported beside a migration's cost,
-  // to check that.
+  // eviction of a whole chunk): the simulator's capacity mode "program" takes that call to put
+  // them on the host, so that they fault in as migrations, not at the discarded price. Reported
+  // beside that price and a first touch's, to check it; not fitted into the profile.
   if (d.contains("covered_ns")) {
     out.report["discarded_then_evicted"] = {{"write_ns_per_64k", per_page("covered_ns")},
                                             {"discarded_fault_ns", out.gpu["discarded_fault_ns"]},

@@ -240,13 +240,16 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
   b.min_repeat_pages = misses.repeats;
   b.link_gbps = best_gbps(host_link.forward); // GB/s: bytes per ns
   b.reverse_link_gbps = best_gbps(host_link.reverse);
+  MeasuredBound& m = b.measured;
+  m.range = measured;
+  m.steps = trace.measured_steps;
+  m.program_ns = trace.measured_program_ns;
+  m.gpu_ns = trace.measured_gpu_ns;
+  m.all_resident_ns = m.program_ns > 0 ? m.program_ns : m.gpu_ns;
+  m.min_pages_moved = misses.measured_moves;
+  m.lower_bound_ns = std::max(m.all_resident_ns, m.gpu_ns);
   if (b.link_gbps <= 0) {
     b.lower_bound_ns = b.all_resident_ns;
-    b.measured = {measured, trace.measured_steps, trace.measured_program_ns, trace.measured_gpu_ns};
-    b.measured.all_resident_ns =
-        b.measured.program_ns > 0 ? b.measured.program_ns : b.measured.gpu_ns;
-    b.measured.min_pages_moved = misses.measured_moves;
-    b.measured.lower_bound_ns = std::max(b.measured.all_resident_ns, b.measured.gpu_ns);
     return b;
   }
   // Per 64 KB page, the least link time of a copy: its bytes at the best bandwidth, and its
@@ -271,17 +274,10 @@ LowerBound lower_bound(const std::string& trace_path, uint64_t iterations, uint6
     b.duplex_ns = static_cast<Time>(std::floor(lambda * (in * moves + (remote - in) * repeats)));
   }
   b.lower_bound_ns = std::max({b.all_resident_ns, b.transfer_ns, b.duplex_ns});
-  MeasuredBound& m = b.measured;
-  m.range = measured;
-  m.steps = trace.measured_steps;
-  m.program_ns = trace.measured_program_ns;
-  m.gpu_ns = trace.measured_gpu_ns;
-  m.all_resident_ns = m.program_ns > 0 ? m.program_ns : m.gpu_ns;
-  m.min_pages_moved = misses.measured_moves;
   const uint64_t preloadable = std::min(m.min_pages_moved, b.capacity_big_pages);
   m.transfer_ns =
       static_cast<Time>(std::floor(static_cast<double>(m.min_pages_moved - preloadable) * in));
-  m.lower_bound_ns = std::max({m.all_resident_ns, m.gpu_ns, m.transfer_ns});
+  m.lower_bound_ns = std::max(m.lower_bound_ns, m.transfer_ns);
   return b;
 }
 

@@ -27,7 +27,6 @@
 #include "sim/config/run_config.h"
 #include "sim/core/types.h"
 
-#include <climits>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>

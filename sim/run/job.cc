@@ -53,6 +53,9 @@ Job::Job(Machine m, JobSetup setup)
   policy_at_gpu_turn_ = config_.capacity_mode == config::RunConfig::CapacityMode::kProgram;
   // `faultline run` evicts whole ranges, pages a policy discarded included (sim/program).
   migrator_.set_calls_cover_discarded(policy_at_gpu_turn_);
+  // A live backend's eviction call covers the policy's range and populates what nobody held
+  // there (the budget modes model those calls); the driver mode moves what the GPU holds.
+  evicts_by_call_ = config_.capacity_mode != config::RunConfig::CapacityMode::kDriver;
   servicer_.set_listener(this);
   runner_.set_device_ranges(&device_ranges_);
   runner_.set_block_offset(offset_ / kBlockSize);
@@ -449,10 +452,7 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
       end = migrator_.to_peer(block, gpu, target - 1, on_gpu, start, "policy eviction to peer");
     } else {
       stats_.policy_evicted_pages += on_gpu.count();
-      // A live backend's call covers the range and populates what nobody held there (the
-      // budget modes model those calls); the driver mode moves what the GPU holds.
-      const bool call = config_.capacity_mode != config::RunConfig::CapacityMode::kDriver;
-      end = migrator_.policy_evict(block, gpu, call ? pages : on_gpu, start);
+      end = migrator_.policy_evict(block, gpu, evicts_by_call_ ? pages : on_gpu, start);
       capacity_->policy_evicted(!block.chunk[gpu], end);
     }
     capacity_->migration_end(end);

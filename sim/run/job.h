@@ -164,6 +164,8 @@ private:
   // Issue-time traces: the CPU ran ahead (false: serial playing).
   bool run_ahead_ = false;
   bool serial_kernels_ = false; // the CPU waits for each kernel (capacity mode "budget")
+  // A policy's eviction is a live backend's call over its range (the budget modes).
+  bool evicts_by_call_ = false;
   // The policy hears a launch when the GPU reaches it, not when the CPU issues it (capacity mode
   // "program"): `faultline run`'s books take in each launch's pages and the evictions made for
   // it at the launch, so at launch N they hold what the GPU holds once it reaches kernel N; the

@@ -59,23 +59,19 @@ def trace_header(trace, faultline):
 
 
 def measured_steps(trace, faultline):
-    """The measured steps the capture recorded (`--meta measured_steps=N`), else STEPS."""
-    value = trace_header(trace, faultline).get("metadata", {}).get("measured_steps")
-    return int(value) if value else STEPS
+    """(STEPS, SPAN): the measured steps the capture recorded (`--meta measured_steps=N`, else
+    STEPS), and the trace's steps (FIRST, LAST) that measured_ns times in a run of the same
+    steps, the last STEPS but the very last (None for a trace of fewer than two steps)."""
+    metadata = trace_header(trace, faultline).get("metadata", {})
+    value = metadata.get("measured_steps")
+    steps = int(value) if value else STEPS
+    count = len(metadata.get("steps", []))
+    return steps, (max(0, count - steps), count - 2) if count >= 2 else None
 
 
-def measured_range(trace, faultline, steps):
-    """The trace's steps (FIRST, LAST) that measured_ns times in a run of the same steps: the
-    last STEPS but the very last."""
-    count = len(trace_header(trace, faultline).get("metadata", {}).get("steps", []))
-    return (max(0, count - steps), count - 2) if count >= 2 else None
-
-
-def bound_ns(trace, budget, profile, faultline, steps):
-    """`faultline bound`'s measured_steps bound for the steps measured_ns times, at BUDGET with
-    PROFILE's host link: what no policy's measured steps can beat; None for a trace of fewer
-    than two steps."""
-    span = measured_range(trace, faultline, steps)
+def bound_ns(trace, budget, profile, faultline, span):
+    """`faultline bound`'s measured_steps bound for the trace's steps SPAN, at BUDGET with
+    PROFILE's host link: what no policy's measured steps can beat; None without a SPAN."""
     if not span:
         return None
     b = sim.bound(trace, run_config("ondemand", budget, profile), faultline, steps=span)
@@ -198,7 +194,7 @@ def report(folder, faultline):
                              "library_us_a_launch": round(median(library) / 1e3, 2)
                              if library else None})
         trace = os.path.join(folder, p + ".fltrace")
-        steps = measured_steps(trace, faultline)
+        steps, span = measured_steps(trace, faultline)
         for b in BUDGETS:
             bound = None
             base = [measured_ns(d, steps) for d in program_runs.get((p, "ondemand", b), [])]
@@ -212,7 +208,7 @@ def report(folder, faultline):
                     continue
                 t_prog = median(times)
                 if bound is None:
-                    bound = bound_ns(trace, b, profile, faultline, steps)
+                    bound = bound_ns(trace, b, profile, faultline, span)
                 rep = [t for t in (measured_ns(d, steps) for d in replays.get((p, pol, b), []))
                        if t]
                 t_rep = median(rep) if rep else None
