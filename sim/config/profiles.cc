@@ -133,6 +133,10 @@ const Fields<GpuProfile>& gpu_fields() {
       cost(&G::eviction_populate_ns, "eviction_populate_ns",
            "per eviction call over a chunk with pages nobody holds, which it populates on the "
            "host"),
+      cost(&G::eviction_discarded_ns, "eviction_discarded_ns",
+           "the same where those pages are all pages a policy discarded: replaces "
+           "eviction_populate_ns")
+          .default_from(&G::eviction_populate_ns, "eviction_populate_ns"),
       cost(&G::host_fault_ns, "host_fault_ns",
            "per 64 KB of GPU-resident data the CPU touches, copy extra")
           .required(),

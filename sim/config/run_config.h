@@ -45,6 +45,10 @@ struct GpuProfile {
   // A 2 MB call to the host (the replay's budget eviction, a policy's eviction) over a chunk
   // with pages nobody holds populates them on the host: it costs this much more, once.
   Time eviction_populate_ns = 0;
+  // The same call where the pages nobody holds are all pages a policy discarded (as
+  // `faultline run` evicts a whole chunk a policy discarded part of): far less on the H100s
+  // measured (faultline calibrate's discarded_touch eviction cases).
+  Time eviction_discarded_ns = 0;
   Time host_fault_ns = 0; // CPU fault on a GPU-resident page, per 64 KB serviced
   // The CPU's touch of managed memory no processor holds (never touched, freed and allocated
   // again, or discarded): a CPU fault that populates it on the host, per 64 KB (1.3-1.7 us a

@@ -84,6 +84,15 @@ public:
                                  {"ns", faults(start, b, k, FaultOrder::kStrided)}});
       sample();
     }
+    // The fault benchmark's shapes on blocks the GPU held and a 2 MB call each evicted, as
+    // `faultline run`'s budget and the replay's evict them: what a program's faults cost when
+    // it takes back what the budget evicted.
+    out["refaults"] = json::array();
+    for (const auto& [b, k] : g.fault_points)
+      if (k > 1) // a block's pages are the kernel's: the program's shape
+        out["refaults"].push_back({{"blocks", b},
+                                   {"pages_per_block", k},
+                                   {"ns", faults(Start::kEvicted, b, k, FaultOrder::kBlock)}});
     out["discarded_touch"] = discarded_touch(g.discard_blocks);
     sample();
     out["eviction"]["samples_ns"] = samples;
@@ -361,8 +370,9 @@ private:
     });
   }
 
-  // Where a fault benchmark's pages start: never touched, or written by the host.
-  enum class Start { kFresh, kHost };
+  // Where a fault benchmark's pages start: never touched, written by the host, or written by the
+  // host, prefetched to the GPU and evicted back one 2 MB call a block.
+  enum class Start { kFresh, kHost, kEvicted };
 
   // One kernel touching `k` evenly spread 64 KB big pages in each of `blocks` 2 MB blocks that are
   // unpopulated (populate) or on the host (migrate), in `order`; the launch overhead is taken off.
@@ -384,7 +394,13 @@ private:
     uint64_t warm_up = count;
     const Time t = repeated([&] {
       void* p = alloc(blocks * kBlockSize);
-      if (start == Start::kHost) d_.host_write(p, blocks * kBlockSize);
+      if (start != Start::kFresh) d_.host_write(p, blocks * kBlockSize);
+      if (start == Start::kEvicted) {
+        d_.prefetch_to_gpu(p, blocks * kBlockSize);
+        for (uint64_t b = 0; b < blocks; ++b)
+          d_.evict_to_host(static_cast<char*>(p) + b * kBlockSize, kBlockSize);
+        d_.synchronize();
+      }
       if (!d_.run_kernel(warm_up++, 1, 0)) fail("running the warm-up kernel");
       const Time t = timed([&] { run_kernel(count); });
       d_.free_managed(p);
@@ -432,6 +448,26 @@ private:
         });
         d_.free_managed(p);
         return std::max<Time>(0, t - overhead_);
+      });
+    }
+    // The eviction calls themselves: of the halves left on the GPU ("evicted"), or over the whole
+    // blocks, the discarded halves too ("covered", as `faultline run` evicts a chunk a policy
+    // discarded part of): what covering discarded pages adds to an eviction.
+    for (const std::string start : {"evicted", "covered"}) {
+      out["evict_" + start + "_ns"] = repeated([&] {
+        auto* p = static_cast<char*>(alloc(blocks * kBlockSize));
+        run_kernel(whole);
+        for (uint64_t b = 0; b < blocks; ++b) d_.discard(p + b * kBlockSize, kBlockSize / 2);
+        d_.synchronize();
+        const Time t = timed([&] {
+          for (uint64_t b = 0; b < blocks; ++b) {
+            char* block = p + b * kBlockSize;
+            if (start == "evicted") d_.evict_to_host(block + kBlockSize / 2, kBlockSize / 2);
+            if (start == "covered") d_.evict_to_host(block, kBlockSize);
+          }
+        });
+        d_.free_managed(p);
+        return t;
       });
     }
     // A prefetch of the discarded halves (one call a block, the other halves on the GPU; for

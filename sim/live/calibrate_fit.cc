@@ -156,14 +156,31 @@ void peer_costs(const Measurements& m, const config::RunConfig& config, FittedPr
       "on host-resident blocks");
 }
 
+void keep_from_base(const char* key, const json& base, const std::string& base_name,
+                    FittedProfile& out);
+
+// keep_from_base for a cost whose default is another's: the base (resolved) has a value either
+// way, so it is kept only where the base's file states it (a `sources` line), else left to its
+// default in the fitted profile.
+void keep_stated(const char* key, const json& base, const std::string& base_name,
+                 FittedProfile& out) {
+  const std::string prefix = std::string(key) + ":";
+  for (const json& line : base.value("sources", json::array()))
+    if (line.is_string() && line.get<std::string>().rfind(prefix, 0) == 0)
+      return keep_from_base(key, base, base_name, out);
+  out.gpu.erase(key);
+}
+
 // Faults on pages a policy discarded while they held data (measurements since the
 // discarded_touch benchmark): populate_ns plus what a kernel writing the discarded halves of
 // kernel-written blocks took per 64 KB beyond the same kernel on never-touched halves, with the
 // other halves on the GPU and evicted.
-void discard_costs(const Measurements& m, const config::RunConfig& config, FittedProfile& out) {
+void discard_costs(const Measurements& m, const config::RunConfig& config, const json& base,
+                   const std::string& base_name, FittedProfile& out) {
   if (!m.has("discarded_touch")) { // older measurements: both default to populate_ns
     out.gpu.erase("discarded_resident_fault_ns");
     out.gpu.erase("discarded_fault_ns");
+    keep_stated("eviction_discarded_ns", base, base_name, out);
     return;
   }
   const json& d = m.at("discarded_touch");
@@ -194,6 +211,18 @@ void discard_costs(const Measurements& m, const config::RunConfig& config, Fitte
       "discarded_resident_fault_ns, discarded_fault_ns: populate_ns plus, per 64 KB, what one "
       "kernel writing the discarded halves of kernel-written blocks took beyond the same kernel "
       "on never-touched halves, the other halves on the GPU and evicted to the host");
+  if (d.contains("evict_covered_ns")) {
+    const auto blocks = static_cast<Time>(m.count(d, "blocks", "$.discarded_touch", 1 << 20));
+    out.gpu["eviction_discarded_ns"] =
+        std::max<Time>(0, (m.ns(d, "evict_covered_ns", "$.discarded_touch") -
+                           m.ns(d, "evict_evicted_ns", "$.discarded_touch")) /
+                              std::max<Time>(1, blocks));
+    out.gpu["sources"].push_back(
+        "eviction_discarded_ns: one 2 MB call to the host over each kernel-written block whose "
+        "first half a policy discarded, against a call over its other half only, per block");
+  } else {
+    keep_stated("eviction_discarded_ns", base, base_name, out);
+  }
   if (!d.contains("prefetch_discarded_ns")) { // measured since the prefetch cases only
     out.gpu.erase("discarded_prefetch_ns");
     return;
@@ -448,7 +477,7 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
     out.gpu["peer_link"] = settings.name + "-peer";
     if (measurements.contains("peer_uvm")) peer_costs(m, config, out);
   }
-  discard_costs(m, config, out);
+  discard_costs(m, config, base, settings.base, out);
   host_populate_cost(m, base, settings.base, out);
   eviction_run_cost(m, config, base, settings.base, out);
   return out;

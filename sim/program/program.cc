@@ -289,6 +289,7 @@ void ProgramRun::open_step(Time at, const Totals& base) {
   step_base_ = base;
   step_peak_chunks_ = residency_.resident_chunks();
   step_gpu_peak_ = 0;
+  step_migration_base_ = device_.migration_gpu_ns();
   if (!gpu_used_known_) { // the first kernel: what the GPU holds before the run's data
     gpu_used_at_start_ = device_.used_bytes();
     device_bytes_at_start_ = device_bytes_; // in the GPU's count already
@@ -316,6 +317,9 @@ void ProgramRun::close_step(Time at, const Totals& end) {
   row.prefetch_issued_bytes = end.prefetch_bytes - step_base_.prefetch_bytes;
   row.peak_resident_bytes = static_cast<int64_t>(step_peak_chunks_ * kBlockSize);
   if (gpu_used_known_) row.gpu_used_peak_bytes = static_cast<int64_t>(step_gpu_peak_);
+  // As of the call that closes the step: runs of migrations the GPU has not done yet count in
+  // the next step.
+  row.migration_gpu_ns = static_cast<int64_t>(device_.migration_gpu_ns() - step_migration_base_);
   steps_.push_back(step_json(row));
   step_open_ = false;
 }
@@ -337,6 +341,7 @@ nlohmann::json ProgramRun::finish() {
   t.prefetch_issued_bytes = totals_.prefetch_bytes;
   t.peak_gpu_chunks = static_cast<int64_t>(residency_.peak_chunks());
   t.policy_decision_ns = decision_ns_;
+  t.migration_gpu_ns = static_cast<int64_t>(device_.migration_gpu_ns());
   nlohmann::json out;
   out["config"] = to_json(config_);
   out["config"]["budget_chunks"] = residency_.budget_chunks();

@@ -160,6 +160,7 @@ private:
   uint64_t migrations_ = 0;
   std::unordered_map<uint64_t, uint64_t> stream_waited_;
   Totals totals_, step_base_;
+  uint64_t step_migration_base_ = 0; // device_.migration_gpu_ns() at the step's start
   // Steps: a boundary (the start, each step mark) begins a step when a kernel follows it, as the
   // capture counts them; the copies between the boundary and that kernel are the new step's, and
   // a copy with no kernel after it (a final loss.item()) stays in the step it follows.

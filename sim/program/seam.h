@@ -32,6 +32,10 @@ public:
   virtual void order_after_launched() = 0;
   // Waits for the GPU's work, the program's and the migrations.
   virtual void synchronize() = 0;
+  // The GPU time the migrations took: for each run of them (those a hook issued with no ordering
+  // call between), from the first starting on the GPU to the last done, summed. Only runs done
+  // when asked count (the GPU runs behind the CPU); after synchronize() all of them do.
+  virtual uint64_t migration_gpu_ns() = 0;
   // GPU memory in use now, every process's (cuMemGetInfo): with the GPU idle, the managed pages
   // resident on it are in this count.
   virtual uint64_t used_bytes() = 0;

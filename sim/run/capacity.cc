@@ -61,7 +61,7 @@ public:
     if (chunk_freed) m_.migrator.leave_at(m_.gpu, end);
   }
   Time migration_start(Time now) const override { return now; }
-  void migration_end(Time) override {}
+  void migration_end(Time, Time) override {}
 
 private:
   JobMemory m_;
@@ -113,7 +113,9 @@ private:
 // of pages the GPU holds makes no call.
 class BudgetEvicts : public CapacityKeeper {
 public:
-  BudgetEvicts(JobMemory m, bool program) : m_(m), books_(m.memory, m.gpu), program_(program) {}
+  BudgetEvicts(JobMemory m, bool program) : m_(m), books_(m.memory, m.gpu), program_(program) {
+    if (m_.stats) m_.stats->migration_stream = true;
+  }
 
   Time before_launch(const trace::KernelRecord& k, uint64_t index, Time now) override {
     admit_ran(); // the previous part's pages
@@ -132,6 +134,7 @@ public:
       m_.stats->stream_wait_ns += stream - now;
       m_.stats->eviction_wait_ns += t - stream;
     }
+    if (evicted) busy(stream, t);
     stream_waits_ = false;
     done_ = std::max(done_, t);
     // faults_ gathers over a kernel's parts; kernel_done() hands them over.
@@ -148,12 +151,14 @@ public:
   }
 
   void before_device(uint64_t chunks, Time now) override {
-    Time t = std::max(now, done_);
+    const Time start = std::max(now, done_);
+    Time t = start;
     books_.for_each_victim([&](uint64_t victim) {
       if (m_.memory.chunks_free(m_.gpu) >= chunks) return false;
       t = m_.migrator.free_chunk(*m_.memory.find(victim), m_.gpu, t, "budget eviction");
       return true;
     });
+    busy(start, t);
     done_ = t;
   }
 
@@ -189,8 +194,10 @@ public:
       const PageMask pages =
           (pages_in_range & block.allocated).minus(block.resident[gpu_processor(gpu)]);
       if (program_ && pages.none()) return;
-      const Time t = std::max(now, done_) + profile.prefetch_call_ns;
+      const Time start = std::max(now, done_);
+      const Time t = start + profile.prefetch_call_ns;
       done_ = pages.none() ? t : copy_in(block, pages, t);
+      busy(start, done_);
       // The replay's books take a prefetch's pages in, whether or not they were on the GPU.
       if (m_.host.observes_faults()) admit(block.index, big_page_bits(pages_in_range));
     });
@@ -202,9 +209,16 @@ public:
   void policy_evicted(bool, Time) override { evicted_last_ = stream_waits_ = true; }
   void policy_discarded() override { stream_waits_ = true; }
   Time migration_start(Time now) const override { return std::max(now, done_); }
-  void migration_end(Time end) override { done_ = std::max(done_, end); }
+  void migration_end(Time start, Time end) override {
+    busy(start, end);
+    done_ = std::max(done_, end);
+  }
 
 private:
+  // The migration stream ran from `start` to `end` (what the program measures of it).
+  void busy(Time start, Time end) {
+    if (m_.stats && end > start) m_.stats->migration_ns += end - start;
+  }
   // One prefetch call's copy of `pages` (absent from the GPU) from `t`: room made, the driver's
   // extra costs, then the copy. Returns its end.
   Time copy_in(VaBlock& block, const PageMask& pages, Time t) {

@@ -62,8 +62,10 @@ public:
   virtual void policy_evicted(bool /*chunk_freed*/, Time /*end*/) {}
   // The policy discarded pages (the program's next launch then waits for the migration stream).
   virtual void policy_discarded() {}
+  // A policy's migration issued at `now` starts at migration_start(now) and, begun at `start`,
+  // ends at `end` (migration_end).
   virtual Time migration_start(Time now) const = 0;
-  virtual void migration_end(Time end) = 0;
+  virtual void migration_end(Time start, Time end) = 0;
 };
 
 std::unique_ptr<CapacityKeeper> make_capacity_keeper(config::RunConfig::CapacityMode mode,

@@ -443,7 +443,7 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
     if (on_gpu.none()) { // the replay's call still populates the untouched pages on the host
       const Time start = capacity_->migration_start(now);
       if (const Time cost = migrator_.populate_on_host(block, pages, start))
-        capacity_->migration_end(start + cost);
+        capacity_->migration_end(start, start + cost);
       return;
     }
     const Time start = capacity_->migration_start(now);
@@ -455,7 +455,7 @@ void Job::evict(const policies::Range& range, ProcessorId target, Time now) {
       end = migrator_.policy_evict(block, gpu, evicts_by_call_ ? pages : on_gpu, start);
       capacity_->policy_evicted(!block.chunk[gpu], end);
     }
-    capacity_->migration_end(end);
+    capacity_->migration_end(start, end);
   });
 }
 
@@ -469,7 +469,7 @@ void Job::stage(const policies::Range& range, unsigned peer, Time now) {
     const PageMask pages = pages_in_range & block.resident[kHost];
     if (pages.none() || (!block.chunk[peer] && !migrator_.peer_has_room(peer))) return;
     const Time start = capacity_->migration_start(now) + capacity_->stage_call_ns();
-    capacity_->migration_end(migrator_.stage_on_peer(block, peer, pages, start));
+    capacity_->migration_end(start, migrator_.stage_on_peer(block, peer, pages, start));
   });
 }
 

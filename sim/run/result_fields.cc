@@ -182,6 +182,14 @@ std::vector<ResultField> declare() {
        "policy's decisions (policy_decision_ns)"},
       {"results.gpu_used_peak_bytes", "bytes", "program",
        "as steps[].gpu_used_peak_bytes, over the run"},
+      {"results.migration_gpu_ns", "ns", "sim",
+       "budget and program modes: the time the migration stream was busy with the budget's and "
+       "the policy's evictions, prefetches and discards; in the program measured by events on "
+       "the library's stream, from the first of each run of migrations a hook issued (no "
+       "ordering call between) starting to its last done, summed"},
+      {"steps[].migration_gpu_ns", "ns", "sim",
+       "as results.migration_gpu_ns, for the step (program: the runs done by the call that "
+       "closes it; those the GPU has not done yet count in the next step)"},
       {"steps[].peak_resident_bytes", "bytes", "program",
        "the most managed memory the run's books held on the GPU during the step (the budget "
        "bounds it; config.budget_bytes beside it)"},

@@ -95,6 +95,7 @@ const FieldTable<RunTotals>& run_fields() {
       {"waits.eviction_ns", &R::eviction_wait_ns},
       {"waits.prefetch_in_flight_ns", &R::prefetch_wait_ns},
       {"waits.migration_stream_ns", &R::stream_wait_ns},
+      {"migration_gpu_ns", &R::migration_gpu_ns},
       {"evictions", &R::evictions},
       {"policy_evicted_bytes", &R::policy_evicted_bytes},
       {"discarded_bytes", &R::discarded_bytes},
@@ -141,6 +142,7 @@ const FieldTable<StepResult>& step_fields() {
       {"program_ns", &S::program_ns},
       {"peak_resident_bytes", &S::peak_resident_bytes},
       {"gpu_used_peak_bytes", &S::gpu_used_peak_bytes},
+      {"migration_gpu_ns", &S::migration_gpu_ns},
   };
   return table;
 }
@@ -204,6 +206,7 @@ RunTotals totals_of(const Stats& s, Time total_ns) {
   t.eviction_wait_ns = s.eviction_wait_ns;
   t.prefetch_wait_ns = s.prefetch_wait_ns;
   t.stream_wait_ns = s.stream_wait_ns;
+  if (s.migration_stream) t.migration_gpu_ns = s.migration_ns;
   t.evictions = n(s.evictions);
   t.policy_evicted_bytes = bytes(s.policy_evicted_pages);
   t.discarded_bytes = bytes(s.discarded_pages);
@@ -250,6 +253,7 @@ nlohmann::json step_rows_json(const std::vector<StepRow>& rows) {
     s.evictions = n(r.evictions);
     s.prefetch_issued_bytes = bytes(r.prefetch_issued);
     s.prefetch_used_bytes = bytes(r.prefetch_used);
+    if (r.migration_stream) s.migration_gpu_ns = r.migration_ns;
     if (r.program_ns > 0) s.program_ns = r.program_ns;
     out.push_back(step_json(s));
   }

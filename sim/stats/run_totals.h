@@ -21,7 +21,7 @@ struct RunTotals {
       va_blocks_serviced;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, bytes_populated_on_gpu, bytes_populated_on_host;
   Measure link_to_gpu_busy_ns, link_to_host_busy_ns, link_both_busy_ns;
-  Measure eviction_wait_ns, prefetch_wait_ns, stream_wait_ns;
+  Measure eviction_wait_ns, prefetch_wait_ns, stream_wait_ns, migration_gpu_ns;
   Measure evictions, policy_evicted_bytes, discarded_bytes;
   Measure prefetch_issued_bytes, prefetch_used_bytes, prefetch_wasted_bytes;
   Measure host_faults, thrashing_pins, remote_accesses, peak_gpu_chunks;
@@ -36,6 +36,7 @@ struct StepResult {
   Measure kernels, accesses, faults, faults_reported_to_policy, batches;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, evictions, prefetch_issued_bytes;
   Measure prefetch_used_bytes, program_ns, peak_resident_bytes, gpu_used_peak_bytes;
+  Measure migration_gpu_ns;
 };
 
 } // namespace faultline

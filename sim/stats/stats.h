@@ -41,7 +41,9 @@ struct StepRow {
   uint64_t evictions = 0;
   uint64_t prefetch_issued = 0;
   uint64_t prefetch_used = 0;
-  Time program_ns = 0; // the program's own time for the step, from the trace (0: unknown)
+  Time migration_ns = 0;
+  bool migration_stream = false; // as Stats'
+  Time program_ns = 0;           // the program's own time for the step, from the trace (0: unknown)
 };
 
 struct Stats {
@@ -70,6 +72,11 @@ struct Stats {
   Time eviction_wait_ns = 0;
   Time prefetch_wait_ns = 0;
   Time stream_wait_ns = 0;
+  // Budget and program modes (`migration_stream`: the run has the stream): the time the
+  // migration stream was busy with the budget's and the policy's migrations (what
+  // `faultline run` measures as migration_gpu_ns).
+  Time migration_ns = 0;
+  bool migration_stream = false;
   uint64_t pages_populated = 0;         // first touches on the GPU: no copy needed
   uint64_t pages_populated_on_host = 0; // by eviction calls over chunks holding them
   uint64_t evictions = 0; // 2 MB chunks evicted on the fault path (or, in budget mode,
@@ -113,6 +120,8 @@ inline StepRow counters_of(const Stats& s) {
   r.evictions = s.evictions;
   r.prefetch_issued = s.prefetch_issued;
   r.prefetch_used = s.prefetch_used;
+  r.migration_ns = s.migration_ns;
+  r.migration_stream = s.migration_stream;
   return r;
 }
 
@@ -131,6 +140,8 @@ inline StepRow difference(const StepRow& to, const StepRow& from) {
   r.evictions = to.evictions - from.evictions;
   r.prefetch_issued = to.prefetch_issued - from.prefetch_issued;
   r.prefetch_used = to.prefetch_used - from.prefetch_used;
+  r.migration_ns = to.migration_ns - from.migration_ns;
+  r.migration_stream = to.migration_stream;
   return r;
 }
 

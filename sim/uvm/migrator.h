@@ -56,8 +56,8 @@ public:
   // populates there the pages nobody holds: the GPU's next touch migrates them. The replay's
   // calls leave out the pages a policy discarded (sim/live/books.cc); the program's cover them
   // (sim/program: set_calls_cover_discarded), so there they are populated too, and no longer
-  // discarded to the fault path. Returns the call's extra cost, eviction_populate_ns if it
-  // populated any.
+  // discarded to the fault path. Returns the call's extra cost: eviction_populate_ns if it
+  // populated any never-touched page, eviction_discarded_ns if only discarded ones, else 0.
   Time populate_on_host(VaBlock& block, const PageMask& range, Time now);
   void set_calls_cover_discarded(bool on) { calls_cover_discarded_ = on; }
   // Whether GPU `peer` can take another job's chunk and keep its reserve free.

@@ -28,6 +28,7 @@ public:
   void order_before(uint64_t) override {}
   void order_after_launched() override {}
   void synchronize() override {}
+  uint64_t migration_gpu_ns() override { return 0; }
   uint64_t used_bytes() override { return 0; }
   uint64_t total_bytes() override { return 80ull << 30; }
   const char* error() override { return ""; }

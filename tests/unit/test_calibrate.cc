@@ -76,8 +76,8 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
     CHECK(std::find(pages.begin(), pages.end(), warm) == pages.end());
     warm_ups.insert(warm);
   }
-  // populate and migrate, each block by block and strided
-  CHECK(warm_ups.size() == 4 * j.repeats);
+  // populate and migrate, each block by block and strided, and the evicted blocks' faults
+  CHECK(warm_ups.size() == 5 * j.repeats);
   // Discarded pages: kernel-written blocks, half of each discarded, the other half staying or
   // evicted (or the whole block evicted over them), then a kernel on the discarded halves;
   // beside the same kernel on fresh halves.
@@ -87,6 +87,11 @@ TEST_CASE("calibrate: the benchmarks cover every kind and refuse a GPU without r
   for (const char* key : {"fresh_ns", "resident_ns", "evicted_ns", "covered_ns",
                           "prefetch_fresh_ns", "prefetch_discarded_ns", "prefetch_covered_ns"})
     CHECK(d.contains(key));
+  CHECK(d.contains("evict_evicted_ns"));
+  CHECK(d.contains("evict_covered_ns"));
+  // The fault shapes again on blocks prefetched to the GPU and evicted back, a call a block.
+  CHECK(m["refaults"].size() > 0);
+  for (const json& r : m["refaults"]) CHECK(r["pages_per_block"].get<int>() > 1);
   bool halves = false;
   for (const auto& pages : device.kernel_pages) halves |= pages.size() == 4 * 16;
   CHECK(halves);
@@ -191,6 +196,16 @@ TEST_CASE("calibrate: faults on discarded pages cost populate_ns plus their extr
   CHECK(r.report["discarded_then_evicted"]["prefetch_ns_per_64k"].get<int64_t>() ==
         r.gpu["prefetch_populate_ns"].get<int64_t>() + 10'000);
   CHECK(r.report["discarded_then_evicted"]["discarded_fault_ns"] == r.gpu["discarded_fault_ns"]);
+  // The eviction calls timed apart: the call over a discarded half costs the difference, a block.
+  CHECK(!r.gpu.contains("eviction_discarded_ns")); // the base (h200) has none
+  m["discarded_touch"]["evict_evicted_ns"] = 10'000'000;
+  m["discarded_touch"]["evict_covered_ns"] = 10'200'000; // 4 blocks
+  const live::FittedProfile e = live::fit(m, settings());
+  CHECK(e.gpu["eviction_discarded_ns"].get<int64_t>() == 50'000);
+  m["discarded_touch"]["evict_covered_ns"] = 9'000'000; // noise: never below nothing
+  CHECK(live::fit(m, settings()).gpu["eviction_discarded_ns"].get<int64_t>() == 0);
+  m["discarded_touch"].erase("evict_covered_ns");
+  m["discarded_touch"].erase("evict_evicted_ns");
   m["discarded_touch"].erase("prefetch_fresh_ns");
   CHECK_THROWS_WITH(live::fit(m, settings()),
                     Catch::Contains("$.discarded_touch") && Catch::Contains("prefetch_fresh_ns"));

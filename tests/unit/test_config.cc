@@ -29,6 +29,7 @@ json resolved_test_gpu() {
   gpu["discarded_resident_fault_ns"] = gpu["populate_ns"];
   gpu["discarded_fault_ns"] = gpu["populate_ns"];
   gpu["discarded_prefetch_ns"] = gpu["prefetch_populate_ns"];
+  gpu["eviction_discarded_ns"] = gpu["eviction_populate_ns"];
   return gpu;
 }
 

@@ -34,7 +34,7 @@ class FakeDevice : public program::Device {
 public:
   std::vector<std::string> calls;
   std::vector<uint64_t> addresses; // of every migration, discard and advice
-  uint64_t used = 1ull << 30, total = 80ull << 30;
+  uint64_t used = 1ull << 30, total = 80ull << 30, migration_ns = 0;
 
   void prefetch_to_gpu(uint64_t a, uint64_t n) override { note("prefetch", a, n); }
   void evict_to_host(uint64_t a, uint64_t n) override { note("evict", a, n); }
@@ -47,6 +47,7 @@ public:
   }
   void order_after_launched() override { calls.push_back("after"); }
   void synchronize() override { calls.push_back("sync"); }
+  uint64_t migration_gpu_ns() override { return migration_ns; }
   uint64_t used_bytes() override { return used; }
   uint64_t total_bytes() override { return total; }
   const char* error() override { return ""; }
@@ -287,13 +288,16 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   clock.t = 250;
   run.step(); // a second mark with no kernel between: the step begins here
   clock.t = 300;
+  device.migration_ns = 70; // the set-up's migrations, done on the GPU
   run.launch("fwd", {kBase}, 0);
   device.used = (1ull << 30) + 2 * kMiB; // the GPU counts the chunk resident
   run.synced();
   clock.t = 400;
+  device.migration_ns = 100;
   run.step();
   clock.t = 450; // a mark with nothing after it: the last step runs to the last call
   run.kernels_done(2);
+  device.migration_ns = 130;
   const nlohmann::json doc = run.finish();
   REQUIRE(doc["steps"].size() == 2);
   for (const auto& [key, value] : doc["results"].items()) { // every field it writes is declared
@@ -317,6 +321,10 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   CHECK(doc["steps"][1]["gpu_used_peak_bytes"] == 2 * kMiB);
   CHECK(doc["steps"][1]["faults"] == 0);
   CHECK(doc["steps"][0]["faults"] == 32);
+  // What the device measured, step by step as each closed, and over the run.
+  CHECK(doc["steps"][0]["migration_gpu_ns"] == 70);
+  CHECK(doc["steps"][1]["migration_gpu_ns"] == 60);
+  CHECK(doc["results"]["migration_gpu_ns"] == 130);
 }
 
 TEST_CASE("program run: a copy never begins a step; before a kernel it is the new step's") {

@@ -23,14 +23,17 @@ namespace {
 class CudaDevice : public program::Device {
 public:
   void prefetch_to_gpu(uint64_t address, uint64_t bytes) override {
+    open_run();
     CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, device()};
     call(cuMemPrefetchAsync(address, bytes, gpu, 0, stream()), "cuMemPrefetchAsync to the GPU");
   }
   void evict_to_host(uint64_t address, uint64_t bytes) override {
+    open_run();
     CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
     call(cuMemPrefetchAsync(address, bytes, host, 0, stream()), "cuMemPrefetchAsync to the host");
   }
   void discard(uint64_t address, uint64_t bytes) override {
+    open_run();
     CUdeviceptr p = address;
     size_t n = bytes;
     call(cuMemDiscardBatchAsync(&p, &n, 1, 0, stream()), "cuMemDiscardBatchAsync");
@@ -47,13 +50,44 @@ public:
          "cuMemAdvise");
   }
   void order_before(uint64_t program_stream) override {
+    close_run();
     if (!fence_) call(cuEventCreate(&fence_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     call(cuEventRecord(fence_, stream()), "cuEventRecord");
     call(cuStreamWaitEvent(reinterpret_cast<CUstream>(program_stream), fence_, 0),
          "cuStreamWaitEvent");
   }
   void order_after_launched() override;
-  void synchronize() override { call(cuCtxSynchronize(), "cuCtxSynchronize"); }
+  void synchronize() override {
+    close_run();
+    call(cuCtxSynchronize(), "cuCtxSynchronize");
+    poll_runs();
+  }
+  uint64_t migration_gpu_ns() override {
+    poll_runs();
+    return migration_ns_;
+  }
+  // A run of migrations ends with the hook that issued it, or at an ordering call: the stream
+  // may wait or idle after it, and that time is not the migrations'.
+  void close_run() {
+    if (!run_start_) return;
+    CUevent end = timing_event();
+    call(cuEventRecord(end, stream()), "cuEventRecord");
+    runs_.push_back({run_start_, end});
+    run_start_ = nullptr;
+  }
+  // The runs done: their GPU time counted, their events kept for the next.
+  void poll_runs() {
+    while (!runs_.empty()) {
+      const auto [start, end] = runs_.front();
+      if (!finishing && cuEventQuery(end) == CUDA_ERROR_NOT_READY) break;
+      float ms = 0;
+      if (cuEventElapsedTime(&ms, start, end) == CUDA_SUCCESS)
+        migration_ns_ += static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+      timing_spare_.push_back(start);
+      timing_spare_.push_back(end);
+      runs_.pop_front();
+    }
+  }
   uint64_t used_bytes() override {
     size_t free = 0, total = 0;
     call(cuMemGetInfo(&free, &total), "cuMemGetInfo");
@@ -86,8 +120,28 @@ private:
     return stream_;
   }
 
+  void open_run() {
+    if (run_start_) return;
+    run_start_ = timing_event();
+    call(cuEventRecord(run_start_, stream()), "cuEventRecord");
+  }
+  CUevent timing_event() {
+    CUevent e = nullptr;
+    if (!timing_spare_.empty()) {
+      e = timing_spare_.back();
+      timing_spare_.pop_back();
+    } else {
+      call(cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    }
+    return e;
+  }
+
   CUstream stream_ = nullptr;
   CUevent fence_ = nullptr;
+  CUevent run_start_ = nullptr;                  // the open run's first event, if one is open
+  std::deque<std::pair<CUevent, CUevent>> runs_; // closed runs not yet seen done
+  std::vector<CUevent> timing_spare_;
+  uint64_t migration_ns_ = 0;
   std::string error_;
 };
 
@@ -110,6 +164,7 @@ uint64_t steady_ns() {
 } // namespace
 
 void CudaDevice::order_after_launched() {
+  close_run();
   for (const auto& [stream, event] : g_last)
     call(cuStreamWaitEvent(this->stream(), event, 0), "cuStreamWaitEvent");
 }
@@ -137,6 +192,7 @@ program::Hooks& hooks() {
 
 void check(bool ok) {
   if (!ok) fatal(hooks().error());
+  g_device.close_run(); // the hook's migrations are a run of their own
 }
 
 // Kernels done since the last look, in launch order. A query that fails (the context is
@@ -237,6 +293,7 @@ void run_finish() {
   std::lock_guard<std::mutex> lock(state().mutex);
   finished = true;
   g_device.finishing = true;
+  g_device.close_run();
   cuCtxSynchronize(); // every kernel's end reaches the policy, the migrations are done
   poll();
   check(hooks().finish(g_library_ns.load()));

@@ -13,7 +13,9 @@
 # tables with sparse gradients) and longctx (a decoder over 8k-token sequences); the sixth
 # hold-out set, written to judge the change set five led to: gan (a generator and a discriminator
 # trained in turn), video (3D convolutions over clips) and ssm (a selective state-space model
-# in plain PyTorch); default the first four. Each runs STEPS measured steps (default 10) after
+# in plain PyTorch); the seventh, written to judge the change set six led to: pointcloud (a
+# DGCNN over point clouds), speech (a Conformer with CTC) and field (a hashed radiance field);
+# default the first four. Each runs STEPS measured steps (default 10) after
 # one warm-up step. In order, each stage skipping what exists (so a second call goes on where the
 # first stopped; STOP_AFTER=SECONDS starts nothing after that long):
 #   OUT_DIR/machine.txt, and the instance's quick calibration (profile/, `calibrate --from`)
@@ -54,10 +56,14 @@ sub_program() (
   cmd[gan]="python3 $experiments/workloads.py train gan --warmup 1 --steps $steps"
   cmd[video]="python3 $experiments/workloads.py train video --warmup 1 --steps $steps"
   cmd[ssm]="python3 $experiments/workloads.py train ssm --warmup 1 --steps $steps"
+  cmd[pointcloud]="python3 $experiments/workloads.py train pointcloud --warmup 1 --steps $steps"
+  cmd[speech]="python3 $experiments/workloads.py train speech --warmup 1 --steps $steps"
+  cmd[field]="python3 $experiments/workloads.py train field --warmup 1 --steps $steps"
   cmd[stencil]="$bin/host_stencil --mib 2048 --steps $((steps + 1)) --sweeps 6"
   cmd[tiles]="$bin/tiles --mib 2048 --tiles 16 --steps $((steps + 1))"
   torch[resnet50]=--torch; torch[dlrm]=--torch; torch[diffusion]=--torch; torch[recsys]=--torch
   torch[longctx]=--torch; torch[gan]=--torch; torch[video]=--torch; torch[ssm]=--torch
+  torch[pointcloud]=--torch; torch[speech]=--torch; torch[field]=--torch
   torch[stencil]=; torch[tiles]=
 
   if [ ! -f "$out/machine.txt" ]; then

@@ -74,13 +74,13 @@ LATER_KEYS = {
                             "h200-d5a16a75/`"}
 
 
-def filled_profile(gpu, shipped, out_dir):
-    """The campaign's own profile at path `gpu`, or, when it lacks LATER_KEYS, a copy in
-    out_dir/profile/ (its host link beside it) with them from configs/gpus/SHIPPED.json; and the
-    keys so filled."""
+def filled_profile(gpu, shipped, out_dir, later=LATER_KEYS):
+    """The campaign's own profile at path `gpu`, or, when it lacks keys of LATER (default
+    LATER_KEYS), a copy in out_dir/profile/ (its host link beside it) with them from
+    configs/gpus/SHIPPED.json; and the keys so filled."""
     with open(gpu) as f:
         doc = json.load(f)
-    missing = [k for k in LATER_KEYS if k not in doc]
+    missing = [k for k in later if k not in doc]
     if not missing or not shipped:
         return gpu, []
     with open(os.path.join(REPO, "configs", "gpus", shipped + ".json")) as f:

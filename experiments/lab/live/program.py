@@ -22,10 +22,11 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 
 from lab import sim, tables
 from lab.campaigns import median, refusals
-from lab.live.fidelity import profile_keys
+from lab.live.fidelity import filled_profile, profile_keys
 from lab.paths import EXPERIMENTS, FAULTLINE, REPO
 
 SUMMARY = "a `campaign.sh program` campaign: the simulator and the replay against the program"
@@ -37,17 +38,20 @@ BUDGETS = ["1.0", "0.75", "0.5"]
 STEPS = 10  # the measured steps where the capture does not say (campaign.sh program's STEPS)
 
 
-def measured_ns(doc, steps=STEPS):
+def measured_ns(doc, steps=STEPS, key="time_ns"):
     """The time of a result's last STEPS steps but the very last (numbered from 0: the set-up
     before the first step mark is step -1 in the run and the trace alike, and a program whose
     first step is its warm-up has one step more), in ns; None when the result has fewer. The last
     step is left out on both sides: in the trace it runs to the program's end, its frees
-    included (tiles: 440 ms of cudaFree), in the run's rows it ends before them."""
+    included (tiles: 440 ms of cudaFree), in the run's rows it ends before them. KEY: the steps'
+    field summed (None where a row lacks it)."""
     rows = [s for s in doc.get("steps", []) if s.get("step", -1) >= 0]
     if len(rows) > steps and rows[-1].get("kernels") == 1:
         rows.pop()  # h100-91f89b91-program's runs: a final loss.item() made a step of its own
     rows = rows[-steps:]
-    return sum(s["time_ns"] for s in rows[:-1]) if len(rows) == steps else None
+    if len(rows) != steps or any(key not in s for s in rows[:-1]):
+        return None
+    return sum(s[key] for s in rows[:-1])
 
 
 def trace_header(trace, faultline):
@@ -129,8 +133,10 @@ def run_config(policy, budget, profile, launch_ns=0, params=None):
 
 
 def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS, params=None):
+    """The simulated measured steps' time and their migration stream's busy time, in ns."""
     config = run_config(policy, budget, profile, launch_ns, params)
-    return measured_ns(sim.simulate(trace, config, faultline), steps)
+    doc = sim.simulate(trace, config, faultline)
+    return measured_ns(doc, steps), measured_ns(doc, steps, "migration_gpu_ns")
 
 
 def campaign_params(folder):
@@ -170,7 +176,12 @@ def summary_of(rows, key, per_program=True):
 def report(folder, faultline):
     with open(os.path.join(folder, "profile.txt")) as f:
         profile_name = f.read().strip()
-    profile = os.path.join(folder, "profile", "gpus", profile_name + ".json")
+    # Only the program's eviction calls over discarded pages price what eviction_discarded_ns
+    # says; a calibration before its benchmark takes it from the GPU model's shipped profile.
+    profile, filled = filled_profile(
+        os.path.join(folder, "profile", "gpus", profile_name + ".json"),
+        profile_name.split("-")[0], tempfile.mkdtemp(prefix="faultline-program-"),
+        ("eviction_discarded_ns",))
     params = campaign_params(folder)
     program_runs = runs(folder, "*.json")
     replays = runs(os.path.join(folder, "replay"), "*.json")
@@ -214,12 +225,15 @@ def report(folder, faultline):
                 t_rep = median(rep) if rep else None
                 launch_ns = decision_ns(docs)
                 try:
-                    t_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps,
-                                     params.get(pol))
+                    t_sim, m_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps,
+                                            params.get(pol))
                 except sim.SimulationError as e:
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})
-                    t_sim = None
+                    t_sim = m_sim = None
+                # The migration stream's GPU time, where the binary measured it.
+                m_prog = [m for m in (measured_ns(d, steps, "migration_gpu_ns") for d in docs)
+                          if m is not None]
                 row = {"program": p, "policy": pol, "budget": float(b), "repeats": len(times),
                        "program_s": round(t_prog / 1e9, 4),
                        "spread": round(max(times) / min(times) - 1, 4),
@@ -232,14 +246,29 @@ def report(folder, faultline):
                        "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
                                                   for d in docs for s in d["steps"]),
                        "budget_bytes": budget_bytes(docs[0])}
+                if m_prog:
+                    row["program_migration_s"] = round(median(m_prog) / 1e9, 4)
+                    row["sim_migration_s"] = round(m_sim / 1e9, 4) if m_sim is not None else None
                 row["replay_error"] = round(t_rep / t_prog - 1, 4) if t_rep else None
                 row["sim_error"] = round(t_sim / t_prog - 1, 4) if t_sim else None
                 rows.append(row)
     return {"campaign": os.path.relpath(folder, REPO), "profile": profile_name,
+            "profile_filled": filled,
             "programs": programs, "ground_truth": "program", "overhead": overhead,
             "simulator": summary_of(rows, "sim_error"), "replay": summary_of(rows, "replay_error"),
             "rows": rows, "unsimulated": unsimulated,
             "without_result": [{"run": r["run"], "message": r["message"]} for r in refusals(folder)]}
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a is not None and b else None
+
+
+def rest(row):
+    """The simulated time besides the migration stream's, or None."""
+    if row["sim_s"] is None or row["sim_migration_s"] is None:
+        return None
+    return round(row["sim_s"] - row["sim_migration_s"], 4)
 
 
 def pct(x):
@@ -256,7 +285,10 @@ def markdown(doc, command):
              "the policy's start in it too, the oracle's reading of its trace). Times are the "
              "measured steps (the capture's `measured_steps`) but the last, which in the trace "
              "runs to the program's end, its frees included, and in the run's rows does not; the "
-             "median of the repeats; errors are against the program under `faultline run`.", "",
+             "median of the repeats; errors are against the program under `faultline run`."
+             + (f" The calibration predates the benchmark of {', '.join(doc['profile_filled'])}: "
+                "taken from the GPU model's shipped profile." if doc.get("profile_filled") else ""),
+             "",
              "## What `faultline run` costs the program", "",
              "The program's own measured time alone and under `faultline run --policy ondemand` "
              "with no budget (the median of the repeats), and the injection library's own CPU "
@@ -294,6 +326,21 @@ def markdown(doc, command):
           round(r["policy_launch_ns"] / 1e3, 1), r["sim_s"], pct(r["sim_error"]),
           r.get("bound_s"), r.get("over_bound")]
          for r in doc["rows"]])
+    split = [r for r in doc["rows"] if r.get("program_migration_s") is not None]
+    if split:
+        lines += ["", "## Where the time goes: the migrations and the rest", "",
+                  "The migration stream's GPU time over the measured steps (the budget's and the "
+                  "policy's evictions, prefetches and discards, `steps[].migration_gpu_ns`: "
+                  "measured by events in the program, the stream's busy time in the simulator) "
+                  "and the rest of each side's time (kernels with their faults, and the CPU):", ""]
+        lines += tables.markdown_table(
+            ["program", "policy", "budget", "migrations, program (s)", "migrations, sim (s)",
+             "sim / program", "rest, program (s)", "rest, sim (s)", "sim / program"],
+            [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_migration_s"],
+              r["sim_migration_s"], ratio(r["sim_migration_s"], r["program_migration_s"]),
+              round(r["program_s"] - r["program_migration_s"], 4),
+              rest(r), ratio(rest(r), r["program_s"] - r["program_migration_s"])]
+             for r in split])
     if doc["without_result"] or doc["unsimulated"]:
         lines += ["", "## Runs without a result", ""]
         lines += [f"- `{r['run']}`: {r['message']}" for r in doc["without_result"]]

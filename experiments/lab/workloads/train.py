@@ -12,8 +12,11 @@ recommender with 4 GB of embedding tables and sparse gradients) and longctx (a d
 8k-token sequences), the sixth set's gan (DCGAN-style adversarial training: a generator and a
 discriminator with an Adam each, updated in turn), video (an R(2+1)D classifier of 16-frame clips:
 3D convolutions) and ssm (a Mamba-style state-space language model in plain PyTorch, its scan
-chunked), or mlp (a tiny smoke test); the programs are in lab/workloads/models.py, the sixth set's
-in lab/workloads/holdout6.py. The warm-up steps run outside the capture range; the measured steps
+chunked), the seventh set's pointcloud (a DGCNN: k-nearest-neighbour gathers over point
+clouds), speech (a Conformer encoder trained with CTC) and field (an Instant-NGP-style radiance
+field: hashed lookups into 0.5 GB of tables), or mlp (a tiny smoke test); the programs are in
+lab/workloads/models.py, the sixth and seventh sets' in lab/workloads/holdout6.py and
+holdout7.py. The warm-up steps run outside the capture range; the measured steps
 run between torch.cuda.profiler.start() and stop(), which `faultline capture --range profiler`
 uses to delimit what it records. Each measured step begins with torch.cuda.profiler.start(): the
 first starts the range, the others mark step boundaries (as does the capture's PyTorch hook after
@@ -29,12 +32,13 @@ SUMMARY = (
     "one captured program: warm-up steps, then measured steps between profiler marks, its step "
     "times as one JSON line")
 
-# NAME: its default batch. The program is models.NAME (holdout6.NAME for the sixth hold-out set),
-# '-' written '_'.
+# NAME: its default batch. The program is models.NAME (holdout6.NAME and holdout7.NAME for the
+# sixth and seventh hold-out sets), '-' written '_'.
 WORKLOADS = {"gpt2-medium": 8, "gpt2-small": 8, "bert-large": 16, "resnet50": 64, "pagerank": 16,
              "mlp": 256, "t5-base": 8, "moe": 16, "graphsage": 10, "llama": 4, "unet": 8,
              "vit": 32, "lstm": 64, "dlrm": 2048, "diffusion": 32, "recsys": 4096,
-             "longctx": 1, "gan": 128, "video": 16, "ssm": 8}
+             "longctx": 1, "gan": 128, "video": 16, "ssm": 8, "pointcloud": 12, "speech": 16,
+             "field": 32}
 
 
 def main(argv=None, prog=None):
@@ -47,10 +51,10 @@ def main(argv=None, prog=None):
     args = parser.parse_args(argv)
     import torch
 
-    from lab.workloads import holdout6, models
+    from lab.workloads import holdout6, holdout7, models
 
     name = args.name.replace("-", "_")
-    build = getattr(models, name, None) or getattr(holdout6, name)
+    build = getattr(models, name, None) or getattr(holdout6, name, None) or getattr(holdout7, name)
     batch = args.batch or WORKLOADS[args.name]
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False
