@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(repo, "experiments"))
 from lab.live import program  # noqa: E402
 
 for campaign in ("h200-cb9b8025-program", "h100-aa1dd289-program", "h100-b512fb4d-program",
-                 "h100-7095b3b2-program", "h100-50ad1d5d-program"):
+                 "h100-7095b3b2-program", "h100-be24c470-program"):
     folder = os.path.join(repo, "experiments", "live", "data", campaign)
     doc = program.report(folder, sys.argv[1] if len(sys.argv) > 1 else program.FAULTLINE)
     with open(os.path.join(repo, "experiments", "live", "reports", campaign, "program.json")) as f:
@@ -26,6 +26,9 @@ for campaign in ("h200-cb9b8025-program", "h100-aa1dd289-program", "h100-b512fb4
             assert abs(r["replay_error"] - (r["replay_s"] / r["program_s"] - 1)) < 1e-3 + 1e-4 / r["program_s"], r
         if r["policy"] == "ondemand":
             assert r["speedup_over_ondemand"] == 1.0, r
+        if r.get("program_migration_s") is not None:  # the stream's time is part of the run's
+            assert 0 < r["program_migration_s"] < r["program_s"], r
+            assert 0 <= r["sim_migration_s"] < r["sim_s"], r
     for o in doc["overhead"]:
         assert abs(o["cost"] - (o["run_seconds"] / o["plain_seconds"] - 1)) < 1e-3, o
     errors = [abs(r["sim_error"]) for r in doc["rows"] if r["sim_error"] is not None]

@@ -108,8 +108,8 @@ const Fields<RunConfig>& capacity_mode_fields() {
              "hears each launch when the GPU reaches it (the run's books at a launch hold what "
              "the GPU holds then, and it hears a kernel's end before the next launch, as "
              "`faultline run --kernel-ends launch` tells it), and an eviction call covers the "
-             "pages a policy discarded, which it populates on the host; needs what \"budget\" "
-             "needs"),
+             "pages a policy discarded, which it populates on the host (at the profile's "
+             "eviction_discarded_ns); needs what \"budget\" needs"),
   };
   return fields;
 }
