@@ -3,7 +3,8 @@
 // with their argument words, synchronisations, step marks and kernels' ends, and acts through
 // the Device below: migrations on a stream of the library's own, which a launch's stream waits
 // for only after the budget evicted for it. Kernels' ends come from an event recorded after each
-// launch, polled at every hook; the CPU never waits for them.
+// launch, polled at every hook; the CPU never waits for them. Timing events around each run of
+// migrations measure the stream's GPU time (Device::migration_gpu_ns).
 #include "sim/program/seam.h"
 #include "tracer/inject/state.h"
 

@@ -177,11 +177,12 @@ def report(folder, faultline):
     with open(os.path.join(folder, "profile.txt")) as f:
         profile_name = f.read().strip()
     # Only the program's eviction calls over discarded pages price what eviction_discarded_ns
-    # says; a calibration before its benchmark takes it from the GPU model's shipped profile.
+    # says; a calibration before its benchmark takes it from the GPU model's shipped profile
+    # (a copy in `scratch`, removed when the report is made).
+    scratch = tempfile.TemporaryDirectory(prefix="faultline-program-")
     profile, filled = filled_profile(
         os.path.join(folder, "profile", "gpus", profile_name + ".json"),
-        profile_name.split("-")[0], tempfile.mkdtemp(prefix="faultline-program-"),
-        ("eviction_discarded_ns",))
+        profile_name.split("-")[0], scratch.name, ("eviction_discarded_ns",))
     params = campaign_params(folder)
     program_runs = runs(folder, "*.json")
     replays = runs(os.path.join(folder, "replay"), "*.json")
