@@ -36,6 +36,9 @@ BUDGETS = ["1.0", "0.75", "0.5"]
 
 
 STEPS = 10  # the measured steps where the capture does not say (campaign.sh program's STEPS)
+# Runs with fewer faults than this in their measured steps have no cost a fault in the report:
+# their rest is the CPU and the kernels, not the fault path.
+FAULTS_FOR_COST = 100_000
 
 
 def measured_ns(doc, steps=STEPS, key="time_ns"):
@@ -133,10 +136,12 @@ def run_config(policy, budget, profile, launch_ns=0, params=None):
 
 
 def simulate(trace, policy, budget, profile, faultline, launch_ns=0, steps=STEPS, params=None):
-    """The simulated measured steps' time and their migration stream's busy time, in ns."""
+    """The simulated measured steps' time, their migration stream's busy time and their kernels'
+    all-resident time, in ns."""
     config = run_config(policy, budget, profile, launch_ns, params)
     doc = sim.simulate(trace, config, faultline)
-    return measured_ns(doc, steps), measured_ns(doc, steps, "migration_gpu_ns")
+    return (measured_ns(doc, steps), measured_ns(doc, steps, "migration_gpu_ns"),
+            measured_ns(doc, steps, "compute_ns"))
 
 
 def campaign_params(folder):
@@ -226,12 +231,12 @@ def report(folder, faultline):
                 t_rep = median(rep) if rep else None
                 launch_ns = decision_ns(docs)
                 try:
-                    t_sim, m_sim = simulate(trace, pol, b, profile, faultline, launch_ns, steps,
-                                            params.get(pol))
+                    t_sim, m_sim, c_sim = simulate(trace, pol, b, profile, faultline, launch_ns,
+                                                   steps, params.get(pol))
                 except sim.SimulationError as e:
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})
-                    t_sim = m_sim = None
+                    t_sim = m_sim = c_sim = None
                 # The migration stream's GPU time, where the binary measured it.
                 m_prog = [m for m in (measured_ns(d, steps, "migration_gpu_ns") for d in docs)
                           if m is not None]
@@ -250,6 +255,13 @@ def report(folder, faultline):
                 if m_prog:
                     row["program_migration_s"] = round(median(m_prog) / 1e9, 4)
                     row["sim_migration_s"] = round(m_sim / 1e9, 4) if m_sim is not None else None
+                    # The rest less the kernels' all-resident time, over the books' faults: what
+                    # a fault cost each side, with the CPU's gaps (fault-driven runs only).
+                    faults = median([measured_ns(d, steps, "faults") for d in docs])
+                    if faults >= FAULTS_FOR_COST and m_sim is not None and c_sim is not None:
+                        row["program_us_a_fault"] = round(
+                            (t_prog - median(m_prog) - c_sim) / faults / 1e3, 2)
+                        row["sim_us_a_fault"] = round((t_sim - m_sim - c_sim) / faults / 1e3, 2)
                 row["replay_error"] = round(t_rep / t_prog - 1, 4) if t_rep else None
                 row["sim_error"] = round(t_sim / t_prog - 1, 4) if t_sim else None
                 rows.append(row)
@@ -333,14 +345,19 @@ def markdown(doc, command):
                   "The migration stream's GPU time over the measured steps (the budget's and the "
                   "policy's evictions, prefetches and discards, `steps[].migration_gpu_ns`: "
                   "measured by events in the program, the stream's busy time in the simulator) "
-                  "and the rest of each side's time (kernels with their faults, and the CPU):", ""]
+                  "and the rest of each side's time (kernels with their faults, and the CPU); "
+                  "for runs with many faults, the rest less the kernels' all-resident time over "
+                  "the books' faults (`steps[].faults`): what a fault cost, the CPU's gaps "
+                  "included:", ""]
         lines += tables.markdown_table(
             ["program", "policy", "budget", "migrations, program (s)", "migrations, sim (s)",
-             "sim / program", "rest, program (s)", "rest, sim (s)", "sim / program"],
+             "sim / program", "rest, program (s)", "rest, sim (s)", "sim / program",
+             "a fault, program (us)", "a fault, sim (us)"],
             [[r["program"], r["policy"], f"{r['budget']:.0%}", r["program_migration_s"],
               r["sim_migration_s"], ratio(r["sim_migration_s"], r["program_migration_s"]),
               round(r["program_s"] - r["program_migration_s"], 4),
-              rest(r), ratio(rest(r), r["program_s"] - r["program_migration_s"])]
+              rest(r), ratio(rest(r), r["program_s"] - r["program_migration_s"]),
+              r.get("program_us_a_fault", ""), r.get("sim_us_a_fault", "")]
              for r in split])
     if doc["without_result"] or doc["unsimulated"]:
         lines += ["", "## Runs without a result", ""]
