@@ -237,9 +237,6 @@ def report(folder, faultline):
                     unsimulated.append({"program": p, "policy": pol, "budget": float(b),
                                         "message": str(e)})
                     t_sim = m_sim = c_sim = None
-                # The migration stream's GPU time, where the binary measured it.
-                m_prog = [m for m in (measured_ns(d, steps, "migration_gpu_ns") for d in docs)
-                          if m is not None]
                 row = {"program": p, "policy": pol, "budget": float(b), "repeats": len(times),
                        "program_s": round(t_prog / 1e9, 4),
                        "spread": round(max(times) / min(times) - 1, 4),
@@ -252,16 +249,7 @@ def report(folder, faultline):
                        "peak_resident_bytes": max(s.get("peak_resident_bytes", 0)
                                                   for d in docs for s in d["steps"]),
                        "budget_bytes": budget_bytes(docs[0])}
-                if m_prog:
-                    row["program_migration_s"] = round(median(m_prog) / 1e9, 4)
-                    row["sim_migration_s"] = round(m_sim / 1e9, 4) if m_sim is not None else None
-                    # The rest less the kernels' all-resident time, over the books' faults: what
-                    # a fault cost each side, with the CPU's gaps (fault-driven runs only).
-                    faults = median([measured_ns(d, steps, "faults") for d in docs])
-                    if faults >= FAULTS_FOR_COST and m_sim is not None and c_sim is not None:
-                        row["program_us_a_fault"] = round(
-                            (t_prog - median(m_prog) - c_sim) / faults / 1e3, 2)
-                        row["sim_us_a_fault"] = round((t_sim - m_sim - c_sim) / faults / 1e3, 2)
+                row.update(time_split(docs, steps, t_prog, t_sim, m_sim, c_sim))
                 row["replay_error"] = round(t_rep / t_prog - 1, 4) if t_rep else None
                 row["sim_error"] = round(t_sim / t_prog - 1, 4) if t_sim else None
                 rows.append(row)
@@ -271,6 +259,26 @@ def report(folder, faultline):
             "simulator": summary_of(rows, "sim_error"), "replay": summary_of(rows, "replay_error"),
             "rows": rows, "unsimulated": unsimulated,
             "without_result": [{"run": r["run"], "message": r["message"]} for r in refusals(folder)]}
+
+
+def time_split(docs, steps, t_prog, t_sim, m_sim, c_sim):
+    """The row's split of each side's measured steps, where the runs DOCS measured their
+    migration stream: its time (program_migration_s, sim_migration_s) and, for runs with
+    FAULTS_FOR_COST faults or more, the rest less the kernels' all-resident time C_SIM over the
+    books' faults, what a fault cost each side with the CPU's gaps (program_us_a_fault,
+    sim_us_a_fault); {} where they did not."""
+    m_prog = [m for m in (measured_ns(d, steps, "migration_gpu_ns") for d in docs)
+              if m is not None]
+    if not m_prog:
+        return {}
+    out = {"program_migration_s": round(median(m_prog) / 1e9, 4),
+           "sim_migration_s": round(m_sim / 1e9, 4) if m_sim is not None else None}
+    faults = [f for f in (measured_ns(d, steps, "faults") for d in docs) if f is not None]
+    if faults and median(faults) >= FAULTS_FOR_COST and None not in (t_sim, m_sim, c_sim):
+        n = median(faults)
+        out["program_us_a_fault"] = round((t_prog - median(m_prog) - c_sim) / n / 1e3, 2)
+        out["sim_us_a_fault"] = round((t_sim - m_sim - c_sim) / n / 1e3, 2)
+    return out
 
 
 def ratio(a, b):

@@ -33,7 +33,7 @@ def pointcloud(batch, points=2048, k=20, classes=40):
     features (a points x points distance matrix and a top-k), gathering their features through an
     index into the whole batch and max-pooling a 1x1 convolution over the k edges, then a
     1024-channel convolution over the four layers' features and an MLP head; fp32. The gathered
-    edge tensors (batch x points x k x channels, 0.67 GB for the widest at the defaults) dwarf the
+    edge tensors (batch x points x k x channels, 0.5 GB for the widest at the defaults) dwarf the
     1.8M parameters: a working set of index-driven gathers whose neighbours change as the features
     do, unlike any convolution or attention program."""
     nn = torch.nn
@@ -107,10 +107,10 @@ def speech(batch, frames=1600, mels=80, width=512, layers=12, heads=8, kernel=31
     10 ms frames of `mels` log-mel features: two stride-2 convolutions subsample time by four,
     then `layers` Conformer blocks (attention over the 400 remaining frames beside a depthwise
     convolution over time, 31 frames wide) and a linear layer to `vocab` tokens; CTC's loss
-    against `labels` random tokens an utterance. bf16 autocast, AdamW. 80M parameters (1 GB with
-    AdamW's state in fp32) beside activations that the CTC loss's alignment over every frame and
-    token keeps to the end of the forward pass: a speech model, of recurrent-free sequence
-    kind, with a loss the other sets lack."""
+    against `labels` random tokens an utterance. bf16 autocast, AdamW. 80M parameters (1.3 GB
+    with their gradients and AdamW's state in fp32) beside activations that the CTC loss's
+    alignment over every frame and token keeps to the end of the forward pass: a speech model,
+    with a loss the other sets lack."""
     nn = torch.nn
     subsample = nn.Sequential(nn.Conv2d(1, width, 3, 2), nn.SiLU(), nn.Conv2d(width, width, 3, 2),
                               nn.SiLU())
@@ -148,13 +148,13 @@ def field(batch, levels=16, table=1 << 22, features=2, base=16, growth=1.5, samp
           width=64):
     """A neural radiance field fitted to random rays, the way Instant-NGP encodes space: `levels`
     hash tables of `table` entries of `features` learned features (16 x 4M x 2 fp32 at the
-    defaults: 0.5 GB, 1.5 GB with Adam's state), each point of each ray looked up at the 8
-    corners of its cell at every level's resolution, through a spatial hash, and interpolated;
-    a small MLP turns the features into density and colour and the samples along each ray are
-    composited (volume rendering) against a random target colour. `batch` rays (in thousands) of
-    `samples` points. The table's gradient is a scatter-add of every corner's, dense in a table
-    far larger than the points touch: random gathers and scatters over a large table, every step,
-    where recsys's lookups are sparse rows."""
+    defaults: 0.5 GB, 2.1 GB with their gradient and Adam's state), each point of each ray
+    looked up at the 8 corners of its cell at every level's resolution, through a spatial hash,
+    and interpolated; a small MLP turns the features into density and colour and the samples
+    along each ray are composited (volume rendering) against a random target colour. `batch` x
+    1024 rays of `samples` points. The table's gradient is a scatter-add of every corner's, dense
+    in a table far larger than the points touch: random gathers and scatters over a large table,
+    every step, where recsys's lookups are sparse rows."""
     nn = torch.nn
     rays = batch * 1024
     tables = nn.Parameter(torch.empty(levels, table, features, device="cuda").uniform_(-1e-4, 1e-4))
