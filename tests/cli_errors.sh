@@ -327,6 +327,8 @@ expect "run with a bad range" 2 stderr "--range x: expected all or profiler" -- 
   "$FAULTLINE" run --range x -- /bin/true
 expect "run with a bad kernel-ends" 2 stderr "--kernel-ends cpu: expected launch or gpu" -- \
   "$FAULTLINE" run --kernel-ends cpu -- /bin/true
+expect "run with counters but no rows" 2 stderr "--um-counters: only with --per-kernel" -- \
+  "$FAULTLINE" run --um-counters -- /bin/true
 expect "run with a bad budget" 2 stderr "--budget" -- "$FAULTLINE" run --budget 0 -- /bin/true
 if [[ -f $(dirname "$FAULTLINE")/libfaultline_inject.so ]]; then
   expect "run of a program with no CUDA work" 1 stderr "/bin/true made no CUDA call" -- \

@@ -35,9 +35,10 @@ const char* kExplanation =
     "start and at each step mark a kernel follows; with --range profiler what runs before the\n"
     "first cudaProfilerStart is the set-up (step -1) and each cudaProfilerStart begins a step,\n"
     "so that the rows line up with a trace captured with --range profiler. --per-kernel adds a\n"
-    "row per operation (\"kernels\": its GPU time, CUPTI's fault groups and migrated bytes\n"
-    "during it), to set beside the simulator's per_kernel rows of the same trace; CUPTI's\n"
-    "records cost the run a little, so time the policies without it. The policy hears a\n"
+    "row per operation (\"kernels\": its GPU time; with --um-counters also CUPTI's fault groups\n"
+    "and migrated bytes during it, which slow every fault), to set beside the simulator's\n"
+    "per_kernel rows of the same trace; CUPTI's records cost the run a little, so time the\n"
+    "policies without it. The policy hears a\n"
     "kernel's end at the program's next call after its launch, where its actions take effect\n"
     "(--kernel-ends launch); gpu: when the GPU has run it. With --trace every launch must be\n"
     "the trace's operation of its number: the run stops at the first that is not.";
@@ -47,7 +48,7 @@ struct Options {
               kernel_ends = "launch";
   std::optional<Budget> budget;
   uint64_t footprint = 0, iterations = 0, margin = 2ull << 30;
-  bool torch = false, managed = false, per_kernel = false;
+  bool torch = false, managed = false, per_kernel = false, um_counters = false;
   std::vector<std::string> command;
 };
 
@@ -79,6 +80,8 @@ program::RunRequest request_of(const Options& o) {
   r.out = o.out;
   r.keep = o.keep;
   r.per_kernel = o.per_kernel;
+  if (o.um_counters && !o.per_kernel) throw UsageError("--um-counters: only with --per-kernel");
+  r.um_counters = o.um_counters;
   r.command = o.command;
   r.command_line = command_line();
   return r;
@@ -110,8 +113,10 @@ void add_run(CLI::App& app) {
   sub->add_flag("--managed", o->managed, "make the program's cudaMalloc allocate managed memory");
   add_bytes(*sub, "--margin", o->margin, "GPU memory the program's memory must leave free (2G)");
   sub->add_flag("--per-kernel", o->per_kernel,
-                "each operation's GPU time, faults and migrations (CUPTI's records; they cost the "
-                "run a little)");
+                "each operation's GPU time (CUPTI's records; they cost the run a little)");
+  sub->add_flag("--um-counters", o->um_counters,
+                "with --per-kernel, each operation's faults and migrations too (CUPTI's "
+                "unified-memory counters; they slow every fault)");
   sub->add_option("--keep", o->keep, "keep the run's config, raw stream and measurements in DIR")
       ->type_name("DIR");
   sub->add_option("--inject", o->inject, "the injection library (default: next to this binary)")

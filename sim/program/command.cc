@@ -78,7 +78,7 @@ int run_child(const RunRequest& r, const std::string& lib, const std::string& mo
     setenv("FAULTLINE_INJECT_LIB", lib.c_str(), 1); // the PyTorch hook marks steps through it
     setenv("FAULTLINE_PROGRAM_LIB", module.c_str(), 1);
     setenv("FAULTLINE_RUN_CONFIG", (s.dir + "/config.json").c_str(), 1);
-    setenv("FAULTLINE_UM_COUNTERS", r.per_kernel ? "1" : "0", 1);
+    setenv("FAULTLINE_UM_COUNTERS", r.per_kernel && r.um_counters ? "1" : "0", 1);
     setenv("FAULTLINE_RUN_PER_KERNEL", r.per_kernel ? "1" : "0", 1);
     setenv("FAULTLINE_HOST_TOUCHES", "0", 1);
     unsetenv("FAULTLINE_PROBE"); // a capture's probe would leave the callbacks out
@@ -222,7 +222,9 @@ int run_program(const RunRequest& r) {
   doc["results"] = measured.at("results");
   doc["steps"] = measured.at("steps");
   doc["config"]["per_kernel"] = r.per_kernel;
-  if (r.per_kernel) doc["kernels"] = kernel_rows(capture::read_raw(scratch.dir + "/run.raw"));
+  doc["config"]["um_counters"] = r.per_kernel && r.um_counters;
+  if (r.per_kernel)
+    doc["kernels"] = kernel_rows(capture::read_raw(scratch.dir + "/run.raw"), r.um_counters);
   if (r.out.empty()) {
     std::cout << doc.dump(2) << "\n";
   } else {

@@ -31,10 +31,13 @@ struct RunRequest {
   std::string inject; // the injection library (empty: beside the binary)
   std::string out;    // the result (empty: stdout)
   std::string keep;   // keep the run's files (config, raw stream, measurements) here
-  // Each operation's GPU time, faults and migrations from CUPTI's records (kernel_rows.h), in
-  // the result's "kernels"; the records cost the run a little, so its times are not the plain
-  // run's.
+  // Each operation's GPU time from CUPTI's records (kernel_rows.h), in the result's "kernels";
+  // the records cost the run a little, so its times are not the plain run's.
   bool per_kernel = false;
+  // With per_kernel, the faults and migrations during each operation too, from CUPTI's
+  // unified-memory counters. They slow every fault the driver services (by about 70% on an H100,
+  // experiments/live/data/h100-da47aa33-cupti), so the rows' times are no longer the program's.
+  bool um_counters = false;
   std::vector<std::string> command;
   std::string command_line; // `faultline run ...` as given, recorded in the result
 };

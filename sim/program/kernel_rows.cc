@@ -10,7 +10,7 @@ namespace faultline::program {
 
 using nlohmann::json;
 
-json kernel_rows(const capture::RawStream& raw) {
+json kernel_rows(const capture::RawStream& raw, bool counters) {
   std::unordered_map<uint32_t, const raw::RawKernelAct*> kernels;
   std::unordered_map<uint32_t, const raw::RawCopyAct*> copies;
   for (const auto& k : raw.kernels) kernels[k.corr] = &k;
@@ -61,6 +61,13 @@ json kernel_rows(const capture::RawStream& raw) {
       rows.push_back(std::move(row));
       continue;
     }
+    row["start_ns"] = s.start - first;
+    row["end_ns"] = s.end - first;
+    row["gpu_ns"] = s.end - s.start;
+    if (!counters) {
+      rows.push_back(std::move(row));
+      continue;
+    }
     uint64_t faults = 0, records = 0, to_gpu = 0, to_host = 0;
     auto it = std::lower_bound(um.begin(), um.end(), s.start,
                                [](const raw::RawUm* u, uint64_t t) { return u->start < t; });
@@ -81,9 +88,6 @@ json kernel_rows(const capture::RawStream& raw) {
         break;
       }
     }
-    row["start_ns"] = s.start - first;
-    row["end_ns"] = s.end - first;
-    row["gpu_ns"] = s.end - s.start;
     row["gpu_faults"] = faults;
     row["fault_records"] = records;
     row["bytes_host_to_gpu"] = to_gpu;

@@ -74,6 +74,14 @@ TEST_CASE("run --per-kernel: rows in launch order, times and unified-memory reco
   CHECK(rows[2]["gpu_faults"] == 1);
   CHECK(rows[2]["bytes_gpu_to_host"] == 2 << 20);
   CHECK(rows[3] == json{{"index", 3}, {"name", "graphed"}, {"gpu_ns", nullptr}});
+
+  // Without the counters the rows keep their times and leave the counts out, not zero.
+  const json times = program::kernel_rows(raw, false);
+  REQUIRE(times.size() == 4);
+  CHECK(times[0] ==
+        json{{"index", 0}, {"name", "gemm"}, {"start_ns", 0}, {"end_ns", 500}, {"gpu_ns", 500}});
+  CHECK_FALSE(times[2].contains("gpu_faults"));
+  CHECK(times[3] == rows[3]);
 }
 
 TEST_CASE("run --per-kernel: a stream with no CUPTI records gives rows without times",

@@ -24,8 +24,9 @@
 #                               CAPTURES=DIR, DIR/PROGRAM.fltrace and its capture log are taken
 #                               instead (an earlier campaign's, to spare the device time) where
 #                               the capture has STEPS measured steps
-#   PROGRAM-POLICY-BUDGET.kernels.json   `faultline run --per-kernel` (each operation's GPU time
-#                               and faults, CUPTI's records) for PER_KERNEL_POLICIES (default none)
+#   PROGRAM-POLICY-BUDGET.kernels.json   `faultline run --per-kernel` (each operation's GPU time,
+#                               CUPTI's records; with PER_KERNEL_COUNTERS=1 its faults too, which
+#                               slow every fault) for PER_KERNEL_POLICIES (default none)
 #                               x PER_KERNEL_BUDGETS (default 0.75), once, before the grid
 #   PROGRAM-POLICY-BUDGET[.rR].json   `faultline run --trace PROGRAM.fltrace` for POLICIES
 #                               (default ondemand schedule pump deepum oracle) x BUDGETS (default
@@ -116,13 +117,15 @@ sub_program() (
     fi
   }
 
-  # Each operation's GPU time and faults, for the per-kernel comparison with the simulator.
+  # Each operation's GPU time (and faults), for the per-kernel comparison with the simulator.
+  counters=()
+  [ "${PER_KERNEL_COUNTERS:-0}" = 1 ] && counters=(--um-counters)
   for b in ${PER_KERNEL_BUDGETS:-0.75}; do
     for pol in ${PER_KERNEL_POLICIES:-}; do
       for p in $programs; do
         name="$out/$p-$pol-$b.kernels"
         [ -f "$name.json" ] || [ -f "$name.err" ] || [ ! -f "$out/$p.fltrace" ] && continue
-        late || run_one "$name" "$pol" "$b" "$p" --per-kernel
+        late || run_one "$name" "$pol" "$b" "$p" --per-kernel "${counters[@]}"
       done
     done
   done
