@@ -1,6 +1,7 @@
 """Kernel by kernel, the program against the simulator: each `faultline run --per-kernel` result of
 a `campaign.sh program` campaign (PROGRAM-POLICY-BUDGET.kernels.json, or .kernels.json.gz where
-committed compressed: every operation's GPU time and CUPTI's fault groups during it) beside the
+committed compressed: every operation's GPU time, and with --um-counters CUPTI's fault groups
+during it) beside the
 simulator's per_kernel rows of the same trace, policy and budget, with the instance's quick
 calibration.
 
@@ -68,8 +69,8 @@ def compare(run, rows):
                     "program_gpu_ns": p["gpu_ns"],
                     "program_stall_ns": max(0, p["gpu_ns"] - s["compute_ns"]),
                     "sim_gpu_ns": s["compute_ns"] + s["stall_ns"], "sim_stall_ns": s["stall_ns"],
-                    "program_faults": p.get("gpu_faults", 0), "sim_faults": s.get("faults", 0),
-                    "program_bytes_to_gpu": p.get("bytes_host_to_gpu", 0)})
+                    "program_faults": p.get("gpu_faults"), "sim_faults": s.get("faults", 0),
+                    "program_bytes_to_gpu": p.get("bytes_host_to_gpu")})
     return out
 
 
@@ -82,7 +83,7 @@ def summed(pairs, key):
         g["operations"] += 1
         for k in ("compute_ns", "program_stall_ns", "sim_stall_ns", "program_faults",
                   "sim_faults"):
-            g[k] += r[k]
+            g[k] = None if g[k] is None or r[k] is None else g[k] + r[k]
     for g in groups.values():
         g["stall_ratio"] = (round(g["sim_stall_ns"] / g["program_stall_ns"], 3)
                             if g["program_stall_ns"] else None)
@@ -117,9 +118,11 @@ def report(folder, faultline):
         entry["aligned"] = True
         entry["timed_operations"] = len(pairs)
         total = {k: sum(r[k] for r in pairs) for k in ("compute_ns", "program_stall_ns",
-                                                        "sim_stall_ns", "program_faults",
-                                                        "sim_faults", "program_gpu_ns",
-                                                        "sim_gpu_ns")}
+                                                        "sim_stall_ns", "sim_faults",
+                                                        "program_gpu_ns", "sim_gpu_ns")}
+        # Runs without --um-counters have no fault counts: null, not zero.
+        counted = all(r["program_faults"] is not None for r in pairs)
+        total["program_faults"] = sum(r["program_faults"] for r in pairs) if counted else None
         entry["total"] = total
         entry["by_kind"] = summed(pairs, "kind")
         entry["by_kernel"] = summed([dict(r, name=short(r["name"])) for r in pairs], "name")[:15]
@@ -147,8 +150,10 @@ def markdown(doc, command):
         t = e["total"]
         lines += [f"{e['timed_operations']} operations timed: compute {ms(t['compute_ns'])} ms; "
                   f"stall in the program {ms(t['program_stall_ns'])} ms, in the simulator "
-                  f"{ms(t['sim_stall_ns'])} ms; faults {t['program_faults']} (program) and "
-                  f"{t['sim_faults']} (simulator).", ""]
+                  f"{ms(t['sim_stall_ns'])} ms; faults "
+                  + (f"{t['program_faults']} (program) and " if t["program_faults"] is not None
+                     else "not counted in the program (no --um-counters), ")
+                  + f"{t['sim_faults']} (simulator).", ""]
         for key, title in (("by_kind", "kind"), ("by_kernel", "kernel")):
             lines += tables.markdown_table(
                 [title, "operations", "compute (ms)", "program stall (ms)", "sim stall (ms)",
