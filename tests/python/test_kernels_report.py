@@ -85,3 +85,24 @@ def test_the_report_is_lines_of_text_with_a_table_for_each_aligned_run():
     assert all(isinstance(line, str) for line in lines)
     assert "| gemm | 1 | 0.0 | 0.0 | 0.0 | 0.625 | 3 | 4 |" in lines
     assert any(line.startswith("Not aligned: the program ran 3 operations") for line in lines)
+
+
+def test_runs_without_counters_leave_the_programs_faults_null():
+    """`faultline run --per-kernel` without --um-counters has times only: the report says the
+    program's faults were not counted rather than summing zeros."""
+    sim = [sim_row("gemm_a", 100, 50, 4), sim_row("elementwise_b", 20, 30, 2)]
+    program = [{"index": 0, "gpu_ns": 180}, {"index": 1, "gpu_ns": 60}]
+    pairs = kernels.compare(run_with(program), sim)
+    assert [p["program_faults"] for p in pairs] == [None, None]
+    by_kind = {g["kind"]: g for g in kernels.summed(pairs, "kind")}
+    assert by_kind["gemm"]["program_faults"] is None and by_kind["gemm"]["sim_faults"] == 4
+    total = {k: sum(p[k] for p in pairs) for k in
+             ("compute_ns", "program_stall_ns", "sim_stall_ns", "sim_faults")}
+    total["program_faults"] = None
+    doc = {"campaign": "c", "runs": [
+        {"run": "p-ondemand-0.75", "aligned": True, "timed_operations": len(pairs),
+         "total": total, "by_kind": kernels.summed(pairs, "kind"),
+         "by_kernel": kernels.summed(pairs, "name")}]}
+    lines = kernels.markdown(doc, "fidelity.py kernels c")
+    assert any("not counted in the program (no --um-counters)" in line for line in lines)
+    assert "| gemm | 1 | 0.0 | 0.0 | 0.0 | 0.625 | None | 4 |" in lines
