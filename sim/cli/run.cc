@@ -38,10 +38,10 @@ const char* kExplanation =
     "row per operation (\"kernels\": its GPU time; with --um-counters also CUPTI's fault groups\n"
     "and migrated bytes during it, which slow every fault), to set beside the simulator's\n"
     "per_kernel rows of the same trace; CUPTI's records cost the run a little, so time the\n"
-    "policies without it. The policy hears a\n"
-    "kernel's end at the program's next call after its launch, where its actions take effect\n"
-    "(--kernel-ends launch); gpu: when the GPU has run it. With --trace every launch must be\n"
-    "the trace's operation of its number: the run stops at the first that is not.";
+    "policies without it. The policy hears a kernel's end at the program's next call after\n"
+    "its launch, where its actions take effect (--kernel-ends launch); gpu: when the GPU has\n"
+    "run it. With --trace every launch must be the trace's operation of its number: the run\n"
+    "stops at the first that is not.";
 
 struct Options {
   std::string policy = "ondemand", params, trace, out, keep, inject, range = "all",
