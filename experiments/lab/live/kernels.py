@@ -1,9 +1,8 @@
 """Kernel by kernel, the program against the simulator: each `faultline run --per-kernel` result of
 a `campaign.sh program` campaign (PROGRAM-POLICY-BUDGET.kernels.json, or .kernels.json.gz where
 committed compressed: every operation's GPU time, and with --um-counters CUPTI's fault groups
-during it) beside the
-simulator's per_kernel rows of the same trace, policy and budget, with the instance's quick
-calibration.
+during it) beside the simulator's per_kernel rows of the same trace, policy and budget, with the
+instance's quick calibration.
 
     experiments/live/fidelity.py kernels [CAMPAIGN] [--write-reports] [--faultline BIN]
 
@@ -117,12 +116,10 @@ def report(folder, faultline):
             continue
         entry["aligned"] = True
         entry["timed_operations"] = len(pairs)
-        total = {k: sum(r[k] for r in pairs) for k in ("compute_ns", "program_stall_ns",
-                                                        "sim_stall_ns", "sim_faults",
-                                                        "program_gpu_ns", "sim_gpu_ns")}
         # Runs without --um-counters have no fault counts: null, not zero.
-        counted = all(r["program_faults"] is not None for r in pairs)
-        total["program_faults"] = sum(r["program_faults"] for r in pairs) if counted else None
+        total = {k: None if any(r[k] is None for r in pairs) else sum(r[k] for r in pairs)
+                 for k in ("compute_ns", "program_stall_ns", "sim_stall_ns", "program_faults",
+                           "sim_faults", "program_gpu_ns", "sim_gpu_ns")}
         entry["total"] = total
         entry["by_kind"] = summed(pairs, "kind")
         entry["by_kernel"] = summed([dict(r, name=short(r["name"])) for r in pairs], "name")[:15]
