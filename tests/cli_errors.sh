@@ -265,6 +265,14 @@ expect "calibrate refit missing file" 1 stderr "no such calibration file" -- \
 echo '{"name": "x"}' > "$WORK/not-calibration.json"
 expect "calibrate refit not a calibration" 1 stderr "expected a calibration document" -- \
   "$FAULTLINE" calibrate --refit "$WORK/not-calibration.json" --out-dir "$WORK/cal"
+expect "calibrate no moments" 2 stderr "--moments 0: expected 1 to 8" -- \
+  "$FAULTLINE" calibrate --name x --from h100 --moments 0
+expect "calibrate moments on a refit" 2 stderr "--refit excludes --moments" -- \
+  "$FAULTLINE" calibrate --refit "$WORK/none.json" --moments 2
+expect "calibrate combine-by alone" 2 stderr "--combine-by requires --combine" -- \
+  "$FAULTLINE" calibrate --refit "$WORK/none.json" --combine-by fastest
+expect "calibrate combine-by unknown" 2 stderr "slowest not in {median,fastest}" -- \
+  "$FAULTLINE" calibrate --refit "$WORK/none.json" --combine "$WORK/none.json" --combine-by slowest
 expect "calibrate per machine and quick" 2 stderr "--quick excludes --from" -- \
   "$FAULTLINE" calibrate --name x --from h100 --quick
 expect "calibrate per machine from an unknown profile" 1 stderr 'unknown gpus profile "h999"; known: ' -- \

@@ -29,14 +29,19 @@ void add_calibrate(CLI::App& app) {
       "twelve points of each kind (first touch and from the host; 1 to 1024 blocks, 1 to 32\n"
       "pages a block, two in rounds over the blocks), fitted from PROFILE's values (a full\n"
       "calibration of the same GPU model); PROFILE is also the base, whose memory size and peer\n"
-      "link stand. --keep-fault-path keeps PROFILE's fault path instead of fitting one. With\n"
+      "link stand. It measures everything twice in a row (--moments, default 2 with --from,\n"
+      "else 1) and keeps the moment whose fault benchmarks took least: the lent hosts switch "
+      "between\n"
+      "two states that price the fault path 1.5-1.9x apart, and programs run in the faster.\n"
+      "--keep-fault-path keeps PROFILE's fault path instead of fitting one. With\n"
       "--refit, --from derives such a calibration from a full one's measurements (the same\n"
       "benchmarks, fewer points), or refits a per-machine one from PROFILE's fault path instead\n"
       "of the one it recorded.\n"
       "--pool FULL.json (with --refit, repeatable) adds other instances' fault benchmarks to the\n"
       "fit, so a shipped fault path is not one instance's. --combine M.json (with --refit,\n"
       "repeatable) fits the median of one instance's calibrations made at several moments (a\n"
-      "campaign's before and after its runs): its costs move with time. --eviction-ns N (with\n"
+      "campaign's before and after its runs): its costs move with time; --combine-by fastest\n"
+      "keeps the fastest moment's instead. --eviction-ns N (with\n"
       "--refit) prices the eviction benchmark and the copies back to the host at N ns a 2 MB\n"
       "chunk with its copy (e.g. what one replay's call log shows its evictions paid,\n"
       "experiments/live/call_log.py) instead of the calibration's own level, after any --combine:\n"
@@ -69,6 +74,18 @@ void add_calibrate(CLI::App& app) {
   CLI::Option* refit =
       sub->add_option("--refit", c->refit, "fit these measurements again, without a GPU")
           ->type_name("MEASUREMENTS.json");
+  auto moments = std::make_shared<std::optional<uint64_t>>();
+  add_count(*sub, "--moments", *moments,
+            "measure everything this many times in a row, the fastest moment kept (default 2 "
+            "with --from, else 1)")
+      ->excludes(refit);
+  auto combine_by = std::make_shared<std::string>("median");
+  CLI::Option* by =
+      sub->add_option("--combine-by", *combine_by,
+                      "with --combine: median (each time over the moments, default) or fastest "
+                      "(the moment whose fault benchmarks took least)")
+          ->type_name("HOW")
+          ->check(CLI::IsMember({"median", "fastest"}));
   sub->add_option("--pool", c->pool,
                   "with --refit: fit the fault path to these full calibrations' fault "
                   "benchmarks too (repeatable)")
@@ -96,7 +113,8 @@ void add_calibrate(CLI::App& app) {
       ->type_name("N")
       ->needs(refit);
   from->excludes(sub->get_option("--quick"));
-  sub->callback([c, repeats, name, base] {
+  by->needs("--combine");
+  sub->callback([c, repeats, moments, combine_by, name, base] {
     c->named = name->count() > 0;
     c->based = base->count() > 0;
     if (!c->based && !c->settings.from.empty()) { // PROFILE is the base, a refit's too
@@ -104,6 +122,13 @@ void add_calibrate(CLI::App& app) {
       c->based = true;
     }
     if (!c->named && c->refit.empty()) throw UsageError("--name is required");
+    c->combine_by = *combine_by == "fastest" ? live::CombineBy::kFastest : live::CombineBy::kMedian;
+    c->moments = c->settings.from.empty() ? 1 : 2;
+    if (*moments) {
+      if (**moments == 0 || **moments > 8)
+        throw UsageError("--moments " + std::to_string(**moments) + ": expected 1 to 8");
+      c->moments = static_cast<uint32_t>(**moments);
+    }
     if (*repeats) c->settings.repeats = static_cast<uint32_t>(std::max<uint64_t>(1, **repeats));
     live::run_calibrate(*c, command_line());
   });

@@ -445,12 +445,21 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
              ? "the same calls apart (the evictions, then the prefetches), timed in alternation"
              : "the eviction benchmark's chunk and the prefetch benchmark's block of host data"));
   if (m.has("combined_from")) {
-    std::string names;
-    for (const json& c : m.at("combined_from"))
-      names += (names.empty() ? "" : ", ") + c.value("name", std::string("?"));
-    out.gpu["sources"].push_back("every measured time: the median over the calibrations " + names +
-                                 ", one instance's at several moments (measurements' "
-                                 "combined_from)");
+    std::string names, kept;
+    for (const json& c : m.at("combined_from")) {
+      const std::string name = c.value("name", json()).is_string()
+                                   ? c["name"].get<std::string>()
+                                   : c.value("path", std::string("?"));
+      names += (names.empty() ? "" : ", ") + name;
+      if (c.value("kept", false)) kept = name;
+    }
+    out.gpu["sources"].push_back(
+        m.root().value("combined_by", json("median")) == "fastest"
+            ? "every measured time: " + kept +
+                  "'s, the moment whose fault benchmarks took least of " + names +
+                  ", one instance's at several moments (measurements' combined_from)"
+            : "every measured time: the median over the calibrations " + names +
+                  ", one instance's at several moments (measurements' combined_from)");
   }
   out.host_link = {
       {"name", settings.name + "-host"},

@@ -82,7 +82,19 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
   nlohmann::json doc;
   if (c.refit.empty()) {
     auto device = open_device(c.device, {.counters = c.settings.cupti_counters});
-    doc["measurements"] = measure(*device, c.settings);
+    if (c.moments <= 1) {
+      doc["measurements"] = measure(*device, c.settings);
+    } else {
+      std::vector<std::pair<std::string, nlohmann::json>> moments;
+      for (uint32_t i = 1; i <= c.moments; ++i)
+        moments.emplace_back("moment " + std::to_string(i),
+                             nlohmann::json{{"measurements", measure(*device, c.settings)}});
+      doc["measurements"] = combined_measurements(moments, CombineBy::kFastest);
+      for (const nlohmann::json& m : doc["measurements"]["combined_from"])
+        std::cout << m["path"].get<std::string>() << ": fault benchmarks "
+                  << m["faults_ns"].get<int64_t>() / 1000000 << " ms"
+                  << (m.value("kept", false) ? " (kept: the fastest)" : "") << "\n";
+    }
     doc["measured_by"] = command_line;
   } else {
     const nlohmann::json old = load_calibration(c.refit);
@@ -93,7 +105,7 @@ void run_calibrate(CalibrateRequest& c, const std::string& command_line) {
     if (!c.combine.empty()) {
       std::vector<std::pair<std::string, nlohmann::json>> moments = {{c.refit, old}};
       for (const std::string& path : c.combine) moments.emplace_back(path, load_calibration(path));
-      measurements = combined_measurements(moments);
+      measurements = combined_measurements(moments, c.combine_by);
     }
     if (!c.pool.empty()) {
       std::vector<std::pair<std::string, nlohmann::json>> others;

@@ -34,8 +34,11 @@ struct CalibrateRequest {
   std::string refit;                // measurements to fit again without a GPU (empty: measure)
   std::vector<std::string> pool;    // with refit: full calibrations whose fault points join
   std::vector<std::string> combine; // with refit: the same instance's calibrations at other moments
-  uint64_t eviction_ns = 0;         // with refit: $.eviction.priced_at_ns (0: the measured level)
-  std::string out_dir = "configs";  // DIR/calibration, DIR/gpus, DIR/links
+  CombineBy combine_by = CombineBy::kMedian; // with combine: how the moments combine
+  // Measuring: this many calibrations in a row, the fastest moment kept (CombineBy::kFastest).
+  uint32_t moments = 1;
+  uint64_t eviction_ns = 0;        // with refit: $.eviction.priced_at_ns (0: the measured level)
+  std::string out_dir = "configs"; // DIR/calibration, DIR/gpus, DIR/links
   int device = 0;
   bool named = false, based = false; // --name and --base given: they override a refit's
 };

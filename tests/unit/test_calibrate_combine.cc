@@ -355,3 +355,57 @@ TEST_CASE("calibrate --combine: one instance's calibrations at several moments, 
                     Catch::Contains("c2.json: combined already"));
   CHECK_THROWS_WITH(live::combined_measurements({three[0]}), Catch::Contains("at least two"));
 }
+
+TEST_CASE("calibrate --combine-by fastest: the moment whose fault benchmarks took least, kept "
+          "whole",
+          "[calibrate]") {
+  // A moment with every fault benchmark `scale` times the made-up one's and its own eviction.
+  const auto doc = [](const std::string& name, double scale, int64_t eviction_ns) {
+    json m = measurements();
+    for (json& f : m["faults"])
+      f["ns"] = static_cast<int64_t>(static_cast<double>(f["ns"].get<int64_t>()) * scale);
+    m["eviction"]["ns"] = eviction_ns;
+    return json{
+        {"name", name}, {"measured_by", "faultline calibrate --name " + name}, {"measurements", m}};
+  };
+  const std::vector<std::pair<std::string, json>> three = {{"a.json", doc("gpu-a", 1.7, 700000)},
+                                                           {"b.json", doc("gpu-b", 1.0, 950000)},
+                                                           {"c.json", doc("gpu-c", 1.6, 800000)}};
+  const json m = live::combined_measurements(three, live::CombineBy::kFastest);
+  // b's measurements whole, its eviction too though a's was cheaper: one moment, not a mix.
+  json b = three[1].second["measurements"];
+  json kept = m;
+  kept.erase("combined_from");
+  kept.erase("combined_by");
+  CHECK(kept == b);
+  CHECK(m["combined_by"] == "fastest");
+  REQUIRE(m["combined_from"].size() == 3);
+  int64_t b_total = 0;
+  for (const json& f : b["faults"]) b_total += f["ns"].get<int64_t>();
+  CHECK(m["combined_from"][1]["faults_ns"] == b_total);
+  CHECK(m["combined_from"][1]["kept"] == true);
+  CHECK_FALSE(m["combined_from"][0].contains("kept"));
+  CHECK(m["combined_from"][0]["faults_ns"].get<int64_t>() > b_total);
+  // The median's way is said too.
+  CHECK(live::combined_measurements(three)["combined_by"] == "median");
+  // The fit says which moment it took.
+  bool named = false;
+  const live::FittedProfile fitted = live::fit(m, settings());
+  for (const json& line : fitted.gpu["sources"]) {
+    named |= line.get<std::string>().find("gpu-b's, the moment whose fault benchmarks took least "
+                                          "of gpu-a, gpu-b, gpu-c") != std::string::npos;
+  }
+  CHECK(named);
+  // The moments must agree as for the median, and each must time its fault benchmarks.
+  json sized = three[2].second;
+  sized["measurements"]["eviction"]["chunks"] = 8;
+  CHECK_THROWS_WITH(
+      live::combined_measurements({three[0], {"x.json", sized}}, live::CombineBy::kFastest),
+      Catch::Contains("x.json: $.eviction.chunks: 8 where"));
+  json untimed = three[2].second, untimed0 = three[0].second;
+  untimed["measurements"]["faults"][3]["ns"] = "slow";
+  untimed0["measurements"]["faults"][3]["ns"] = "slow";
+  CHECK_THROWS_WITH(live::combined_measurements({{"a.json", untimed0}, {"x.json", untimed}},
+                                                live::CombineBy::kFastest),
+                    Catch::Contains("a.json: $.faults[3].ns: expected a time in ns"));
+}
