@@ -24,7 +24,7 @@ void add_calibrate(CLI::App& app) {
       "committed measurements again without a GPU, with their name and base unless given.\n"
       "It measures with CUPTI's unified-memory counters off, as programs run (--cupti-counters:\n"
       "on, for the runs that count bytes with them).\n"
-      "--from PROFILE calibrates one machine in under a minute: the warm-up, eviction, swap,\n"
+      "--from PROFILE calibrates one machine in about a minute: the warm-up, eviction, swap,\n"
       "prefetch and replay-rhythm benchmarks, one large transfer each way and the fault path at\n"
       "twelve points of each kind (first touch and from the host; 1 to 1024 blocks, 1 to 32\n"
       "pages a block, two in rounds over the blocks), fitted from PROFILE's values (a full\n"

@@ -21,7 +21,7 @@ struct CalibrationSettings {
   uint32_t repeats = 5;      // each point is the median of this many runs
   uint64_t margin = 2ull << 30;
   bool quick = false; // fewer and smaller points, for tests and smoke runs
-  // A per-machine calibration (`--from`): what can be measured in under a minute, the fault path
+  // A per-machine calibration (`--from`): what can be measured in half a minute, the fault path
   // at twelve points of each kind and fitted from this profile's values, the memory size and the
   // peer link kept from it. Empty: the full calibration.
   std::string from;

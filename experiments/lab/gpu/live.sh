@@ -12,7 +12,7 @@
 #              calibration made on the machine as it starts measured eviction 30% dearer than
 #              one made minutes later, live/data/h100-a069ff39/README.md), then the per-machine
 #              calibration,
-#              `faultline calibrate --from MODEL` (under a minute: what differs between
+#              `faultline calibrate --from MODEL --moments 1` (half a minute: what differs between
 #              instances, the fault path fitted from the shipped one's), as PROFILE-at1, and the
 #              campaign's profile PROFILE fitted from it, into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
@@ -51,12 +51,13 @@ sub_live() (
       sub_replay "$out/warm-up" "$bin/faultline" >"$out/warm-up.log" 2>&1
   }
 
-  # One per-machine calibration now, PROFILE-atN, then PROFILE fitted from every one made so far.
+  # One per-machine calibration now, PROFILE-atN, then PROFILE fitted from every one made so far
+  # (the median over them: this recipe's moments are its own, one measurement each).
   moment() {
     local at=("$out/profile/calibration/$profile-at"*.json) began=$SECONDS
     [ -f "${at[0]}" ] || at=()
     local name=$profile-at$((${#at[@]} + 1))
-    "$bin/faultline" calibrate --name "$name" --from "$model" --out-dir "$out/profile" \
+    "$bin/faultline" calibrate --name "$name" --from "$model" --moments 1 --out-dir "$out/profile" \
       >>"$out/calibrate.log" 2>&1 || { echo "calibrate ($name) failed: $(tail -1 "$out/calibrate.log")"; return; }
     echo "calibrate (per-machine, $name): $((SECONDS - began)) s" | tee -a "$out/calibrate.log"
     at+=("$out/profile/calibration/$name.json")

@@ -129,7 +129,7 @@ def own_calibration(campaign):
 
 # The newest hold-out campaign, summarised in results/holdout.json: a `campaign.sh program`
 # campaign (the program itself as the ground truth) or a replay campaign (the replay as it).
-NEWEST_HOLDOUT = "h100-be24c470-program"
+NEWEST_HOLDOUT = "h100-b7059fdc-program"
 
 
 def holdout_programs():
