@@ -30,10 +30,9 @@ void add_calibrate(CLI::App& app) {
       "pages a block, two in rounds over the blocks), fitted from PROFILE's values (a full\n"
       "calibration of the same GPU model); PROFILE is also the base, whose memory size and peer\n"
       "link stand. It measures everything twice in a row (--moments, default 2 with --from,\n"
-      "else 1) and keeps the moment whose fault benchmarks took least: the lent hosts switch "
-      "between\n"
-      "two states that price the fault path 1.5-1.9x apart, and programs run in the faster.\n"
-      "--keep-fault-path keeps PROFILE's fault path instead of fitting one. With\n"
+      "else 1) and keeps the moment whose fault benchmarks took least: the lent hosts switch\n"
+      "between two states that price the fault path 1.5-1.9x apart, and programs run in the\n"
+      "faster. --keep-fault-path keeps PROFILE's fault path instead of fitting one. With\n"
       "--refit, --from derives such a calibration from a full one's measurements (the same\n"
       "benchmarks, fewer points), or refits a per-machine one from PROFILE's fault path instead\n"
       "of the one it recorded.\n"
@@ -41,11 +40,11 @@ void add_calibrate(CLI::App& app) {
       "fit, so a shipped fault path is not one instance's. --combine M.json (with --refit,\n"
       "repeatable) fits the median of one instance's calibrations made at several moments (a\n"
       "campaign's before and after its runs): its costs move with time; --combine-by fastest\n"
-      "keeps the fastest moment's instead. --eviction-ns N (with\n"
-      "--refit) prices the eviction benchmark and the copies back to the host at N ns a 2 MB\n"
-      "chunk with its copy (e.g. what one replay's call log shows its evictions paid,\n"
-      "experiments/live/call_log.py) instead of the calibration's own level, after any --combine:\n"
-      "that run re-simulated at the price it met.");
+      "keeps the fastest moment's instead. --eviction-ns N (with --refit) prices the eviction\n"
+      "benchmark and the copies back to the host at N ns a 2 MB chunk with its copy (e.g. what\n"
+      "one replay's call log shows its evictions paid, experiments/live/call_log.py) instead of\n"
+      "the calibration's own level, after any --combine: that run re-simulated at the price it\n"
+      "met.");
   auto c = std::make_shared<live::CalibrateRequest>();
   auto repeats = std::make_shared<std::optional<uint64_t>>();
   CLI::Option* name = sub->add_option("--name", c->settings.name,
