@@ -11,10 +11,9 @@
 #   calibrate  OUT_DIR/machine.txt (GPU, UUID, driver, CPU), the warm-up replay (below: a
 #              calibration made on the machine as it starts measured eviction 30% dearer than
 #              one made minutes later, live/data/h100-a069ff39/README.md), then the per-machine
-#              calibration,
-#              `faultline calibrate --from MODEL --moments 1` (half a minute: what differs between
-#              instances, the fault path fitted from the shipped one's), as PROFILE-at1, and the
-#              campaign's profile PROFILE fitted from it, into
+#              calibration, `faultline calibrate --from MODEL --moments 1` (half a minute:
+#              what differs between instances, the fault path fitted from the shipped one's), as
+#              PROFILE-at1, and the campaign's profile PROFILE fitted from it, into
 #              OUT_DIR/profile/{calibration,gpus,links}/PROFILE*.json, PROFILE = h200-UUID8 (the
 #              GPU's name and the first 8 hex digits of its UUID: the instance), timed in
 #              OUT_DIR/calibrate.log; with FULL=1 also the full calibration as PROFILE-full
