@@ -41,6 +41,8 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     # (about 30 minutes).
     "$python" experiments/live/calibration.py cost-swap --write
     "$python" experiments/live/calibration.py noise --write >/dev/null
+    # Which of the host's two states each calibration met (seconds).
+    "$python" experiments/live/calibration.py states --write >/dev/null
     "$python" experiments/live/calibration.py pooled-cost --cost swap_extra_ns \
       --policies pump,oracle,deepum --write >/dev/null
     # strided on the H100s at the H200's measured price of an evicted run (no H100 measured it)

@@ -2,7 +2,8 @@
 """How much does a GPU's calibration move, and which costs carry the misses? The calibration
 study over every calibrated instance: each cost's noise within one instance and across, the
 drift between passes of one campaign, one profile for any instance (the median), a cost pooled
-over the instances, and the cost that carries each miss.
+over the instances, the cost that carries each miss, and which of the host's two states each
+calibration met.
 
     experiments/live/calibration.py SUBCOMMAND ...   (SUBCOMMAND --help for its arguments)
 
@@ -16,10 +17,10 @@ from lab import steps  # noqa: E402
 
 steps.in_venv()  # the studies' packages (matplotlib) are in the repository's .venv
 from lab import cli  # noqa: E402
-from lab.live import calibration_noise, cost_swap, drift, median_profile, pooled_cost  # noqa: E402
+from lab.live import calibration_noise, calibration_states, cost_swap, drift, median_profile, pooled_cost  # noqa: E402
 
 SUBCOMMANDS = {"noise": calibration_noise, "drift": drift, "median-profile": median_profile,
-               "pooled-cost": pooled_cost, "cost-swap": cost_swap}
+               "pooled-cost": pooled_cost, "cost-swap": cost_swap, "states": calibration_states}
 
 if __name__ == "__main__":
     sys.exit(cli.dispatch(__doc__, SUBCOMMANDS))

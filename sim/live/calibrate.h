@@ -78,9 +78,9 @@ pooled_measurements(const nlohmann::json& measurements,
 // With CombineBy::kFastest the documents are checked the same way, but one moment's
 // measurements are kept whole: the one whose fault benchmarks ($.faults[].ns) add up to the least.
 // The lent machines' hosts switch between two states that price the fault path, the prefetch
-// calls and the copies back to the host 1.5-1.9x apart (a dense fault batch 3.5-4.75 against
-// 5.25-8 us a 64 KB page in all but 7 of 117 calibrations, the same instance flipping from one
-// calibration to the next), and programs under `faultline run` ran in the faster one
+// calls and the copies back to the host 1.5-1.9x apart (a dense fault batch up to 4.75 against
+// over 5.25 us a 64 KB page in all but 7 of 117 calibrations, the same instance flipping from
+// one calibration to the next: experiments/live/calibration.py states), and programs under `faultline run` ran in the faster one
 // (experiments/live/data/h100-7856ec42-program/). Each moment in "combined_from" then carries
 // "faults_ns", the kept one "kept": true; "combined_by" says which way.
 enum class CombineBy { kMedian, kFastest };
