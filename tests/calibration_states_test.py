@@ -57,6 +57,25 @@ def test_states():
         assert (s["calibrations"], s["fast"], s["between"], s["slow"], s["instances"]) == \
             (3, 1, 1, 1, 2), s
         assert s["instances_in_both"] == ["aaaa"], s
+        # Program campaigns beside their profile's state; one without a report is left out.
+        reports = os.path.join(d, "reports")
+        with open(os.path.join(d, "h100-aaaa-program", "profile.txt"), "w") as f:
+            f.write("h100-aaaa\n")
+        with open(os.path.join(d, "h100-bbbb-program", "profile.txt"), "w") as f:
+            f.write("h100-bbbb\n")
+        put(reports, "h100-aaaa-program/program.json", {"simulator": {
+            "runs": 4, "median_abs_time_error": 0.1,
+            "signed_median_by_policy": {"ondemand": 0.2, "pump": -0.05}}})
+        put(reports, "h100-bbbb-program/program.json", {"simulator": {
+            "runs": 2, "median_abs_time_error": 0.3, "signed_median_by_policy": {"ondemand": 0.4}}})
+        put(reports, "h100-cccc-program/program.json", {"simulator": {"runs": 1}})
+        programs = states.program_campaigns(d, reports)
+        assert [(c["campaign"], c["state"], c["runs"]) for c in programs] == [
+            ("h100-aaaa-program", "fast", 4), ("h100-bbbb-program", "between", 2)], programs
+        grouped = states.by_state(programs)
+        assert grouped["fast"] == {"campaigns": 1, "median_abs_error": 0.1,
+                                   "signed_median_by_policy": {"ondemand": 0.2, "pump": -0.05}}
+        assert set(grouped) == {"fast", "between"}, grouped
 
 
 def test_bad_input():

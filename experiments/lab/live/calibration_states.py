@@ -1,6 +1,6 @@
 """Which of the host's two states each calibration met: the price of its dense fault benchmark.
 
-    experiments/live/calibration.py states [--write] [--data DIR]
+    experiments/live/calibration.py states [--write] [--data DIR] [--reports DIR]
 
 Every calibration document under DIR (default experiments/live/data/) that measured the fault
 benchmarks itself (combined ones are left out: their moments are there as files of their own),
@@ -9,7 +9,9 @@ each counted once however many campaigns hold a copy. Its dense fault benchmark,
 first-touch price says the state: fast up to FAST_MAX_US, slow from SLOW_MIN_US, between
 otherwise (the two clusters over the committed calibrations, configs/README.md). Per GPU model:
 how many of each, and the instances met in both states (the name's second part is the instance:
-h100-7856ec42-idle is instance 7856ec42). Writes states.json and states.md into
+h100-7856ec42-idle is instance 7856ec42). And each program campaign (`campaign.sh program`,
+its report in experiments/live/reports/CAMPAIGN/program.json) beside the state of the profile it
+is simulated with: does the state carry the simulator's error? Writes states.json and states.md into
 experiments/live/reports/calibration-states/ with --write (else out/live/calibration-states/).
 """
 import argparse
@@ -99,6 +101,54 @@ def summary(rows):
     return out
 
 
+def program_campaigns(data_dir, reports_dir):
+    """Each program campaign with a report: its profile's dense price and state, and the
+    simulator's error against the programs (median |error|, signed median by policy)."""
+    out = []
+    for report in sorted(glob.glob(os.path.join(reports_dir, "*", "program.json"))):
+        campaign = os.path.basename(os.path.dirname(report))
+        folder = os.path.join(data_dir, campaign)
+        try:
+            with open(os.path.join(folder, "profile.txt")) as f:
+                name = f.read().strip()
+            with open(os.path.join(folder, "profile", "calibration", name + ".json")) as f:
+                m = json.load(f)["measurements"]
+            with open(report) as f:
+                sim = json.load(f)["simulator"]
+        except (OSError, ValueError, KeyError):
+            continue  # a campaign simulated with a shipped profile, or without a report
+        populate = dense_us(m, "populate")
+        if populate is None or not sim.get("runs"):
+            continue
+        out.append({"campaign": campaign, "populate_us": populate, "state": state_of(populate),
+                    "runs": sim["runs"], "median_abs_error": sim.get("median_abs_time_error"),
+                    "signed_median_by_policy": sim.get("signed_median_by_policy", {})})
+    return out
+
+
+def by_state(campaigns):
+    """Per state: the campaigns, the median of their median |error|s and of each policy's
+    signed median."""
+    def med(values):
+        values = sorted(v for v in values if v is not None)
+        if not values:
+            return None
+        n = len(values)
+        return round(values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2, 4)
+    out = {}
+    for state in ("fast", "between", "slow"):
+        mine = [c for c in campaigns if c["state"] == state]
+        if not mine:
+            continue
+        policies = sorted({p for c in mine for p in c["signed_median_by_policy"]})
+        out[state] = {"campaigns": len(mine),
+                      "median_abs_error": med([c["median_abs_error"] for c in mine]),
+                      "signed_median_by_policy": {
+                          p: med([c["signed_median_by_policy"].get(p) for c in mine])
+                          for p in policies}}
+    return out
+
+
 def markdown(doc):
     lines = ["# The host's two states in the calibrations", "",
              f"Made by `{doc['command']}`. Each distinct calibration's dense fault benchmark "
@@ -110,6 +160,20 @@ def markdown(doc):
     for model, s in doc["summary"].items():
         lines.append(f"| {model} | {s['calibrations']} | {s['fast']} | {s['between']} | "
                      f"{s['slow']} | {s['instances']} | {len(s['instances_in_both'])} |")
+    lines += ["", "Program campaigns by the state of the profile they are simulated with (the "
+              "median over campaigns of each one's median |error| and signed medians; each "
+              "report's own revision of the simulator):", "",
+              "| state | campaigns | median abs error | signed median by policy |",
+              "|---|---|---|---|"]
+    for state, s in doc["programs_by_state"].items():
+        signed = ", ".join(f"{p} {v:+.1%}" for p, v in s["signed_median_by_policy"].items()
+                           if v is not None)
+        lines.append(f"| {state} | {s['campaigns']} | {s['median_abs_error']:.1%} | {signed} |")
+    lines += ["", "| program campaign | state | first touch (us) | runs | median abs error |",
+              "|---|---|---|---|---|"]
+    for c in doc["program_campaigns"]:
+        lines.append(f"| {c['campaign']} | {c['state']} | {c['populate_us']} | {c['runs']} | "
+                     f"{c['median_abs_error']:.1%} |")
     lines += ["", "| calibration | state | first touch (us) | from the host (us) |",
               "|---|---|---|---|"]
     for r in doc["calibrations"]:
@@ -121,6 +185,8 @@ def main(argv=None, prog=None):
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(REPO, "experiments", "live", "data"),
                     help="where the campaigns are (default experiments/live/data/)")
+    ap.add_argument("--reports", default=os.path.join(REPO, "experiments", "live", "reports"),
+                    help="where the campaigns' reports are (default experiments/live/reports/)")
     ap.add_argument("--write", action="store_true",
                     help="into experiments/live/reports/calibration-states/")
     args = ap.parse_args(argv)
@@ -130,9 +196,11 @@ def main(argv=None, prog=None):
     if not rows:
         raise SystemExit(f"calibration_states: {args.data}: no calibration with the dense fault "
                          "benchmark")
+    programs = program_campaigns(args.data, args.reports)
     doc = {"command": "experiments/live/calibration.py states" + (" --write" if args.write else ""),
            "fast_max_us": FAST_MAX_US, "slow_min_us": SLOW_MIN_US,
-           "summary": summary(rows), "calibrations": rows}
+           "summary": summary(rows), "programs_by_state": by_state(programs),
+           "program_campaigns": programs, "calibrations": rows}
     out_dir = os.path.join(REPO, "experiments", "live", "reports", "calibration-states") \
         if args.write else os.path.join(REPO, "out", "live", "calibration-states")
     os.makedirs(out_dir, exist_ok=True)
