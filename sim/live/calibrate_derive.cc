@@ -246,7 +246,10 @@ json combined_measurements(const Calibrations& calibrations, CombineBy by) {
         total += ns.get<int64_t>();
       }
       from[i]["faults_ns"] = total;
-      if (i == 0 || total < least) least = total, kept = i;
+      if (i == 0 || total < least) {
+        least = total;
+        kept = i;
+      }
     }
     from[kept]["kept"] = true;
     out = *values[kept];

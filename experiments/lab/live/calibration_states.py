@@ -19,7 +19,9 @@ import glob
 import hashlib
 import json
 import os
+import statistics
 
+from lab.campaigns import read_json
 from lab.paths import REPO
 from lab.tables import write_json
 
@@ -61,11 +63,7 @@ def calibrations(data_dir):
     rows, seen = [], set()
     for path in sorted(glob.glob(os.path.join(data_dir, "**", "calibration", "*.json"),
                                  recursive=True)):
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise SystemExit(f"calibration_states: {path}: {e}") from None
+        doc = read_json(path, "calibration_states")
         m = doc.get("measurements") if isinstance(doc, dict) else None
         if not isinstance(m, dict) or not isinstance(m.get("faults"), list) or \
                 "combined_from" in m or "pooled_from" in m:
@@ -108,15 +106,19 @@ def program_campaigns(data_dir, reports_dir):
     for report in sorted(glob.glob(os.path.join(reports_dir, "*", "program.json"))):
         campaign = os.path.basename(os.path.dirname(report))
         folder = os.path.join(data_dir, campaign)
-        try:
-            with open(os.path.join(folder, "profile.txt")) as f:
-                name = f.read().strip()
-            with open(os.path.join(folder, "profile", "calibration", name + ".json")) as f:
-                m = json.load(f)["measurements"]
-            with open(report) as f:
-                sim = json.load(f)["simulator"]
-        except (OSError, ValueError, KeyError):
-            continue  # a campaign simulated with a shipped profile, or without a report
+        named = os.path.join(folder, "profile.txt")
+        if not os.path.exists(named):
+            continue  # simulated with a shipped profile
+        with open(named) as f:
+            name = f.read().strip()
+        calibration = os.path.join(folder, "profile", "calibration", name + ".json")
+        if not os.path.exists(calibration):
+            continue  # a profile fitted elsewhere, without its measurements here
+        m = read_json(calibration, "calibration_states").get("measurements")
+        sim = read_json(report, "calibration_states").get("simulator")
+        if not isinstance(m, dict) or not isinstance(sim, dict):
+            raise SystemExit(f"calibration_states: {campaign}: expected $.measurements in "
+                             f"{calibration} and $.simulator in {report}")
         populate = dense_us(m, "populate")
         if populate is None or not sim.get("runs"):
             continue
@@ -130,11 +132,8 @@ def by_state(campaigns):
     """Per state: the campaigns, the median of their median |error|s and of each policy's
     signed median."""
     def med(values):
-        values = sorted(v for v in values if v is not None)
-        if not values:
-            return None
-        n = len(values)
-        return round(values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2, 4)
+        values = [v for v in values if v is not None]
+        return round(statistics.median(values), 4) if values else None
     out = {}
     for state in ("fast", "between", "slow"):
         mine = [c for c in campaigns if c["state"] == state]
