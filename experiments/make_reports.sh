@@ -43,6 +43,8 @@ for study in ${@:-live multigpu papers alloc capture compare}; do
     "$python" experiments/live/calibration.py noise --write >/dev/null
     # Which of the host's two states each calibration met (seconds).
     "$python" experiments/live/calibration.py states --write >/dev/null
+    # What an eviction costs inside the programs against the calibration's prices (seconds).
+    "$python" experiments/live/calibration.py evictions --write >/dev/null
     "$python" experiments/live/calibration.py pooled-cost --cost swap_extra_ns \
       --policies pump,oracle,deepum --write >/dev/null
     # strided on the H100s at the H200's measured price of an evicted run (no H100 measured it)

@@ -1,0 +1,187 @@
+"""What an eviction costs inside the programs against each price the calibration offers.
+
+    experiments/live/calibration.py evictions [--write] [--data DIR] [--reports DIR]
+
+Every program campaign under DIR (default experiments/live/data/; `campaign.sh program`, with a
+profile/ folder) whose ondemand runs measured their migration stream: under ondemand the stream
+holds nothing but the budget's evictions, one 2 MB cudaMemPrefetchAsync to the host each, so the
+stream's GPU time over the run's evictions (`results.migration_gpu_ns / results.evictions`) is
+what one eviction cost in the program. Beside it, per campaign, the prices its calibration gives
+a chunk's eviction with its copy:
+
+- `simulated`: what the simulator charges, the profile's host link back to the host for 2 MB
+  plus its eviction_ns (and 32 x eviction_page_ns where the profile splits it so);
+- `benchmark`: the eviction benchmark, its chunks evicted in a row after the warm-up;
+- `samples`: the mean of the benchmark and the samples spread through the calibration;
+- `warm_up`: the median of the warm-up's rounds, thousands of chunks evicted in a row (the
+  volume a program's budget evicts each step).
+
+And pump's stream, an eviction and a prefetch in turn, per eviction (`pump_pair_us`). Each price
+is given as its ratio to the program's median; the summary gives each price's median |ratio - 1|
+over the campaigns. Writes evictions.json and evictions.md into
+experiments/live/reports/eviction-prices/ with --write (else out/live/eviction-prices/)."""
+import argparse
+import glob
+import math
+import os
+import statistics
+
+from lab.campaigns import read_json
+from lab.paths import REPO
+from lab.tables import write_json
+
+SUMMARY = "what an eviction costs in the programs against the calibration's prices"
+
+PRICES = ("simulated", "benchmark", "samples", "warm_up")
+CHUNK = 2 << 20
+PAGES_A_CHUNK = 32
+
+
+def transfer_ns(direction, nbytes):
+    """The simulator's time for NBYTES over a link direction ({"bandwidth_gbps": [[bytes, GB/s]
+    ...], "overhead_ns"}): the rate interpolated on log2(bytes) between its points, as
+    sim/config/profiles.cc's LinkCurve::transfer_ns."""
+    points = direction["bandwidth_gbps"]
+    gbps = points[0][1]
+    if nbytes >= points[-1][0]:
+        gbps = points[-1][1]
+    elif nbytes > points[0][0]:
+        for (b0, g0), (b1, g1) in zip(points, points[1:]):
+            if b0 <= nbytes < b1:
+                x, x0, x1 = math.log2(nbytes), math.log2(b0), math.log2(b1)
+                gbps = g0 + (g1 - g0) * (x - x0) / (x1 - x0)
+                break
+    return direction["overhead_ns"] + math.ceil(nbytes / gbps)
+
+
+def per_eviction_us(path):
+    """The run's migration stream a chunk evicted, us; None where it did not measure it."""
+    results = read_json(path, "run").get("results", {})
+    if not results.get("evictions") or results.get("migration_gpu_ns") is None:
+        return None
+    return results["migration_gpu_ns"] / results["evictions"] / 1000
+
+
+def runs_us(folder, policy):
+    values = []
+    for path in sorted(glob.glob(os.path.join(folder, f"*-{policy}-*.json"))):
+        if path.endswith(".kernels.json"):
+            continue
+        value = per_eviction_us(path)
+        if value is not None:
+            values.append(value)
+    return values
+
+
+def calibration_prices(folder):
+    """The campaign's calibration prices of a chunk's eviction, us; None where it has no
+    profile."""
+    name_file = os.path.join(folder, "profile.txt")
+    if not os.path.exists(name_file):
+        return None
+    with open(name_file) as f:
+        name = f.read().strip()
+    profile = read_json(os.path.join(folder, "profile", "gpus", name + ".json"), "GPU profile")
+    link = read_json(os.path.join(folder, "profile", "links", profile["host_link"] + ".json"),
+                     "link profile")
+    calibration = read_json(os.path.join(folder, "profile", "calibration", name + ".json"),
+                            "calibration")
+    measured = calibration.get("measurements", {})
+    simulated = (transfer_ns(link["reverse"], CHUNK) + profile.get("eviction_ns", 0)
+                 + PAGES_A_CHUNK * profile.get("eviction_page_ns", 0))
+    prices = {"profile": name, "simulated": simulated / 1000}
+    eviction = measured.get("eviction")
+    if eviction:
+        benchmark = eviction["ns"] / eviction["chunks"]
+        prices["benchmark"] = benchmark / 1000
+        samples = [eviction["ns"]] + list(eviction.get("samples_ns", []))
+        prices["samples"] = statistics.mean(samples) / eviction["chunks"] / 1000
+    warm = measured.get("warm_up", {}).get("eviction_ns_per_chunk")
+    if warm:
+        prices["warm_up"] = statistics.median(warm) / 1000
+    return prices
+
+
+def campaign_row(folder):
+    ondemand = runs_us(folder, "ondemand")
+    prices = calibration_prices(folder)
+    if not ondemand or prices is None:
+        return None
+    program = statistics.median(ondemand)
+    pump = runs_us(folder, "pump")
+    row = {"campaign": os.path.basename(folder), "profile": prices.pop("profile"),
+           "ondemand_runs": len(ondemand), "program_us": round(program, 1),
+           "program_range_us": [round(min(ondemand), 1), round(max(ondemand), 1)],
+           "pump_pair_us": round(statistics.median(pump), 1) if pump else None}
+    for key in PRICES:
+        if key in prices:
+            row[key + "_us"] = round(prices[key], 1)
+            row[key + "_ratio"] = round(prices[key] / program, 3)
+    return row
+
+
+def study(data_dir):
+    rows = [row for folder in sorted(glob.glob(os.path.join(data_dir, "*-program")))
+            if (row := campaign_row(folder))]
+    summary = {}
+    for key in PRICES:
+        misses = [abs(r[key + "_ratio"] - 1) for r in rows if key + "_ratio" in r]
+        if misses:
+            summary[key] = {"campaigns": len(misses),
+                            "median_abs_miss": round(statistics.median(misses), 3),
+                            "max_abs_miss": round(max(misses), 3)}
+    return {"campaigns": rows, "summary": summary}
+
+
+def markdown(doc):
+    lines = ["# What an eviction costs in the programs",
+             "",
+             "Made by `experiments/live/calibration.py evictions`: per program campaign, the "
+             "migration stream's GPU time under ondemand over its evictions (one 2 MB chunk "
+             "each; the median of the runs, their range), and each price the campaign's "
+             "calibration gives an eviction with its copy, as its ratio to the program "
+             "(`experiments/lab/live/eviction_prices.py` says what each is).",
+             "",
+             "| campaign | program (us) | range | pump, a pair (us) | simulated | benchmark "
+             "| samples | warm-up |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in doc["campaigns"]:
+        cells = [f"{r[k + '_us']:.0f} ({r[k + '_ratio']:.2f})" if k + "_us" in r else ""
+                 for k in PRICES]
+        lo, hi = r["program_range_us"]
+        pump = f"{r['pump_pair_us']:.0f}" if r["pump_pair_us"] is not None else ""
+        lines.append(f"| {r['campaign']} | {r['program_us']:.0f} | {lo:.0f}-{hi:.0f} | {pump} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "Each price's miss over the campaigns, |price / program - 1|:", "",
+              "| price | campaigns | median | max |", "|---|---|---|---|"]
+    for key, s in doc["summary"].items():
+        lines.append(f"| {key} | {s['campaigns']} | {s['median_abs_miss']:.1%} | "
+                     f"{s['max_abs_miss']:.1%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None, prog=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(REPO, "experiments", "live", "data"),
+                    help="where the campaigns are (default experiments/live/data/)")
+    ap.add_argument("--write", action="store_true",
+                    help="into experiments/live/reports/eviction-prices/")
+    args = ap.parse_args(argv)
+    if not os.path.isdir(args.data):
+        raise SystemExit(f"eviction_prices: {args.data}: no such folder")
+    doc = study(args.data)
+    if not doc["campaigns"]:
+        raise SystemExit(f"eviction_prices: {args.data}: no program campaign with a profile and "
+                         "ondemand runs that measured their migration stream")
+    doc = {"command": "experiments/live/calibration.py evictions" + (" --write" if args.write
+                                                                      else ""), **doc}
+    out_dir = os.path.join(REPO, "experiments", "live", "reports", "eviction-prices") \
+        if args.write else os.path.join(REPO, "out", "live", "eviction-prices")
+    os.makedirs(out_dir, exist_ok=True)
+    write_json(os.path.join(out_dir, "evictions.json"), doc)
+    with open(os.path.join(out_dir, "evictions.md"), "w") as f:
+        f.write(markdown(doc))
+    for key, m in doc["summary"].items():
+        print(f"{key}: median |miss| {m['median_abs_miss']:.1%} over {m['campaigns']} campaigns, "
+              f"max {m['max_abs_miss']:.1%}")
+    return 0
