@@ -1,5 +1,6 @@
 """experiments/lab/live/eviction_prices.py: the program's cost a chunk evicted under ondemand,
-each calibration price's ratio to it, the link's 2 MB time as the simulator computes it, and
+each calibration price's ratio to it, pump's prefetch against the simulator's price of it, the
+link's 2 MB time as the simulator computes it, and
 clear errors for a missing folder, one without campaigns and a malformed run."""
 import json
 import os
@@ -26,10 +27,12 @@ def run(migration_ns, evictions):
 def campaign(d, name="h100-aaaa-program"):
     put(d, f"{name}/profile.txt", "h100-aaaa\n")
     put(d, f"{name}/profile/gpus/h100-aaaa.json",
-        {"name": "h100-aaaa", "host_link": "h100-aaaa-host", "eviction_ns": 20000})
-    # 2 MB at 20.97152 GB/s is 100 us, with 10 us of overhead.
-    put(d, f"{name}/profile/links/h100-aaaa-host.json", {"reverse": {
-        "bandwidth_gbps": [[1 << 30, 2 * 1048576 / 100000]], "overhead_ns": 10000}})
+        {"name": "h100-aaaa", "host_link": "h100-aaaa-host", "eviction_ns": 20000,
+         "prefetch_call_ns": 5000, "prefetch_copy_extra_ns": 45000})
+    # Back: 2 MB at 20.97152 GB/s is 100 us, with 10 us of overhead; forward: 40 us and 10.
+    put(d, f"{name}/profile/links/h100-aaaa-host.json", {
+        "reverse": {"bandwidth_gbps": [[1 << 30, 2 * 1048576 / 100000]], "overhead_ns": 10000},
+        "forward": {"bandwidth_gbps": [[1 << 30, 2 * 1048576 / 40000]], "overhead_ns": 10000}})
     put(d, f"{name}/profile/calibration/h100-aaaa.json", {"measurements": {
         "eviction": {"chunks": 100, "ns": 10_000_000, "samples_ns": [14_000_000, 12_000_000]},
         "warm_up": {"chunks": 4096, "eviction_ns_per_chunk": [300000, 260000, 250000]}}})
@@ -51,12 +54,17 @@ def test_prices():
         assert [r["campaign"] for r in doc["campaigns"]] == ["h100-aaaa-program"], doc
         r = doc["campaigns"][0]
         assert (r["program_us"], r["program_range_us"], r["ondemand_runs"]) == (230, [200, 260], 2)
-        assert r["pump_pair_us"] == 400
+        assert r["pump_pair_us"] == 400 and r["pump_prefetch_us"] == 170
+        assert r["simulated_prefetch_us"] == 100 and r["simulated_prefetch_ratio"] == 0.588, r
+        assert doc["summary"]["pump_prefetch"] == {"campaigns": 1, "median_ratio": 0.588,
+                                                   "range": [0.588, 0.588]}
         assert r["simulated_us"] == 130 and r["simulated_ratio"] == round(130 / 230, 3), r
         assert r["benchmark_us"] == 100 and r["samples_us"] == 120 and r["warm_up_us"] == 260, r
         assert doc["summary"]["warm_up"] == {"campaigns": 1, "median_abs_miss": 0.13,
                                              "max_abs_miss": 0.13}, doc["summary"]
-        assert "| h100-aaaa-program | 230 | 200-260 | 400 | 130 (0.56) |" in prices.markdown(doc)
+        text = prices.markdown(doc)
+        assert "| h100-aaaa-program | 230 | 200-260 | 400 | 130 (0.56) |" in text, text
+        assert "| 170 | 100 (0.59) |" in text and "median 0.59, 0.59 to 0.59" in text, text
 
 
 def test_bad_input():

@@ -16,7 +16,10 @@ a chunk's eviction with its copy:
 - `warm_up`: the median of the warm-up's rounds, thousands of chunks evicted in a row (the
   volume a program's budget evicts each step).
 
-And pump's stream, an eviction and a prefetch in turn, per eviction (`pump_pair_us`). Each price
+And pump's stream, an eviction and a prefetch in turn, per eviction (`pump_pair_us`): less the
+program's eviction, what pump's 2 MB prefetch of a chunk the budget had evicted cost
+(`pump_prefetch_us`), beside the simulator's price of that prefetch (`simulated_prefetch_us`:
+prefetch_call_ns, prefetch_copy_extra_ns and the host link's 2 MB copy to the GPU). Each price
 is given as its ratio to the program's median; the summary gives each price's median |ratio - 1|
 over the campaigns. Writes evictions.json and evictions.md into
 experiments/live/reports/eviction-prices/ with --write (else out/live/eviction-prices/)."""
@@ -89,7 +92,9 @@ def calibration_prices(folder):
     measured = calibration.get("measurements", {})
     simulated = (transfer_ns(link["reverse"], CHUNK) + profile.get("eviction_ns", 0)
                  + PAGES_A_CHUNK * profile.get("eviction_page_ns", 0))
-    prices = {"profile": name, "simulated": simulated / 1000}
+    prefetch = (profile.get("prefetch_call_ns", 0) + profile.get("prefetch_copy_extra_ns", 0)
+                + transfer_ns(link["forward"], CHUNK))
+    prices = {"profile": name, "simulated": simulated / 1000, "prefetch": prefetch / 1000}
     eviction = measured.get("eviction")
     if eviction:
         benchmark = eviction["ns"] / eviction["chunks"]
@@ -117,6 +122,12 @@ def campaign_row(folder):
         if key in prices:
             row[key + "_us"] = round(prices[key], 1)
             row[key + "_ratio"] = round(prices[key] / program, 3)
+    row["simulated_prefetch_us"] = round(prices["prefetch"], 1)
+    if pump:
+        prefetch = statistics.median(pump) - program
+        row["pump_prefetch_us"] = round(prefetch, 1)
+        row["simulated_prefetch_ratio"] = round(prices["prefetch"] / prefetch, 3) \
+            if prefetch > 0 else None
     return row
 
 
@@ -124,6 +135,11 @@ def study(data_dir):
     rows = [row for folder in sorted(glob.glob(os.path.join(data_dir, "*-program")))
             if (row := campaign_row(folder))]
     summary = {}
+    ratios = [r["simulated_prefetch_ratio"] for r in rows if r.get("simulated_prefetch_ratio")]
+    if ratios:
+        summary["pump_prefetch"] = {"campaigns": len(ratios),
+                                    "median_ratio": round(statistics.median(ratios), 3),
+                                    "range": [min(ratios), max(ratios)]}
     for key in PRICES:
         misses = [abs(r[key + "_ratio"] - 1) for r in rows if key + "_ratio" in r]
         if misses:
@@ -143,20 +159,29 @@ def markdown(doc):
              "(`experiments/lab/live/eviction_prices.py` says what each is).",
              "",
              "| campaign | program (us) | range | pump, a pair (us) | simulated | benchmark "
-             "| samples | warm-up |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| samples | warm-up | pump's prefetch (us) | simulated prefetch |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["campaigns"]:
         cells = [f"{r[k + '_us']:.0f} ({r[k + '_ratio']:.2f})" if k + "_us" in r else ""
                  for k in PRICES]
         lo, hi = r["program_range_us"]
         pump = f"{r['pump_pair_us']:.0f}" if r["pump_pair_us"] is not None else ""
+        prefetch = f"{r['pump_prefetch_us']:.0f}" if "pump_prefetch_us" in r else ""
+        ratio = r.get("simulated_prefetch_ratio")
+        simulated = f"{r['simulated_prefetch_us']:.0f}" + (f" ({ratio:.2f})" if ratio else "")
         lines.append(f"| {r['campaign']} | {r['program_us']:.0f} | {lo:.0f}-{hi:.0f} | {pump} | "
-                     + " | ".join(cells) + " |")
+                     + " | ".join(cells) + f" | {prefetch} | {simulated} |")
     lines += ["", "Each price's miss over the campaigns, |price / program - 1|:", "",
               "| price | campaigns | median | max |", "|---|---|---|---|"]
     for key, s in doc["summary"].items():
+        if key == "pump_prefetch":
+            continue
         lines.append(f"| {key} | {s['campaigns']} | {s['median_abs_miss']:.1%} | "
                      f"{s['max_abs_miss']:.1%} |")
+    p = doc["summary"].get("pump_prefetch")
+    if p:
+        lines += ["", f"Pump's prefetch, simulated over program: median {p['median_ratio']:.2f}, "
+                      f"{p['range'][0]:.2f} to {p['range'][1]:.2f} over {p['campaigns']} campaigns."]
     return "\n".join(lines) + "\n"
 
 
@@ -182,6 +207,9 @@ def main(argv=None, prog=None):
     with open(os.path.join(out_dir, "evictions.md"), "w") as f:
         f.write(markdown(doc))
     for key, m in doc["summary"].items():
+        if key == "pump_prefetch":
+            print(f"pump's prefetch: simulated / program median {m['median_ratio']:.2f}")
+            continue
         print(f"{key}: median |miss| {m['median_abs_miss']:.1%} over {m['campaigns']} campaigns, "
               f"max {m['max_abs_miss']:.1%}")
     return 0
