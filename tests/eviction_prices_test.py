@@ -35,7 +35,8 @@ def campaign(d, name="h100-aaaa-program"):
         "forward": {"bandwidth_gbps": [[1 << 30, 2 * 1048576 / 40000]], "overhead_ns": 10000}})
     put(d, f"{name}/profile/calibration/h100-aaaa.json", {"measurements": {
         "eviction": {"chunks": 100, "ns": 10_000_000, "samples_ns": [14_000_000, 12_000_000]},
-        "warm_up": {"chunks": 4096, "eviction_ns_per_chunk": [300000, 260000, 250000]}}})
+        "warm_up": {"chunks": 4096, "eviction_ns_per_chunk": [300000, 260000, 250000],
+                    "prefetch_ns_per_chunk": [90000, 70000, 80000]}}})
     # ondemand: 200 and 260 us a chunk (median 230); pump 400; the per-kernel run left out.
     put(d, f"{name}/x-ondemand-0.75.json", run(200_000_000, 1000))
     put(d, f"{name}/x-ondemand-0.75.r2.json", run(260_000_000, 1000))
@@ -64,7 +65,8 @@ def test_prices():
                                              "max_abs_miss": 0.13}, doc["summary"]
         text = prices.markdown(doc)
         assert "| h100-aaaa-program | 230 | 200-260 | 400 | 130 (0.56) |" in text, text
-        assert "| 170 | 100 (0.59) |" in text and "median 0.59, 0.59 to 0.59" in text, text
+        assert r["warm_up_prefetch_us"] == 80, r
+        assert "| 170 | 100 (0.59) | 80 |" in text and "median 0.59, 0.59 to 0.59" in text, text
 
 
 def test_bad_input():

@@ -1,7 +1,6 @@
 // The eviction's costs in `faultline calibrate`'s fit (calibrate_eviction.h): the price of a
 // chunk's eviction against the samples spread through the calibration, and the eviction_runs
-// benchmark's split of an eviction into a fixed cost, a cost per page and one per run, and the
-// price of bringing an evicted chunk back (the warm-up's prefetches).
+// benchmark's split of an eviction into a fixed cost, a cost per page and one per run.
 #include "sim/live/calibrate_eviction.h"
 
 #include "sim/core/error.h"
@@ -99,19 +98,6 @@ std::string eviction_spread_text(const Measurements& m) {
   if (scaled == 1) return text;
   return text + "; the benchmark and the copies back to the host are priced at that average (" +
          percent + "): the replays pay a mix of an eviction's two levels";
-}
-
-std::optional<Time> evicted_prefetch_ns(const Measurements& m) {
-  if (!m.has("warm_up") || !m.at("warm_up").contains("prefetch_ns_per_chunk")) return std::nullopt;
-  const json& rounds = m.at("warm_up").at("prefetch_ns_per_chunk");
-  if (!rounds.is_array() || rounds.empty())
-    throw Error("calibration measurements: $.warm_up.prefetch_ns_per_chunk: expected a non-empty "
-                "array of ns");
-  std::vector<Time> ns;
-  for (size_t i = 0; i < rounds.size(); ++i)
-    ns.push_back(m.ns(rounds, i, "$.warm_up.prefetch_ns_per_chunk"));
-  std::sort(ns.begin(), ns.end());
-  return ns[ns.size() / 2];
 }
 
 // The eviction_runs benchmark's costs. Each run of pages beyond the first in an evicted chunk:

@@ -5,7 +5,6 @@
 #include "sim/config/run_config.h"
 #include "sim/live/calibrate_measurements.h"
 
-#include <optional>
 #include <string>
 
 namespace faultline::live {
@@ -18,10 +17,6 @@ double eviction_level_factor(const Measurements& m);
 // What the measurements say of the eviction's samples and its price, for the fitted profile's
 // sources ("" where they hold no samples and nothing is scaled).
 std::string eviction_spread_text(const Measurements& m);
-
-// The warm-up's prefetches back of the chunks it evicted, ns a chunk (the median of its rounds),
-// or nothing for measurements from before they were timed. Throws Error for a malformed list.
-std::optional<Time> evicted_prefetch_ns(const Measurements& m);
 
 // From the eviction_runs benchmark: eviction_run_ns, eviction_populate_ns (its fresh case) and,
 // where the full chunk (`full` ns with its copy) and the one-run case give a positive cost per

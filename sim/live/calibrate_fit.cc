@@ -108,13 +108,8 @@ void direct_costs(const Measurements& m, config::RunConfig& config) {
   config.gpu.prefetch_populate_ns = std::max<Time>(
       0, (m.ns(pb, "populate_ns", "$.prefetch_blocks") / blocks - call) / kBigPagesPerBlock);
   const Time chunk_in = config.host_link.forward.transfer_ns(kBlockSize);
-  // A policy's prefetches bring back what the budget evicted: priced from the warm-up's
-  // prefetches of its evicted chunks where the calibration timed them (programs under pump paid
-  // 0.6-1.1x the host-written blocks' price, experiments/live/reports/eviction-prices/), else
-  // from the benchmark's host-written blocks.
-  const Time migrate =
-      evicted_prefetch_ns(m).value_or(m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks);
-  config.gpu.prefetch_copy_extra_ns = std::max<Time>(0, migrate - call - chunk_in);
+  config.gpu.prefetch_copy_extra_ns =
+      std::max<Time>(0, m.ns(pb, "migrate_ns", "$.prefetch_blocks") / blocks - call - chunk_in);
 
   replay_costs(m, config);
 
@@ -428,12 +423,9 @@ FittedProfile fit(const json& measurements, const CalibrationSettings& settings)
                              : "") +
            eviction_spread_text(m) +
            "; host_fault_ns: CPU writes to GPU-resident pages, less their copies, per 64 KB",
-       std::string("prefetch_populate_ns, prefetch_copy_extra_ns: 2 MB cudaMemPrefetchAsync "
-                   "calls in a row, one per block: of unpopulated blocks (less a call on resident "
-                   "ones, per 64 KB), ") +
-           (evicted_prefetch_ns(m) ? "of the warm-up's chunks it had evicted (the median of its "
-                                     "rounds, less that call and the link's 2 MB copy)"
-                                   : "of host ones (less that call and the link's 2 MB copy)"),
+       "prefetch_populate_ns, prefetch_copy_extra_ns: 2 MB cudaMemPrefetchAsync calls in a row, "
+       "one per block: of unpopulated blocks (less a call on resident ones, per 64 KB), of host "
+       "ones (less that call and the link's 2 MB copy)",
        std::string("launch_ns: launch and wait of an empty kernel; ") +
            (m.has("replay")
                 ? (m.at("replay").contains("calls_per_kernel")

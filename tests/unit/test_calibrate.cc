@@ -267,37 +267,6 @@ TEST_CASE("calibrate: an eviction and a prefetch in turn cost swap_extra_ns beyo
   CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.swap.apart_ns"));
 }
 
-TEST_CASE("calibrate: a prefetch that copies is priced from the warm-up's evicted chunks",
-          "[calibrate]") {
-  json m = measurements();
-  const live::FittedProfile host_written = live::fit(m, settings());
-  const auto extra = [](const live::FittedProfile& p) {
-    return p.gpu["prefetch_copy_extra_ns"].get<int64_t>();
-  };
-  const auto source = [](const live::FittedProfile& p) {
-    std::string all;
-    for (const json& s : p.gpu["sources"]) all += s.get<std::string>();
-    return all;
-  };
-  CHECK(source(host_written).find("of host ones") != std::string::npos);
-  // Without the warm-up's prefetches (older measurements), the host-written blocks price it; with
-  // them, their median a chunk takes the host-written blocks' 125 us place: 45 us less extra.
-  m["warm_up"] = {{"chunks", 4}, {"eviction_ns_per_chunk", {200'000, 190'000, 210'000}}};
-  CHECK(extra(live::fit(m, settings())) == extra(host_written));
-  m["warm_up"]["prefetch_ns_per_chunk"] = {90'000, 70'000, 80'000};
-  const live::FittedProfile evicted = live::fit(m, settings());
-  CHECK(extra(evicted) == std::max<int64_t>(0, extra(host_written) - 45'000));
-  CHECK(source(evicted).find("of the warm-up's chunks it had evicted") != std::string::npos);
-  // Cheaper than the call and the copy: nothing extra, never negative.
-  m["warm_up"]["prefetch_ns_per_chunk"] = {1'000, 1'000, 1'000};
-  CHECK(extra(live::fit(m, settings())) == 0);
-  m["warm_up"]["prefetch_ns_per_chunk"] = json::array();
-  CHECK_THROWS_WITH(live::fit(m, settings()), Catch::Contains("$.warm_up.prefetch_ns_per_chunk"));
-  m["warm_up"]["prefetch_ns_per_chunk"] = {90'000, "slow", 80'000};
-  CHECK_THROWS_WITH(live::fit(m, settings()),
-                    Catch::Contains("$.warm_up.prefetch_ns_per_chunk[1]"));
-}
-
 TEST_CASE("calibrate: chunks holding spread pages give eviction_run_ns against one run",
           "[calibrate]") {
   json m = measurements();

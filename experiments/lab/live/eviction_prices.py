@@ -19,7 +19,9 @@ a chunk's eviction with its copy:
 And pump's stream, an eviction and a prefetch in turn, per eviction (`pump_pair_us`): less the
 program's eviction, what pump's 2 MB prefetch of a chunk the budget had evicted cost
 (`pump_prefetch_us`), beside the simulator's price of that prefetch (`simulated_prefetch_us`:
-prefetch_call_ns, prefetch_copy_extra_ns and the host link's 2 MB copy to the GPU). Each price
+prefetch_call_ns, prefetch_copy_extra_ns and the host link's 2 MB copy to the GPU) and, where the
+calibration timed them, the warm-up's prefetches back of the chunks it evicted
+(`warm_up_prefetch_us`, the median of its rounds). Each price
 is given as its ratio to the program's median; the summary gives each price's median |ratio - 1|
 over the campaigns. Writes evictions.json and evictions.md into
 experiments/live/reports/eviction-prices/ with --write (else out/live/eviction-prices/)."""
@@ -104,6 +106,9 @@ def calibration_prices(folder):
     warm = measured.get("warm_up", {}).get("eviction_ns_per_chunk")
     if warm:
         prices["warm_up"] = statistics.median(warm) / 1000
+    back = measured.get("warm_up", {}).get("prefetch_ns_per_chunk")
+    if back:
+        prices["warm_up_prefetch"] = statistics.median(back) / 1000
     return prices
 
 
@@ -123,6 +128,8 @@ def campaign_row(folder):
             row[key + "_us"] = round(prices[key], 1)
             row[key + "_ratio"] = round(prices[key] / program, 3)
     row["simulated_prefetch_us"] = round(prices["prefetch"], 1)
+    if "warm_up_prefetch" in prices:
+        row["warm_up_prefetch_us"] = round(prices["warm_up_prefetch"], 1)
     if pump:
         prefetch = statistics.median(pump) - program
         row["pump_prefetch_us"] = round(prefetch, 1)
@@ -159,8 +166,9 @@ def markdown(doc):
              "(`experiments/lab/live/eviction_prices.py` says what each is).",
              "",
              "| campaign | program (us) | range | pump, a pair (us) | simulated | benchmark "
-             "| samples | warm-up | pump's prefetch (us) | simulated prefetch |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| samples | warm-up | pump's prefetch (us) | simulated prefetch | warm-up's "
+             "prefetch back (us) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["campaigns"]:
         cells = [f"{r[k + '_us']:.0f} ({r[k + '_ratio']:.2f})" if k + "_us" in r else ""
                  for k in PRICES]
@@ -170,7 +178,9 @@ def markdown(doc):
         ratio = r.get("simulated_prefetch_ratio")
         simulated = f"{r['simulated_prefetch_us']:.0f}" + (f" ({ratio:.2f})" if ratio else "")
         lines.append(f"| {r['campaign']} | {r['program_us']:.0f} | {lo:.0f}-{hi:.0f} | {pump} | "
-                     + " | ".join(cells) + f" | {prefetch} | {simulated} |")
+                     + " | ".join(cells) + f" | {prefetch} | {simulated} | "
+                     + (f"{r['warm_up_prefetch_us']:.0f}" if "warm_up_prefetch_us" in r else "")
+                     + " |")
     lines += ["", "Each price's miss over the campaigns, |price / program - 1|:", "",
               "| price | campaigns | median | max |", "|---|---|---|---|"]
     for key, s in doc["summary"].items():
