@@ -26,7 +26,7 @@ import tempfile
 
 from lab.campaigns import read_json
 from lab.live import cost_swap, fidelity, results, speeds
-from lab.paths import REPO
+from lab.paths import REPO, live_study_dir
 from lab.tables import write_json
 
 SUMMARY = "each per-machine cost's variation between calibrations of one instance and across instances"
@@ -160,9 +160,7 @@ def main(argv=None, prog=None):
     if args.calibrations:
         print(spread_table(args.calibrations, (args.gpu or ["h200"])[0], args.faultline), end="")
         return
-    out_dir = (os.path.join(results.LIVE, "reports", "calibration-noise") if args.write else
-               os.path.join(REPO, "out", "live", "calibration-noise"))
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = live_study_dir("calibration-noise", args.write)
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
         doc = noise(gpu, args.faultline)
         if not doc["campaigns"]:

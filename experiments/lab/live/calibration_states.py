@@ -22,7 +22,7 @@ import os
 import statistics
 
 from lab.campaigns import read_json
-from lab.paths import REPO
+from lab.paths import REPO, live_study_dir
 from lab.tables import write_json
 
 SUMMARY = "each calibration's dense fault price, and which of the host's two states it met"
@@ -200,9 +200,7 @@ def main(argv=None, prog=None):
            "fast_max_us": FAST_MAX_US, "slow_min_us": SLOW_MIN_US,
            "summary": summary(rows), "programs_by_state": by_state(programs),
            "program_campaigns": programs, "calibrations": rows}
-    out_dir = os.path.join(REPO, "experiments", "live", "reports", "calibration-states") \
-        if args.write else os.path.join(REPO, "out", "live", "calibration-states")
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = live_study_dir("calibration-states", args.write)
     write_json(os.path.join(out_dir, "states.json"), doc)
     with open(os.path.join(out_dir, "states.md"), "w") as f:
         f.write(markdown(doc))

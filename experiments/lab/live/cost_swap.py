@@ -23,7 +23,7 @@ import tempfile
 import lab.sim
 from lab.campaigns import load_manifest, read_json
 from lab.live import fidelity, misses, results
-from lab.paths import REPO
+from lab.paths import REPO, live_study_dir
 from lab.sim import replayed_trace
 from lab.tables import write_json
 
@@ -208,9 +208,7 @@ def main(argv=None, prog=None):
     args = ap.parse_args(argv)
     if not os.access(args.faultline, os.X_OK):
         raise SystemExit(f"cost_swap: {args.faultline}: no faultline binary (build it first)")
-    out_dir = (os.path.join(results.LIVE, "reports", "cost-swap") if args.write else
-               os.path.join(REPO, "out", "live", "cost-swap"))
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = live_study_dir("cost-swap", args.write)
     for gpu in args.gpu or sorted(results.CAMPAIGNS):
         with tempfile.TemporaryDirectory() as tmp:
             runs = [swap_run(m, s, args.faultline, args.jobs, tmp)

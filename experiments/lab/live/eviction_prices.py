@@ -32,7 +32,7 @@ import os
 import statistics
 
 from lab.campaigns import read_json
-from lab.paths import REPO
+from lab.paths import REPO, live_study_dir
 from lab.tables import write_json
 
 SUMMARY = "what an eviction costs in the programs against the calibration's prices"
@@ -210,9 +210,7 @@ def main(argv=None, prog=None):
                          "ondemand runs that measured their migration stream")
     doc = {"command": "experiments/live/calibration.py evictions" + (" --write" if args.write
                                                                       else ""), **doc}
-    out_dir = os.path.join(REPO, "experiments", "live", "reports", "eviction-prices") \
-        if args.write else os.path.join(REPO, "out", "live", "eviction-prices")
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = live_study_dir("eviction-prices", args.write)
     write_json(os.path.join(out_dir, "evictions.json"), doc)
     with open(os.path.join(out_dir, "evictions.md"), "w") as f:
         f.write(markdown(doc))

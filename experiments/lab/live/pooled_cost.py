@@ -27,7 +27,7 @@ import tempfile
 import lab.sim
 from lab.campaigns import read_json
 from lab.live import cost_swap, fidelity, results
-from lab.paths import REPO
+from lab.paths import REPO, live_study_dir
 from lab.tables import write_json
 
 SUMMARY = "every campaign simulated with one cost at one value for every instance"
@@ -175,9 +175,7 @@ def main(argv=None, prog=None):
         doc["gpus"][gpu] = gpu_sets(gpu, args, policies)
         revisions |= set(doc["gpus"][gpu].pop("revisions"))
     doc["sim_revision"] = sorted(revisions)
-    out_dir = (os.path.join(results.LIVE, "reports", "pooled-cost") if args.write else
-               os.path.join(REPO, "out", "live", "pooled-cost"))
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = live_study_dir("pooled-cost", args.write)
     name = (args.cost + (f"-at-{args.value}" if args.value is not None else "")
             + (f"-{args.traces.replace(',', '-')}" if args.traces else ""))
     write_json(os.path.join(out_dir, name + ".json"), doc)
