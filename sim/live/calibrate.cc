@@ -229,8 +229,8 @@ private:
   // The replays run warm, so the benchmarks after this do too: `chunks` blocks prefetched, then
   // evicted and prefetched back one 2 MB call each, kRounds times. Each round's eviction cost per
   // chunk is kept, to show how cold the machine was, and its prefetch back per chunk: what a
-  // policy's prefetch of a chunk the budget evicted costs (the host never mapped its pages),
-  // which the prefetch_blocks benchmark's host-written blocks may not.
+  // policy's prefetch of a chunk the budget evicted costs, which the prefetch_blocks benchmark's
+  // host-written blocks may not show.
   json warm_up(uint64_t chunks) {
     constexpr int kRounds = 3;
     json evictions = json::array(), prefetches = json::array();
