@@ -315,6 +315,7 @@ void ProgramRun::close_step(Time at, const Totals& end) {
   row.bytes_gpu_to_host = end.evicted_bytes - step_base_.evicted_bytes;
   row.evictions = end.evictions - step_base_.evictions;
   row.prefetch_issued_bytes = end.prefetch_bytes - step_base_.prefetch_bytes;
+  row.discarded_bytes = end.discarded_bytes - step_base_.discarded_bytes;
   row.peak_resident_bytes = static_cast<int64_t>(step_peak_chunks_ * kBlockSize);
   if (gpu_used_known_) row.gpu_used_peak_bytes = static_cast<int64_t>(step_gpu_peak_);
   // As of the call that closes the step: runs of migrations the GPU has not done yet count in

@@ -165,6 +165,8 @@ std::vector<ResultField> declare() {
       {"steps[].evictions", "2 MB chunks", "both", "as results.evictions, for the step"},
       {"steps[].prefetch_issued_bytes", "bytes", "both",
        "as results.prefetch.issued_bytes, for the step"},
+      {"steps[].discarded_bytes", "bytes", "live",
+       "as results.discarded_bytes, for the step (faultline run)"},
       {"steps[].prefetch_used_bytes", "bytes", "sim",
        "as results.prefetch.used_bytes, for the step"},
       {"steps[].program_ns", "ns", "both",

@@ -143,6 +143,7 @@ const FieldTable<StepResult>& step_fields() {
       {"peak_resident_bytes", &S::peak_resident_bytes},
       {"gpu_used_peak_bytes", &S::gpu_used_peak_bytes},
       {"migration_gpu_ns", &S::migration_gpu_ns},
+      {"discarded_bytes", &S::discarded_bytes},
   };
   return table;
 }

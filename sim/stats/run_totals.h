@@ -36,7 +36,7 @@ struct StepResult {
   Measure kernels, accesses, faults, faults_reported_to_policy, batches;
   Measure bytes_host_to_gpu, bytes_gpu_to_host, evictions, prefetch_issued_bytes;
   Measure prefetch_used_bytes, program_ns, peak_resident_bytes, gpu_used_peak_bytes;
-  Measure migration_gpu_ns;
+  Measure migration_gpu_ns, discarded_bytes;
 };
 
 } // namespace faultline

@@ -290,6 +290,7 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   clock.t = 300;
   device.migration_ns = 70; // the set-up's migrations, done on the GPU
   run.launch("fwd", {kBase}, 0);
+  run.discard({kBase, kMiB}, 300);       // as a policy's action: the step's discards
   device.used = (1ull << 30) + 2 * kMiB; // the GPU counts the chunk resident
   run.synced();
   clock.t = 400;
@@ -320,6 +321,9 @@ TEST_CASE("program run: steps begin at a mark that a kernel follows; rows add up
   CHECK(doc["steps"][1]["peak_resident_bytes"] == 2 * kMiB);
   CHECK(doc["steps"][1]["gpu_used_peak_bytes"] == 2 * kMiB);
   CHECK(doc["steps"][1]["faults"] == 0);
+  CHECK(doc["steps"][0]["discarded_bytes"] == 0);
+  CHECK(doc["steps"][1]["discarded_bytes"] == kMiB);
+  CHECK(doc["results"]["discarded_bytes"] == kMiB);
   CHECK(doc["steps"][0]["faults"] == 32);
   // What the device measured, step by step as each closed, and over the run.
   CHECK(doc["steps"][0]["migration_gpu_ns"] == 70);
@@ -433,7 +437,17 @@ TEST_CASE("program run: the budget holds under random launches, frees and polici
       REQUIRE(run.residency().resident_chunks() <= budget / (2 * kMiB));
     }
     run.kernels_done(run.kernels());
-    CHECK(run.finish()["results"]["kernels"].get<int>() > 100);
+    const nlohmann::json doc = run.finish();
+    CHECK(doc["results"]["kernels"].get<int>() > 100);
+    // The steps' discards and evictions add up to the run's (what runs before a mark included).
+    int64_t discarded = 0, evicted = 0;
+    for (const nlohmann::json& step : doc["steps"]) {
+      discarded += step["discarded_bytes"].get<int64_t>();
+      evicted += step["bytes_gpu_to_host"].get<int64_t>();
+    }
+    CHECK(discarded == doc["results"]["discarded_bytes"].get<int64_t>());
+    CHECK(evicted == doc["results"]["bytes_gpu_to_host"].get<int64_t>());
+    CHECK(evicted > 0);
   }
 }
 
