@@ -1,6 +1,6 @@
 """What an eviction costs inside the programs against each price the calibration offers.
 
-    experiments/live/calibration.py evictions [--write] [--data DIR] [--reports DIR]
+    experiments/live/calibration.py evictions [--write] [--data DIR]
 
 Every program campaign under DIR (default experiments/live/data/; `campaign.sh program`, with a
 profile/ folder) whose ondemand runs measured their migration stream: under ondemand the stream
@@ -21,10 +21,10 @@ program's eviction, what pump's 2 MB prefetch of a chunk the budget had evicted 
 (`pump_prefetch_us`), beside the simulator's price of that prefetch (`simulated_prefetch_us`:
 prefetch_call_ns, prefetch_copy_extra_ns and the host link's 2 MB copy to the GPU) and, where the
 calibration timed them, the warm-up's prefetches back of the chunks it evicted
-(`warm_up_prefetch_us`, the median of its rounds). Each price
-is given as its ratio to the program's median; the summary gives each price's median |ratio - 1|
-over the campaigns. Writes evictions.json and evictions.md into
-experiments/live/reports/eviction-prices/ with --write (else out/live/eviction-prices/)."""
+(`warm_up_prefetch_us`, the median of its rounds). Each eviction price is given as its ratio to
+the program's median; the summary gives each one's median |ratio - 1| over the campaigns.
+Writes evictions.json and evictions.md into experiments/live/reports/eviction-prices/ with
+--write (else out/live/eviction-prices/)."""
 import argparse
 import glob
 import math
