@@ -27,11 +27,11 @@ Writes evictions.json and evictions.md into experiments/live/reports/eviction-pr
 --write (else out/live/eviction-prices/)."""
 import argparse
 import glob
-import math
 import os
 import statistics
 
 from lab.campaigns import read_json
+from lab.live.run_priced import eviction_cost_ns, transfer_ns
 from lab.paths import REPO, live_study_dir
 from lab.tables import write_json
 
@@ -40,23 +40,6 @@ SUMMARY = "what an eviction costs in the programs against the calibration's pric
 PRICES = ("simulated", "benchmark", "samples", "warm_up")
 CHUNK = 2 << 20
 PAGES_A_CHUNK = 32
-
-
-def transfer_ns(direction, nbytes):
-    """The simulator's time for NBYTES over a link direction ({"bandwidth_gbps": [[bytes, GB/s]
-    ...], "overhead_ns"}): the rate interpolated on log2(bytes) between its points, as
-    sim/config/profiles.cc's LinkCurve::transfer_ns."""
-    points = direction["bandwidth_gbps"]
-    gbps = points[0][1]
-    if nbytes >= points[-1][0]:
-        gbps = points[-1][1]
-    elif nbytes > points[0][0]:
-        for (b0, g0), (b1, g1) in zip(points, points[1:]):
-            if b0 <= nbytes < b1:
-                x, x0, x1 = math.log2(nbytes), math.log2(b0), math.log2(b1)
-                gbps = g0 + (g1 - g0) * (x - x0) / (x1 - x0)
-                break
-    return direction["overhead_ns"] + math.ceil(nbytes / gbps)
 
 
 def per_eviction_us(path):
@@ -92,8 +75,7 @@ def calibration_prices(folder):
     calibration = read_json(os.path.join(folder, "profile", "calibration", name + ".json"),
                             "calibration")
     measured = calibration.get("measurements", {})
-    simulated = (transfer_ns(link["reverse"], CHUNK) + profile.get("eviction_ns", 0)
-                 + PAGES_A_CHUNK * profile.get("eviction_page_ns", 0))
+    simulated = eviction_cost_ns({"eviction_ns": 0, **profile}, link, PAGES_A_CHUNK)
     prefetch = (profile.get("prefetch_call_ns", 0) + profile.get("prefetch_copy_extra_ns", 0)
                 + transfer_ns(link["forward"], CHUNK))
     prices = {"profile": name, "simulated": simulated / 1000, "prefetch": prefetch / 1000}

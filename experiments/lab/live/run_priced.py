@@ -171,20 +171,29 @@ def chunk_fill(results):
     return round(back / (results["evictions"] * BLOCK), 3)
 
 
+def transfer_ns(direction, nbytes):
+    """The simulator's time for NBYTES over a link direction ({"bandwidth_gbps": [[bytes, GB/s]
+    ...], "overhead_ns"}): the rate interpolated on log2(bytes) between its points, as
+    sim/config/profiles.cc's LinkCurve::transfer_ns (NBYTES may be fractional: an average)."""
+    points = direction["bandwidth_gbps"]
+    gbps = points[0][1]
+    if nbytes >= points[-1][0]:
+        gbps = points[-1][1]
+    elif nbytes > points[0][0]:
+        for (b0, g0), (b1, g1) in zip(points, points[1:]):
+            if b0 <= nbytes < b1:
+                at = (math.log2(nbytes) - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
+                gbps = g0 + (g1 - g0) * at
+                break
+    return direction["overhead_ns"] + math.ceil(nbytes / gbps)
+
+
 def eviction_cost_ns(gpu, link, pages):
     """The simulator's cost of evicting a chunk holding PAGES 64 KB pages (Migrator::
-    eviction_cost and the reverse link's copy, sim/config/profiles.cc LinkCurve::transfer_ns;
-    PAGES may be fractional: an average), from the profile's and its host link's JSON."""
-    reverse = link["reverse"]
-    size = pages * 65536
-    points = reverse["bandwidth_gbps"]
-    gbps = points[0][1] if size < points[0][0] else points[-1][1]
-    for (b0, g0), (b1, g1) in zip(points, points[1:]):
-        if b0 < size < b1:
-            at = (math.log2(size) - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
-            gbps = g0 + (g1 - g0) * at
-    return (gpu["eviction_ns"] + pages * gpu.get("eviction_page_ns", 0) + reverse["overhead_ns"]
-            + size / gbps)
+    eviction_cost and the reverse link's copy; PAGES may be fractional: an average), from the
+    profile's and its host link's JSON."""
+    return (gpu["eviction_ns"] + pages * gpu.get("eviction_page_ns", 0)
+            + transfer_ns(link["reverse"], pages * 65536))
 
 
 def full_chunk_price(call_ns, fill, gpu, link):
